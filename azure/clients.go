@@ -1,0 +1,81 @@
+package azure
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+)
+
+// HTTPClient returns the transport for an endpoint. TLS verification is
+// skipped only for an emulator on a loopback address (SPEC §1); every other
+// endpoint gets Go's default verification. base, when not nil, is used as
+// the underlying transport (tests pass a recording or fault-injecting one).
+func HTTPClient(endpoint string, base http.RoundTripper) policy.Transporter {
+	if base != nil {
+		return &http.Client{Transport: base}
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 256
+	t.MaxIdleConns = 256
+	t.IdleConnTimeout = 90 * time.Second
+	if IsLoopback(endpoint) {
+		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback emulator only
+	}
+	return &http.Client{Transport: t}
+}
+
+// NewTablesClient returns an aztables service client for writing rows
+// (fixtures, tests). Reading goes through TableReader, which decodes
+// numbers exactly.
+func NewTablesClient(a StorageAccount, base http.RoundTripper) (*aztables.ServiceClient, error) {
+	opts := &aztables.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: HTTPClient(a.TableEndpoint, base)}}
+	if a.SAS != "" {
+		return aztables.NewServiceClientWithNoCredential(a.TableEndpoint+"/?"+a.SAS, opts)
+	}
+	cred, err := aztables.NewSharedKeyCredential(a.Name, a.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: AccountKey is not valid base64", ErrBadConnection)
+	}
+	return aztables.NewServiceClientWithSharedKey(a.TableEndpoint+"/", cred, opts)
+}
+
+// NewBlobContainerClient returns a client for one blob container.
+func NewBlobContainerClient(a StorageAccount, containerName string, base http.RoundTripper) (*container.Client, error) {
+	opts := &container.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: HTTPClient(a.BlobEndpoint, base)}}
+	u := a.BlobEndpoint + "/" + containerName
+	if a.SAS != "" {
+		return container.NewClientWithNoCredential(u+"?"+a.SAS, opts)
+	}
+	cred, err := container.NewSharedKeyCredential(a.Name, a.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: AccountKey is not valid base64", ErrBadConnection)
+	}
+	return container.NewClientWithSharedKeyCredential(u, cred, opts)
+}
+
+// NewCosmosClient returns a Cosmos DB client: with the account key when the
+// account has one, otherwise with Microsoft Entra ID (DefaultAzureCredential).
+// The SDK's own retry policy is kept for reads; writers add their own (§11).
+func NewCosmosClient(a CosmosAccount, base http.RoundTripper) (*azcosmos.Client, error) {
+	opts := &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: HTTPClient(a.Endpoint, base)}}
+	if a.Key != "" {
+		cred, err := azcosmos.NewKeyCredential(a.Key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Cosmos DB AccountKey is not valid base64", ErrBadConnection)
+		}
+		return azcosmos.NewClientWithKey(a.Endpoint, cred, opts)
+	}
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, fmt.Errorf("Entra ID credential: %w", err)
+	}
+	return azcosmos.NewClient(a.Endpoint, cred, opts)
+}

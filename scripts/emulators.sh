@@ -1,0 +1,99 @@
+# shellcheck shell=bash
+# Local emulator stack, sourced by test.sh and demo.sh (not run on its own).
+#
+# start_emulators installs Azurite (Table + Blob) and @vercel/cosmosdb-server
+# from npm into a cache folder (pinned versions), starts them on free
+# loopback ports and exports the connection settings bifrost-migrate reads:
+# BIFROST_TABLES_CONNECTION and CosmosDBConnection. When both are already
+# set and answer, it reuses them and starts nothing. stop_emulators stops
+# only what start_emulators started; callers run it from an EXIT trap.
+
+AZURITE_VERSION=3.37.0
+COSMOSDB_SERVER_VERSION=1.0.1
+EMULATOR_CACHE=${BIFROST_EMULATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bifrost-migrate/emulators-$AZURITE_VERSION-$COSMOSDB_SERVER_VERSION}
+EMULATOR_PIDS=()
+EMULATOR_LOGS=${EMULATOR_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/bifrost-emulators.XXXXXX")}
+
+# The published well-known keys of the emulators (not secrets).
+DEV_STORAGE_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
+EMULATOR_COSMOS_KEY='C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=='
+
+log() { printf '%s\n' "$*" >&2; }
+
+install_emulators() {
+	if [ -x "$EMULATOR_CACHE/node_modules/.bin/azurite" ] && [ -x "$EMULATOR_CACHE/node_modules/.bin/cosmosdb-server" ]; then
+		return 0
+	fi
+	command -v npm >/dev/null || { log "npm not found: install Node.js 20+"; return 1; }
+	log "installing azurite@$AZURITE_VERSION and @vercel/cosmosdb-server@$COSMOSDB_SERVER_VERSION into $EMULATOR_CACHE"
+	mkdir -p "$EMULATOR_CACHE"
+	(cd "$EMULATOR_CACHE" && [ -f package.json ] || echo '{"name":"bifrost-emulators","private":true}' >"$EMULATOR_CACHE/package.json")
+	npm install --prefix "$EMULATOR_CACHE" --no-audit --no-fund --loglevel=error \
+		"azurite@$AZURITE_VERSION" "@vercel/cosmosdb-server@$COSMOSDB_SERVER_VERSION" >&2
+}
+
+# free_port prints a TCP port that is free on 127.0.0.1 right now.
+free_port() {
+	node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+# wait_port HOST PORT NAME: waits up to 60 s for a listener.
+wait_port() {
+	local i
+	for i in $(seq 1 600); do
+		if node -e 'const c=require("net").connect(+process.argv[2],process.argv[1],()=>{c.end();process.exit(0)});c.on("error",()=>process.exit(1))' "$1" "$2" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	log "$3 did not start on $1:$2; its log:"
+	cat "$EMULATOR_LOGS/$3.log" >&2 || true
+	return 1
+}
+
+# reachable URL: any HTTP answer counts.
+reachable() {
+	node -e 'const u=new URL(process.argv[1]);const m=u.protocol==="https:"?require("https"):require("http");const r=m.get(u,{rejectUnauthorized:false,timeout:3000},x=>{process.exit(0)});r.on("error",()=>process.exit(1));r.on("timeout",()=>process.exit(1))' "$1" 2>/dev/null
+}
+
+start_emulators() {
+	if [ -n "${BIFROST_TABLES_CONNECTION:-}" ] && [ -n "${CosmosDBConnection:-}" ]; then
+		local table_ep cosmos_ep
+		table_ep=$(printf '%s' "$BIFROST_TABLES_CONNECTION" | tr ';' '\n' | sed -n 's/^TableEndpoint=//p')
+		cosmos_ep=$(printf '%s' "$CosmosDBConnection" | tr ';' '\n' | sed -n 's/^AccountEndpoint=//p')
+		if [ -n "$table_ep" ] && [ -n "$cosmos_ep" ] && reachable "$table_ep" && reachable "$cosmos_ep"; then
+			log "reusing the emulators the environment points to ($table_ep, $cosmos_ep)"
+			return 0
+		fi
+		log "the emulators the environment points to do not answer; starting our own"
+	fi
+	install_emulators || return 1
+	local blob_port table_port cosmos_port
+	blob_port=$(free_port) && table_port=$(free_port) && cosmos_port=$(free_port) || return 1
+	"$EMULATOR_CACHE/node_modules/.bin/azurite-blob" --silent --blobHost 127.0.0.1 --blobPort "$blob_port" \
+		--skipApiVersionCheck --disableProductStyleUrl --inMemoryPersistence >"$EMULATOR_LOGS/azurite-blob.log" 2>&1 &
+	EMULATOR_PIDS+=($!)
+	"$EMULATOR_CACHE/node_modules/.bin/azurite-table" --silent --tableHost 127.0.0.1 --tablePort "$table_port" \
+		--skipApiVersionCheck --disableProductStyleUrl --inMemoryPersistence >"$EMULATOR_LOGS/azurite-table.log" 2>&1 &
+	EMULATOR_PIDS+=($!)
+	"$EMULATOR_CACHE/node_modules/.bin/cosmosdb-server" --no-ssl --host 127.0.0.1 --port "$cosmos_port" \
+		>"$EMULATOR_LOGS/cosmosdb-server.log" 2>&1 &
+	EMULATOR_PIDS+=($!)
+	wait_port 127.0.0.1 "$blob_port" azurite-blob || return 1
+	wait_port 127.0.0.1 "$table_port" azurite-table || return 1
+	wait_port 127.0.0.1 "$cosmos_port" cosmosdb-server || return 1
+	export BIFROST_TABLES_CONNECTION="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$DEV_STORAGE_KEY;BlobEndpoint=http://127.0.0.1:$blob_port/devstoreaccount1;TableEndpoint=http://127.0.0.1:$table_port/devstoreaccount1;"
+	export CosmosDBConnection="AccountEndpoint=http://127.0.0.1:$cosmos_port/;AccountKey=$EMULATOR_COSMOS_KEY;"
+	log "emulators: blob 127.0.0.1:$blob_port, table 127.0.0.1:$table_port, cosmos http://127.0.0.1:$cosmos_port (logs in $EMULATOR_LOGS)"
+}
+
+stop_emulators() {
+	local pid
+	for pid in "${EMULATOR_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${EMULATOR_PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	EMULATOR_PIDS=()
+}

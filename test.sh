@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test of bifrost-migrate: go vet, then unit and integration tests
+# against local emulators (Azurite for Table + Blob Storage,
+# @vercel/cosmosdb-server for Cosmos DB). Needs Go and Node.js, not Docker.
+# It installs the emulators into a cache folder, starts them on free
+# loopback ports, and stops them on any exit. If BIFROST_TABLES_CONNECTION
+# and CosmosDBConnection already point to running emulators, it uses those.
+# Extra arguments are passed to `go test` (e.g. ./test.sh -run TestReader).
+set -euo pipefail
+cd "$(dirname "$0")"
+. scripts/emulators.sh
+trap stop_emulators EXIT
+trap 'exit 130' INT TERM
+
+start_emulators
+export BIFROST_INTEGRATION=1
+
+echo "== go vet ./..." >&2
+go vet ./...
+echo "== go test ./..." >&2
+go test -count=1 -timeout 60m "${@:-./...}"

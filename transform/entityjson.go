@@ -1,0 +1,271 @@
+package transform
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// edmTimeLayout is how Table Storage writes Edm.DateTime: UTC with exactly
+// seven fractional digits.
+const edmTimeLayout = "2006-01-02T15:04:05.0000000Z"
+
+// DecodeEntity decodes one entity of the Table service's JSON format with
+// annotations (odata=minimalmetadata or fullmetadata) into a Row of the given
+// table. Numbers are decoded exactly: an unannotated number is an Int32 when
+// it is written as an integer that fits, otherwise a Double; annotated
+// Int64, Double (including "NaN", "Infinity", "-Infinity"), DateTime, Guid and
+// Binary values are decoded by their annotation. PartitionKey, RowKey,
+// Timestamp and odata.etag go into the Row's fields, not into Props, and other
+// odata.* control information is ignored.
+//
+// It returns an error naming the property when a value does not match its
+// type; the error never contains the value itself.
+func DecodeEntity(table string, data []byte) (Row, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		return Row{}, fmt.Errorf("decode entity: %w", err)
+	}
+	row := Row{Table: table, Props: make(map[string]Value, len(raw))}
+	for name, v := range raw {
+		if strings.Contains(name, "@odata.") || strings.HasPrefix(name, "odata.") {
+			continue
+		}
+		annotated, _ := raw[name+"@odata.type"].(string)
+		switch name {
+		case "PartitionKey", "RowKey":
+			s, ok := v.(string)
+			if !ok {
+				return Row{}, fmt.Errorf("decode entity: %s is not a string", name)
+			}
+			if name == "PartitionKey" {
+				row.PartitionKey = s
+			} else {
+				row.RowKey = s
+			}
+			continue
+		case "Timestamp":
+			s, ok := v.(string)
+			if !ok {
+				return Row{}, fmt.Errorf("decode entity: Timestamp is not a string")
+			}
+			t, err := parseEdmTime(s)
+			if err != nil {
+				return Row{}, fmt.Errorf("decode entity: Timestamp: %w", err)
+			}
+			row.Timestamp = t
+			continue
+		}
+		val, err := decodeValue(EdmType(annotated), v)
+		if err != nil {
+			return Row{}, fmt.Errorf("decode entity %q: property %s: %w", row.RowKey, name, err)
+		}
+		row.Props[name] = val
+	}
+	if etag, ok := raw["odata.etag"].(string); ok {
+		row.ETag = etag
+	}
+	return row, nil
+}
+
+func decodeValue(t EdmType, v any) (Value, error) {
+	if v == nil {
+		return Value{}, fmt.Errorf("null value")
+	}
+	switch t {
+	case "":
+		switch x := v.(type) {
+		case string:
+			return Value{Type: EdmString, Str: x}, nil
+		case bool:
+			return Value{Type: EdmBoolean, Bool: x}, nil
+		case json.Number:
+			s := string(x)
+			if !strings.ContainsAny(s, ".eE") {
+				if n, err := strconv.ParseInt(s, 10, 32); err == nil {
+					return Value{Type: EdmInt32, Int: n}, nil
+				}
+			}
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return Value{}, fmt.Errorf("number out of range for Edm.Double")
+			}
+			return Value{Type: EdmDouble, Double: f}, nil
+		default:
+			return Value{}, fmt.Errorf("unsupported JSON value %T", v)
+		}
+	case EdmString, EdmGuid:
+		s, ok := v.(string)
+		if !ok {
+			return Value{}, fmt.Errorf("%s value is not a string", t)
+		}
+		return Value{Type: t, Str: s}, nil
+	case EdmBoolean:
+		b, ok := v.(bool)
+		if !ok {
+			return Value{}, fmt.Errorf("Edm.Boolean value is not a boolean")
+		}
+		return Value{Type: t, Bool: b}, nil
+	case EdmInt32, EdmInt64:
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case json.Number:
+			s = string(x)
+		default:
+			return Value{}, fmt.Errorf("%s value is not a number", t)
+		}
+		bits := 64
+		if t == EdmInt32 {
+			bits = 32
+		}
+		n, err := strconv.ParseInt(s, 10, bits)
+		if err != nil {
+			return Value{}, fmt.Errorf("%s value is not an integer in range", t)
+		}
+		return Value{Type: t, Int: n}, nil
+	case EdmDouble:
+		switch x := v.(type) {
+		case string:
+			switch x {
+			case "NaN":
+				return Value{Type: t, Double: math.NaN()}, nil
+			case "Infinity", "INF":
+				return Value{Type: t, Double: math.Inf(1)}, nil
+			case "-Infinity", "-INF":
+				return Value{Type: t, Double: math.Inf(-1)}, nil
+			}
+			f, err := strconv.ParseFloat(x, 64)
+			if err != nil {
+				return Value{}, fmt.Errorf("Edm.Double value is not a number")
+			}
+			return Value{Type: t, Double: f}, nil
+		case json.Number:
+			f, err := strconv.ParseFloat(string(x), 64)
+			if err != nil {
+				return Value{}, fmt.Errorf("Edm.Double value out of range")
+			}
+			return Value{Type: t, Double: f}, nil
+		default:
+			return Value{}, fmt.Errorf("Edm.Double value is not a number")
+		}
+	case EdmDateTime:
+		s, ok := v.(string)
+		if !ok {
+			return Value{}, fmt.Errorf("Edm.DateTime value is not a string")
+		}
+		tm, err := parseEdmTime(s)
+		if err != nil {
+			return Value{}, err
+		}
+		return Value{Type: t, Time: tm}, nil
+	case EdmBinary:
+		s, ok := v.(string)
+		if !ok {
+			return Value{}, fmt.Errorf("Edm.Binary value is not a string")
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return Value{}, fmt.Errorf("Edm.Binary value is not base64")
+		}
+		if b == nil {
+			b = []byte{}
+		}
+		return Value{Type: t, Bytes: b}, nil
+	default:
+		return Value{}, fmt.Errorf("unknown type annotation %q", string(t))
+	}
+}
+
+func parseEdmTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("Edm.DateTime value is not an RFC 3339 time")
+	}
+	return t.UTC(), nil
+}
+
+// EncodeEntity encodes a row in the Table service's annotated JSON format,
+// the inverse of DecodeEntity: every property that JSON alone cannot type
+// (Int64, DateTime, Guid, Binary, and Double) carries its odata.type
+// annotation. Doubles are written so that they stay doubles ("5.0", "NaN").
+// Timestamp and ETag are not written (the service owns them). Properties
+// are written in name order, so the output is deterministic.
+func EncodeEntity(row Row) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"PartitionKey":`)
+	writeJSONString(&b, row.PartitionKey)
+	b.WriteString(`,"RowKey":`)
+	writeJSONString(&b, row.RowKey)
+	names := make([]string, 0, len(row.Props))
+	for name := range row.Props {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := row.Props[name]
+		switch v.Type {
+		case EdmInt64, EdmDateTime, EdmGuid, EdmBinary, EdmDouble:
+			b.WriteByte(',')
+			writeJSONString(&b, name+"@odata.type")
+			b.WriteByte(':')
+			writeJSONString(&b, string(v.Type))
+		}
+		b.WriteByte(',')
+		writeJSONString(&b, name)
+		b.WriteByte(':')
+		switch v.Type {
+		case EdmString, EdmGuid:
+			writeJSONString(&b, v.Str)
+		case EdmBoolean:
+			b.WriteString(strconv.FormatBool(v.Bool))
+		case EdmInt32:
+			b.WriteString(strconv.FormatInt(v.Int, 10))
+		case EdmInt64:
+			writeJSONString(&b, strconv.FormatInt(v.Int, 10))
+		case EdmDouble:
+			b.WriteString(FormatDouble(v.Double))
+		case EdmDateTime:
+			writeJSONString(&b, v.Time.UTC().Format(edmTimeLayout))
+		case EdmBinary:
+			writeJSONString(&b, base64.StdEncoding.EncodeToString(v.Bytes))
+		default:
+			writeJSONString(&b, v.Str)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// FormatDouble writes a double as a JSON value that reads back as the same
+// double: NaN and ±Infinity as the strings Table Storage uses, integral
+// values with a ".0" so they are not mistaken for integers.
+func FormatDouble(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return `"NaN"`
+	case math.IsInf(f, 1):
+		return `"Infinity"`
+	case math.IsInf(f, -1):
+		return `"-Infinity"`
+	}
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEn") {
+		s += ".0"
+	}
+	return s
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	enc, _ := json.Marshal(s) // a Go string always marshals
+	b.Write(enc)
+}
