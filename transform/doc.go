@@ -1,0 +1,216 @@
+package transform
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Field is one property of a Doc.
+type Field struct {
+	Name  string
+	Value any
+}
+
+// Doc is a JSON object whose properties keep the order they were added in,
+// so that a doc's JSON bytes are deterministic and read like the SPEC
+// tables. Transform uses it for documents and for objects decoded from
+// JSON-valued properties.
+//
+// Values are one of: nil, bool, string, int64, float64 (finite; written
+// with a ".0" when integral so it stays a double), json.Number (written
+// verbatim), Doc, []any. A Doc is not safe for concurrent mutation.
+type Doc []Field
+
+// Get returns the value of the first property called name and whether it
+// exists.
+func (d Doc) Get(name string) (any, bool) {
+	for _, f := range d {
+		if f.Name == name {
+			return f.Value, true
+		}
+	}
+	return nil, false
+}
+
+// Has reports whether the doc has a property called name.
+func (d Doc) Has(name string) bool {
+	_, ok := d.Get(name)
+	return ok
+}
+
+// MarshalJSON returns the doc's JSON bytes: properties in order, no
+// insignificant whitespace. It returns an error for a value of a type Doc
+// does not hold, a non-finite float64 or a string that is not valid UTF-8.
+func (d Doc) MarshalJSON() ([]byte, error) {
+	return appendValue(make([]byte, 0, 256), d)
+}
+
+// Map returns the doc as the map[string]any that encoding/json would decode
+// from its bytes with UseNumber, except that numbers keep their Go types.
+// Nested Docs become maps too. It is meant for callers that compare docs
+// field by field.
+func (d Doc) Map() map[string]any {
+	m := make(map[string]any, len(d))
+	for _, f := range d {
+		m[f.Name] = plain(f.Value)
+	}
+	return m
+}
+
+func plain(v any) any {
+	switch x := v.(type) {
+	case Doc:
+		return x.Map()
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = plain(e)
+		}
+		return out
+	}
+	return v
+}
+
+// appendValue appends the JSON form of v, as stored in a doc, to b.
+func appendValue(b []byte, v any) ([]byte, error) {
+	var err error
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case bool:
+		return strconv.AppendBool(b, x), nil
+	case string:
+		return appendString(b, x)
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return b, fmt.Errorf("non-finite number")
+		}
+		return append(b, FormatDouble(x)...), nil
+	case json.Number:
+		if !validNumber(string(x)) {
+			return b, fmt.Errorf("invalid number %q", string(x))
+		}
+		return append(b, x...), nil
+	case Doc:
+		b = append(b, '{')
+		for i, f := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendString(b, f.Name); err != nil {
+				return b, err
+			}
+			b = append(b, ':')
+			if b, err = appendValue(b, f.Value); err != nil {
+				return b, err
+			}
+		}
+		return append(b, '}'), nil
+	case []any:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendValue(b, e); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
+	case map[string]any:
+		return appendCanonical(b, x)
+	default:
+		return b, fmt.Errorf("unsupported doc value type %T", v)
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string with the minimal escaping RFC 8785
+// prescribes: '"' and '\\', the short forms \b \t \n \f \r, \u00xx for the
+// other control characters, everything else as UTF-8.
+func appendString(b []byte, s string) ([]byte, error) {
+	b = append(b, '"')
+	if !utf8.ValidString(s) {
+		return b, fmt.Errorf("string is not valid UTF-8")
+	}
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"'), nil
+}
+
+// validNumber reports whether s is a JSON number (RFC 8259 grammar).
+func validNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	if i >= len(s) {
+		return false
+	}
+	switch {
+	case s[i] == '0':
+		i++
+	case s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		n := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == n {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		n := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == n {
+			return false
+		}
+	}
+	return i == len(s)
+}
