@@ -1,0 +1,593 @@
+package transform
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Table names (SPEC §1), in the order rows are read.
+const (
+	TableConfig        = "Config"
+	TableEntities      = "Entities"
+	TableRelationships = "Relationships"
+)
+
+// Cosmos DB containers (SPEC §4).
+const (
+	ContainerEntities   = "entities"
+	ContainerExecutions = "executions"
+)
+
+const (
+	// DefaultBlobThreshold is the default of Options.BlobThreshold: an
+	// inline result longer than this many bytes moves to a blob (SPEC §8).
+	DefaultBlobThreshold = 32768
+	// ExecutionRetention is the executions container's defaultTtl, in
+	// seconds (14 days).
+	ExecutionRetention = 1209600
+	// MaxDocBytes is the largest doc written, in bytes of UTF-8 JSON
+	// (2 MB); larger docs are dead-lettered (SPEC §10).
+	MaxDocBytes = 2 << 20
+)
+
+// TTLMode is how an execution doc's ttl is set (--execution-ttl, SPEC §8).
+type TTLMode string
+
+// The TTL modes.
+const (
+	// TTLRemaining sets ttl to what is left of the 14 days since the
+	// execution completed (or started); executions with nothing left are
+	// expired and not written.
+	TTLRemaining TTLMode = "remaining"
+	// TTLFull sets ttl to the full 14 days.
+	TTLFull TTLMode = "full"
+	// TTLNone writes no ttl (the container's defaultTtl applies).
+	TTLNone TTLMode = "none"
+)
+
+// RelationshipsMode is what happens to non-index relationships
+// (--relationships, SPEC §9).
+type RelationshipsMode string
+
+// The relationship modes.
+const (
+	// RelationshipsKeep leaves them in Table Storage (kept-in-tables).
+	RelationshipsKeep RelationshipsMode = "keep"
+	// RelationshipsMigrate writes each as a doc in entities.
+	RelationshipsMigrate RelationshipsMode = "migrate"
+)
+
+// Options are the settings that change what Transform produces.
+type Options struct {
+	// Now is the current time, used for execution TTLs. Required with
+	// TTLRemaining.
+	Now time.Time
+	// BlobThreshold is the largest inline result size in bytes; 0 means
+	// DefaultBlobThreshold.
+	BlobThreshold int
+	// ExecutionTTL is the ttl mode; "" means TTLRemaining.
+	ExecutionTTL TTLMode
+	// Relationships is the relationships mode; "" means RelationshipsKeep.
+	Relationships RelationshipsMode
+	// Strict dead-letters rows of unknown kinds in Config and Entities
+	// instead of migrating them as generic docs.
+	Strict bool
+}
+
+// WithDefaults returns o with its zero fields set to their defaults.
+func (o Options) WithDefaults() Options {
+	if o.BlobThreshold == 0 {
+		o.BlobThreshold = DefaultBlobThreshold
+	}
+	if o.ExecutionTTL == "" {
+		o.ExecutionTTL = TTLRemaining
+	}
+	if o.Relationships == "" {
+		o.Relationships = RelationshipsKeep
+	}
+	return o
+}
+
+// Validate returns an error naming the first invalid option of
+// o.WithDefaults(), or nil.
+func (o Options) Validate() error {
+	o = o.WithDefaults()
+	switch {
+	case o.BlobThreshold < 0:
+		return fmt.Errorf("blob threshold %d is negative", o.BlobThreshold)
+	case o.ExecutionTTL != TTLRemaining && o.ExecutionTTL != TTLFull && o.ExecutionTTL != TTLNone:
+		return fmt.Errorf("execution ttl mode %q is not remaining, full or none", o.ExecutionTTL)
+	case o.Relationships != RelationshipsKeep && o.Relationships != RelationshipsMigrate:
+		return fmt.Errorf("relationships mode %q is not keep or migrate", o.Relationships)
+	case o.ExecutionTTL == TTLRemaining && o.Now.IsZero():
+		return fmt.Errorf("the current time is not set (needed by execution ttl mode remaining)")
+	}
+	return nil
+}
+
+// Fingerprint returns a stable text of the options that change the docs a
+// run writes (everything but Now), for checkpoint compatibility checks.
+func (o Options) Fingerprint() string {
+	o = o.WithDefaults()
+	return fmt.Sprintf("blob-threshold=%d;execution-ttl=%s;relationships=%s;strict=%t",
+		o.BlobThreshold, o.ExecutionTTL, o.Relationships, o.Strict)
+}
+
+// Disposition is where a row ends up (SPEC §5).
+type Disposition string
+
+// The dispositions.
+const (
+	DispositionDoc          Disposition = "doc"
+	DispositionDroppedIndex Disposition = "dropped-index"
+	DispositionKeptInTables Disposition = "kept-in-tables"
+	DispositionExpired      Disposition = "expired"
+	DispositionDeadLetter   Disposition = "dead-letter"
+)
+
+// Upload is a blob that must exist before the doc that names it is
+// written. Uploads are create-only (If-None-Match: *); an existing blob
+// with the same MD5 counts as success, a different one is a dead letter.
+type Upload struct {
+	// Path is the blob's name in container execution-data,
+	// "{executionId}/{file}".
+	Path string
+	// Blob says which of the execution's blobs it is.
+	Blob BlobName
+	// Data is the exact content.
+	Data []byte
+	// ContentType is the blob's Content-Type.
+	ContentType string
+}
+
+// Warning is a data-quality note about a row that still has its
+// disposition. Reason is one of the Reason* constants (stable, for
+// counting); Detail names the property or kind and never contains a
+// property value.
+type Warning struct {
+	Reason string
+	Detail string
+}
+
+// Warning reasons.
+const (
+	ReasonInt64Above2p53        = "int64 above 2^53"
+	ReasonDoubleNotFinite       = "double NaN or Infinity"
+	ReasonUnparseableTimestamp  = "unparseable timestamp"
+	ReasonEtagDropped           = "etag property dropped"
+	ReasonMissingResultBlob     = "missing result blob"
+	ReasonResultIgnored         = "result property ignored"
+	ReasonInlineDiffersFromBlob = "inline data differs from existing blob"
+	ReasonUnknownKind           = "unknown kind"
+	ReasonUnknownConfigType     = "unknown config type"
+	ReasonIDEncoded             = "id sanitized"
+	ReasonIDTruncated           = "id truncated"
+	ReasonPropertyRenamed       = "property renamed"
+	ReasonJSONBigInt            = "json integer above 2^53"
+	ReasonKeyMismatch           = "key property differs from RowKey"
+	ReasonMalformedIndex        = "malformed index row"
+	ReasonStartFromRowKey       = "ttl from RowKey start time"
+	// ReasonDanglingIndex is not produced by Transform (it needs the
+	// Entities table); callers report dropped index rows whose execution
+	// does not exist with it.
+	ReasonDanglingIndex = "dangling index"
+)
+
+// Outcome is what Transform decided for one row.
+type Outcome struct {
+	Disposition Disposition
+	// Table is the source table; Kind the RowKey prefix before the first
+	// ':' (the whole RowKey when it has none).
+	Table, Kind string
+	// Container is "entities" or "executions" for a doc (and for an
+	// expired execution, where it would have gone); "" otherwise.
+	Container string
+	// ID is the doc id after the §10 id rules; RawID the id before them
+	// (equal unless the id was sanitized). Scope is the partition key.
+	ID, RawID, Scope string
+	// Doc is the document, with _migration last; nil unless Disposition
+	// is DispositionDoc.
+	Doc Doc
+	// DocJSON is Doc's JSON bytes, as they are written.
+	DocJSON []byte
+	// Uploads are the blobs to create before writing the doc.
+	Uploads []Upload
+	// Warnings are data-quality notes, in the order found.
+	Warnings []Warning
+	// DeadLetter is the reason when Disposition is DispositionDeadLetter.
+	// It never contains a redacted property's value.
+	DeadLetter string
+	// IndexExecutionID is the execution id of a dropped index row.
+	IndexExecutionID string
+}
+
+func (o Outcome) deadLetter(reason string) Outcome {
+	o.Disposition = DispositionDeadLetter
+	o.DeadLetter = reason
+	o.Doc, o.DocJSON, o.Uploads = nil, nil, nil
+	return o
+}
+
+// Kind returns the kind of a RowKey: the part before the first ':', or the
+// whole RowKey when it has none.
+func Kind(rowKey string) string {
+	if i := strings.IndexByte(rowKey, ':'); i >= 0 {
+		return rowKey[:i]
+	}
+	return rowKey
+}
+
+// Scope maps a row's PartitionKey to the doc scope (SPEC §3): "GLOBAL" and
+// "SYSTEM" stay, an org id gets the "org-" prefix unless it has it.
+func Scope(partitionKey string) string {
+	switch {
+	case partitionKey == "GLOBAL", partitionKey == "SYSTEM", strings.HasPrefix(partitionKey, "org-"):
+		return partitionKey
+	}
+	return "org-" + partitionKey
+}
+
+// Transform decides the disposition of one row of table row.Table and
+// builds its doc (SPEC §2–§10). blobs describes the execution's blobs and
+// matters only for execution rows. Transform is pure and safe for
+// concurrent use; it never fails: every problem is a dead-letter outcome
+// with its reason. It does not detect id collisions, which need every
+// earlier row: pass doc outcomes through an IDSet in read order.
+func Transform(row Row, blobs BlobFacts, opts Options) Outcome {
+	out := Outcome{Table: row.Table, Kind: Kind(row.RowKey)}
+	if err := opts.Validate(); err != nil {
+		return out.deadLetter("invalid options: " + err.Error())
+	}
+	opts = opts.WithDefaults()
+	b := &builder{row: &row, opts: &opts, blobs: blobs, out: &out}
+	switch row.Table {
+	case TableConfig:
+		b.isTimestamp = isConfigTimestamp
+		b.config()
+	case TableEntities:
+		b.isTimestamp = isEntitiesTimestamp
+		b.entities()
+	case TableRelationships:
+		b.isTimestamp = func(string) bool { return false }
+		b.relationships()
+	default:
+		return out.deadLetter(fmt.Sprintf("unknown table %q", row.Table))
+	}
+	if b.fail != "" {
+		return out.deadLetter(b.fail)
+	}
+	if out.Disposition == DispositionDoc {
+		b.finish()
+		if b.fail != "" {
+			return out.deadLetter(b.fail)
+		}
+	}
+	return out
+}
+
+// isConfigTimestamp reports the Config table's timestamp properties (§6).
+func isConfigTimestamp(src string) bool {
+	switch src {
+	case "UpdatedAt", "CreatedAt", "ExpiresAt", "LastUsedAt", "RevokedAt", "NextRunAt",
+		"LastRunAt", "StartTime", "EndTime", "LastRefreshAt", "LastTestAt":
+		return true
+	}
+	return false
+}
+
+// isEntitiesTimestamp reports the Entities table's timestamp properties:
+// every property in italics in §7 and the execution timestamps of §8.
+func isEntitiesTimestamp(src string) bool {
+	switch src {
+	case "CreatedAt", "UpdatedAt", "LastLogin", "LastEntraIdSync", "StartedAt", "CompletedAt":
+		return true
+	}
+	return false
+}
+
+// builder assembles one doc in SPEC order and tracks the source
+// properties it has used; the rest are copied by extras.
+type builder struct {
+	row         *Row
+	opts        *Options
+	blobs       BlobFacts
+	out         *Outcome
+	doc         Doc
+	used        []string
+	isTimestamp func(string) bool
+	fail        string // first dead-letter reason
+}
+
+func (b *builder) warn(reason, detail string) {
+	b.out.Warnings = append(b.out.Warnings, Warning{Reason: reason, Detail: detail})
+}
+
+func (b *builder) deadLetter(reason string) {
+	if b.fail == "" {
+		b.fail = reason
+	}
+}
+
+// start makes the outcome a doc in container with the given raw id and
+// scope, and writes id, type and scope.
+func (b *builder) start(container, rawID, scope, docType string) {
+	id, encoded, truncated := SanitizeID(rawID)
+	if encoded {
+		b.warn(ReasonIDEncoded, "id has characters Cosmos DB does not allow")
+	}
+	if truncated {
+		b.warn(ReasonIDTruncated, fmt.Sprintf("id is %d bytes after encoding, more than %d", len(EncodeID(rawID)), MaxIDBytes))
+	}
+	if rawID == "" {
+		b.deadLetter("empty id")
+	}
+	b.out.Disposition = DispositionDoc
+	b.out.Container, b.out.ID, b.out.RawID, b.out.Scope = container, id, rawID, scope
+	b.doc = make(Doc, 0, len(b.row.Props)+12)
+	b.doc = append(b.doc, Field{"id", id}, Field{"type", docType}, Field{"scope", scope})
+}
+
+// rowScope is Scope of the row's PartitionKey; an empty PartitionKey is a
+// dead letter.
+func (b *builder) rowScope() string {
+	if b.row.PartitionKey == "" {
+		b.deadLetter("empty PartitionKey")
+	}
+	return Scope(b.row.PartitionKey)
+}
+
+func (b *builder) use(src string) {
+	b.used = append(b.used, src)
+}
+
+// prop returns a source property and marks it used.
+func (b *builder) prop(src string) (Value, bool) {
+	b.use(src)
+	v, ok := b.row.Props[src]
+	return v, ok
+}
+
+func (b *builder) set(name string, v any) {
+	b.doc = append(b.doc, Field{name, v})
+}
+
+// value maps a property value by §2 (timestamps by the table's list),
+// adding warnings that name src.
+func (b *builder) value(src string, v Value) any {
+	if b.isTimestamp(src) {
+		switch v.Type {
+		case EdmDateTime:
+			return FormatTimestamp(v.Time)
+		case EdmString:
+			if t, ok := ParseTimestamp(v.Str); ok {
+				return FormatTimestamp(t)
+			}
+		}
+		b.warn(ReasonUnparseableTimestamp, src)
+	}
+	switch v.Type {
+	case EdmBoolean:
+		return v.Bool
+	case EdmInt32:
+		return v.Int
+	case EdmInt64:
+		if v.Int > 1<<53 || v.Int < -(1<<53) {
+			b.warn(ReasonInt64Above2p53, src)
+			return strconv.FormatInt(v.Int, 10)
+		}
+		return v.Int
+	case EdmDouble:
+		if math.IsNaN(v.Double) || math.IsInf(v.Double, 0) {
+			b.warn(ReasonDoubleNotFinite, src)
+			switch {
+			case math.IsNaN(v.Double):
+				return "NaN"
+			case v.Double > 0:
+				return "Infinity"
+			default:
+				return "-Infinity"
+			}
+		}
+		return v.Double
+	case EdmDateTime:
+		return FormatTimestamp(v.Time)
+	case EdmBinary:
+		return base64.StdEncoding.EncodeToString(v.Bytes)
+	default: // String, Guid
+		return v.Str
+	}
+}
+
+// from writes doc property name from source property src (null when
+// absent).
+func (b *builder) from(name, src string) {
+	v, ok := b.prop(src)
+	if !ok {
+		b.set(name, nil)
+		return
+	}
+	b.set(name, b.value(src, v))
+}
+
+// fields writes each listed doc property from the source property of the
+// same name with an upper-case first letter.
+func (b *builder) fields(names ...string) {
+	for _, name := range names {
+		b.from(name, pascal(name))
+	}
+}
+
+// ifPresent writes name from src only when the row has src.
+func (b *builder) ifPresent(name, src string) {
+	if _, ok := b.row.Props[src]; ok {
+		b.from(name, src)
+	} else {
+		b.use(src)
+	}
+}
+
+// json writes name as the JSON-decoded text of src (null when absent). A
+// text that is not valid JSON is a dead letter naming src; a value that is
+// not a string is mapped by §2 as it is.
+func (b *builder) json(name, src string) {
+	v, ok := b.prop(src)
+	switch {
+	case !ok:
+		b.set(name, nil)
+	case v.Type != EdmString:
+		b.set(name, b.value(src, v))
+	default:
+		dv, big, err := decodeJSONField(v.Str)
+		if err != nil {
+			b.deadLetter(fmt.Sprintf("property %s is not valid JSON: %v", src, err))
+			return
+		}
+		if big {
+			b.warn(ReasonJSONBigInt, src)
+		}
+		b.set(name, dv)
+	}
+}
+
+// jsonIfPresent is json, only when the row has src.
+func (b *builder) jsonIfPresent(name, src string) {
+	if _, ok := b.row.Props[src]; ok {
+		b.json(name, src)
+	} else {
+		b.use(src)
+	}
+}
+
+// keyField writes name from src when the row has it (warning when it
+// differs from the key in the RowKey), else the RowKey's key.
+func (b *builder) keyField(name, src, fromRowKey string) {
+	v, ok := b.row.Props[src]
+	if !ok {
+		b.use(src)
+		b.set(name, fromRowKey)
+		return
+	}
+	if v.Type != EdmString || v.Str != fromRowKey {
+		b.warn(ReasonKeyMismatch, src)
+	}
+	b.from(name, src)
+}
+
+// reservedName reports doc property names no source property may take:
+// Cosmos DB's system properties and the ones the tool sets on every doc.
+func reservedName(name string) bool {
+	switch name {
+	case "id", "type", "scope", "ttl", "_migration", "_rid", "_self", "_etag", "_ts", "_attachments", "_lsn":
+		return true
+	}
+	return false
+}
+
+// extras copies every property not used yet, in name order, renamed to
+// camelCase (§2). A string property named "etag" is dropped. A name that
+// is taken by a doc property becomes "source" + the source name.
+func (b *builder) extras() {
+	names := make([]string, 0, len(b.row.Props))
+	for name := range b.row.Props {
+		if !slices.Contains(b.used, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, src := range names {
+		v := b.row.Props[src]
+		if src == "etag" && v.Type == EdmString {
+			b.warn(ReasonEtagDropped, src)
+			continue
+		}
+		name := camel(src)
+		if reservedName(name) || b.doc.Has(name) {
+			renamed := "source" + pascal(src)
+			if reservedName(renamed) || b.doc.Has(renamed) {
+				b.deadLetter(fmt.Sprintf("property %s collides with doc property %q", src, name))
+				return
+			}
+			b.warn(ReasonPropertyRenamed, fmt.Sprintf("%s → %s", src, renamed))
+			name = renamed
+		}
+		b.set(name, b.value(src, v))
+	}
+}
+
+// finish adds _migration with the hash and encodes the doc.
+func (b *builder) finish() {
+	h, err := Hash(b.doc)
+	if err != nil {
+		b.deadLetter("canonical JSON: " + err.Error())
+		return
+	}
+	var ts any
+	if !b.row.Timestamp.IsZero() {
+		ts = FormatTimestamp(b.row.Timestamp)
+	}
+	b.set("_migration", Doc{
+		{"table", b.row.Table},
+		{"partitionKey", b.row.PartitionKey},
+		{"rowKey", b.row.RowKey},
+		{"timestamp", ts},
+		{"hash", h},
+	})
+	js, err := b.doc.MarshalJSON()
+	if err != nil {
+		b.deadLetter("encode doc: " + err.Error())
+		return
+	}
+	if len(js) > MaxDocBytes {
+		b.deadLetter(fmt.Sprintf("doc is %d bytes, more than the 2 MB limit (%d bytes)", len(js), MaxDocBytes))
+		return
+	}
+	b.out.Doc, b.out.DocJSON = b.doc, js
+}
+
+// unknownKind applies the unknown-kind rule of §10 to a Config or Entities
+// row.
+func (b *builder) unknownKind() {
+	kind := b.out.Kind
+	if b.opts.Strict {
+		b.deadLetter(fmt.Sprintf("unknown kind %q in table %s (strict)", kind, b.row.Table))
+		return
+	}
+	b.warn(ReasonUnknownKind, kind)
+	if b.row.RowKey == "" {
+		b.deadLetter("empty RowKey")
+		return
+	}
+	b.start(ContainerEntities, strings.ReplaceAll(b.row.RowKey, ":", "-"), b.rowScope(), kind)
+	b.extras()
+}
+
+// camel lower-cases the first letter of a property name (§2).
+func camel(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || !unicode.IsUpper(r) {
+		return s
+	}
+	if r < utf8.RuneSelf {
+		return string(rune(r+'a'-'A')) + s[n:]
+	}
+	return string(unicode.ToLower(r)) + s[n:]
+}
+
+// pascal upper-cases the first letter of a property name.
+func pascal(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || !unicode.IsLower(r) {
+		return s
+	}
+	if r < utf8.RuneSelf {
+		return string(rune(r-'a'+'A')) + s[n:]
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
