@@ -93,7 +93,7 @@ const (
 // typing the value by Type.
 func (b *builder) configValue(key string) {
 	b.set("key", key)
-	typ, hasType := b.row.Props["Type"]
+	typ, hasType := b.prop("Type")
 	typeName := typ.Str
 	if hasType && typ.Type != EdmString {
 		typeName = fmt.Sprint(b.value("Type", typ))

@@ -35,35 +35,36 @@ func DecodeEntity(table string, data []byte) (Row, error) {
 		return Row{}, fmt.Errorf("decode entity: %w", err)
 	}
 	row := Row{Table: table, Props: make(map[string]Value, len(raw))}
+	for _, name := range []string{"PartitionKey", "RowKey", "Timestamp"} {
+		v, present := raw[name]
+		if !present {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return Row{}, fmt.Errorf("decode entity: %s is not a string", name)
+		}
+		switch name {
+		case "PartitionKey":
+			row.PartitionKey = s
+		case "RowKey":
+			row.RowKey = s
+		case "Timestamp":
+			t, err := parseEdmTime(s)
+			if err != nil {
+				return Row{}, fmt.Errorf("decode entity %q: Timestamp: %w", row.RowKey, err)
+			}
+			row.Timestamp = t
+		}
+	}
 	for name, v := range raw {
-		if strings.Contains(name, "@odata.") || strings.HasPrefix(name, "odata.") {
+		switch {
+		case name == "PartitionKey" || name == "RowKey" || name == "Timestamp":
+			continue
+		case strings.Contains(name, "@odata.") || strings.HasPrefix(name, "odata."):
 			continue
 		}
 		annotated, _ := raw[name+"@odata.type"].(string)
-		switch name {
-		case "PartitionKey", "RowKey":
-			s, ok := v.(string)
-			if !ok {
-				return Row{}, fmt.Errorf("decode entity: %s is not a string", name)
-			}
-			if name == "PartitionKey" {
-				row.PartitionKey = s
-			} else {
-				row.RowKey = s
-			}
-			continue
-		case "Timestamp":
-			s, ok := v.(string)
-			if !ok {
-				return Row{}, fmt.Errorf("decode entity: Timestamp is not a string")
-			}
-			t, err := parseEdmTime(s)
-			if err != nil {
-				return Row{}, fmt.Errorf("decode entity: Timestamp: %w", err)
-			}
-			row.Timestamp = t
-			continue
-		}
 		val, err := decodeValue(EdmType(annotated), v)
 		if err != nil {
 			return Row{}, fmt.Errorf("decode entity %q: property %s: %w", row.RowKey, name, err)
@@ -258,8 +259,13 @@ func FormatDouble(f float64) string {
 	case math.IsInf(f, -1):
 		return `"-Infinity"`
 	}
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	if !strings.ContainsAny(s, ".eEn") {
+	// Like JavaScript: plain notation for 1e-6 ≤ |f| < 1e21, else exponent.
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'g'
+	}
+	s := strconv.FormatFloat(f, format, -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
 		s += ".0"
 	}
 	return s

@@ -152,8 +152,8 @@ type Upload struct {
 // counting); Detail names the property or kind and never contains a
 // property value.
 type Warning struct {
-	Reason string
-	Detail string
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
 }
 
 // Warning reasons.
@@ -494,6 +494,9 @@ func reservedName(name string) bool {
 // camelCase (§2). A string property named "etag" is dropped. A name that
 // is taken by a doc property becomes "source" + the source name.
 func (b *builder) extras() {
+	if b.fail != "" {
+		return // a dead letter: the rest does not matter
+	}
 	names := make([]string, 0, len(b.row.Props))
 	for name := range b.row.Props {
 		if !slices.Contains(b.used, name) {
