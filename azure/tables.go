@@ -107,23 +107,12 @@ func (r *TableReader) ReadPage(ctx context.Context, table string, q Query, from 
 // ($select=PartitionKey,RowKey) page by page.
 func (r *TableReader) Count(ctx context.Context, table, filter string) (int64, error) {
 	var n int64
-	var from Continuation
 	q := Query{Filter: filter, Select: []string{"PartitionKey", "RowKey"}}
-	for {
-		body, next, err := r.query(ctx, table, q, from)
-		if err != nil {
-			return n, err
-		}
-		raws, err := splitValue(body)
-		if err != nil {
-			return n, fmt.Errorf("table %s: %w", table, err)
-		}
-		n += int64(len(raws))
-		if next.IsZero() {
-			return n, nil
-		}
-		from = next
-	}
+	err := r.Scan(ctx, table, q, Continuation{}, func(p Page) error {
+		n += int64(len(p.Rows))
+		return nil
+	})
+	return n, err
 }
 
 // Exists reports whether the table exists.
@@ -226,4 +215,26 @@ func (p *sharedKeyLitePolicy) Do(req *policy.Request) (*http.Response, error) {
 		h.Set("Authorization", "SharedKeyLite "+p.account.Name+":"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 	}
 	return req.Next()
+}
+
+// Scan reads table from `from` to the end, calling fn for each page in key
+// order, including empty pages that still carry a continuation. It stops at
+// the first error, from the service or from fn.
+func (r *TableReader) Scan(ctx context.Context, table string, q Query, from Continuation, fn func(Page) error) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		page, err := r.ReadPage(ctx, table, q, from)
+		if err != nil {
+			return err
+		}
+		if err := fn(page); err != nil {
+			return err
+		}
+		if page.Next.IsZero() {
+			return nil
+		}
+		from = page.Next
+	}
 }

@@ -21,15 +21,32 @@ EMULATOR_COSMOS_KEY='C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8m
 log() { printf '%s\n' "$*" >&2; }
 
 install_emulators() {
-	if [ -x "$EMULATOR_CACHE/node_modules/.bin/azurite" ] && [ -x "$EMULATOR_CACHE/node_modules/.bin/cosmosdb-server" ]; then
+	local bin="$EMULATOR_CACHE/node_modules/.bin"
+	if [ -x "$bin/azurite-table" ] && [ -x "$bin/azurite-blob" ] && [ -x "$bin/cosmosdb-server" ]; then
 		return 0
 	fi
 	command -v npm >/dev/null || { log "npm not found: install Node.js 20+"; return 1; }
+	# Install into a fresh folder and rename it into place, so that a
+	# concurrent or interrupted install never leaves a half-written cache.
+	local parent tmp
+	parent=$(dirname "$EMULATOR_CACHE")
+	mkdir -p "$parent"
+	tmp=$(mktemp -d "$parent/install.XXXXXX")
 	log "installing azurite@$AZURITE_VERSION and @vercel/cosmosdb-server@$COSMOSDB_SERVER_VERSION into $EMULATOR_CACHE"
-	mkdir -p "$EMULATOR_CACHE"
-	(cd "$EMULATOR_CACHE" && [ -f package.json ] || echo '{"name":"bifrost-emulators","private":true}' >"$EMULATOR_CACHE/package.json")
-	npm install --prefix "$EMULATOR_CACHE" --no-audit --no-fund --loglevel=error \
-		"azurite@$AZURITE_VERSION" "@vercel/cosmosdb-server@$COSMOSDB_SERVER_VERSION" >&2
+	echo '{"name":"bifrost-emulators","private":true}' >"$tmp/package.json"
+	if ! npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error \
+		"azurite@$AZURITE_VERSION" "@vercel/cosmosdb-server@$COSMOSDB_SERVER_VERSION" >&2; then
+		rm -rf "$tmp"
+		log "npm install failed"
+		return 1
+	fi
+	rm -rf "$EMULATOR_CACHE.old"
+	[ -d "$EMULATOR_CACHE" ] && mv "$EMULATOR_CACHE" "$EMULATOR_CACHE.old.$$" 2>/dev/null
+	if ! mv -T "$tmp" "$EMULATOR_CACHE" 2>/dev/null; then
+		rm -rf "$tmp" # another install won the race; use its result
+	fi
+	rm -rf "$EMULATOR_CACHE.old.$$"
+	[ -x "$bin/azurite-table" ] && [ -x "$bin/cosmosdb-server" ]
 }
 
 # free_port prints a TCP port that is free on 127.0.0.1 right now.

@@ -1,0 +1,101 @@
+package azure
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseStorageConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     StorageAccount
+	}{
+		{"development storage", "UseDevelopmentStorage=true", StorageAccount{
+			Name: DevStorageAccount, Key: DevStorageKey,
+			TableEndpoint: "http://127.0.0.1:10002/devstoreaccount1", BlobEndpoint: "http://127.0.0.1:10000/devstoreaccount1"}},
+		{"development storage with proxy", "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://10.1.2.3", StorageAccount{
+			Name: DevStorageAccount, Key: DevStorageKey,
+			TableEndpoint: "http://10.1.2.3:10002/devstoreaccount1", BlobEndpoint: "http://10.1.2.3:10000/devstoreaccount1"}},
+		{"account key, derived endpoints", "DefaultEndpointsProtocol=https;AccountName=prod;AccountKey=a2V5a2V5;EndpointSuffix=core.windows.net", StorageAccount{
+			Name: "prod", Key: "a2V5a2V5",
+			TableEndpoint: "https://prod.table.core.windows.net", BlobEndpoint: "https://prod.blob.core.windows.net"}},
+		{"sovereign cloud suffix, no protocol", "AccountName=gov;AccountKey=a2V5;EndpointSuffix=core.usgovcloudapi.net", StorageAccount{
+			Name: "gov", Key: "a2V5",
+			TableEndpoint: "https://gov.table.core.usgovcloudapi.net", BlobEndpoint: "https://gov.blob.core.usgovcloudapi.net"}},
+		{"SAS with explicit endpoints", "TableEndpoint=https://x.table.core.windows.net/;BlobEndpoint=https://x.blob.core.windows.net/;SharedAccessSignature=sv=2020-08-04&sig=abc%3D", StorageAccount{
+			SAS:           "sv=2020-08-04&sig=abc%3D",
+			TableEndpoint: "https://x.table.core.windows.net", BlobEndpoint: "https://x.blob.core.windows.net"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseStorageConnection(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+const secretKey = "U0VDUkVUS0VZMTIzNDU2Nzg5MA=="
+
+func TestParseConnectionErrorsNeverContainTheString(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "invalid connection string: empty"},
+		{"AccountName=prod;AccountKey=" + secretKey + ";TableEndpoint=ftp://x", "invalid connection string: TableEndpoint is not an http(s) URL"},
+		{"AccountName=prod;SECRETKEY123", "invalid connection string: segment 2 is not Key=Value"},
+		{"AccountName=prod;SharedKey=" + secretKey, "invalid connection string: storage connection string has neither AccountKey nor SharedAccessSignature"},
+		{"AccountKey=" + secretKey, "invalid connection string: storage connection string has AccountKey but no AccountName"},
+	} {
+		_, err := ParseStorageConnection(tc.in)
+		if err == nil || err.Error() != tc.want || !errors.Is(err, ErrBadConnection) {
+			t.Errorf("ParseStorageConnection(...) = %v, want %s", err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), secretKey) {
+			t.Errorf("error leaks the key: %v", err)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"AccountKey=" + secretKey, "invalid connection string: Cosmos DB connection string has no AccountEndpoint"},
+		{"AccountEndpoint=https://x.documents.azure.com:443/", "invalid connection string: Cosmos DB connection string has no AccountKey (use --cosmos-endpoint for Entra ID)"},
+		{"AccountEndpoint=x.documents.azure.com;AccountKey=" + secretKey, "invalid connection string: Cosmos DB endpoint is not an http(s) URL"},
+	} {
+		_, err := ParseCosmosConnection(tc.in)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("ParseCosmosConnection(...) = %v, want %s", err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), secretKey) {
+			t.Errorf("error leaks the key: %v", err)
+		}
+	}
+	a, err := ParseCosmosConnection("AccountEndpoint=https://x.documents.azure.com:443/;AccountKey=" + secretKey + ";")
+	if err != nil || a.Key != secretKey || a.Endpoint != "https://x.documents.azure.com:443/" {
+		t.Fatalf("ParseCosmosConnection = %+v, %v", a, err)
+	}
+	if strings.Contains(a.String(), secretKey) {
+		t.Errorf("String() leaks the key: %s", a)
+	}
+	s, _ := ParseStorageConnection("AccountName=prod;AccountKey=" + secretKey)
+	if strings.Contains(s.String(), secretKey) {
+		t.Errorf("String() leaks the key: %s", s)
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for ep, want := range map[string]bool{
+		"https://localhost:8081/":             true,
+		"http://127.0.0.1:10002/acct":         true,
+		"http://127.8.9.1:1":                  true,
+		"https://[::1]:8081/":                 true,
+		"https://acct.documents.azure.com/":   false,
+		"https://localhost.evil.example.com/": false,
+		"https://10.0.0.1:8081/":              false,
+		"::not a url":                         false,
+	} {
+		if got := IsLoopback(ep); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", ep, got, want)
+		}
+	}
+}
