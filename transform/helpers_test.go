@@ -2,6 +2,8 @@ package transform
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"testing"
 	"time"
@@ -168,4 +170,10 @@ func checkDocInvariants(t *testing.T, o Outcome) {
 	if !bytes.Equal(js, o.DocJSON) {
 		t.Errorf("DocJSON differs from Doc")
 	}
+}
+
+// sha16 is the first 16 hex digits of the SHA-256 of s.
+func sha16(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
 }

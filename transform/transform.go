@@ -558,15 +558,15 @@ func (b *builder) finish() {
 // row.
 func (b *builder) unknownKind() {
 	kind := b.out.Kind
+	if b.row.RowKey == "" {
+		b.deadLetter("empty RowKey")
+		return
+	}
 	if b.opts.Strict {
 		b.deadLetter(fmt.Sprintf("unknown kind %q in table %s (strict)", kind, b.row.Table))
 		return
 	}
 	b.warn(ReasonUnknownKind, kind)
-	if b.row.RowKey == "" {
-		b.deadLetter("empty RowKey")
-		return
-	}
 	b.start(ContainerEntities, strings.ReplaceAll(b.row.RowKey, ":", "-"), b.rowScope(), kind)
 	b.extras()
 }
