@@ -10,7 +10,6 @@ package migrate
 
 import (
 	"context"
-	"errors"
 
 	"github.com/bifrost/bifrost-migrate/azure"
 )
@@ -56,14 +55,9 @@ type BlobStore interface {
 }
 
 // ErrBlobConflict means a blob that must be created already exists with
-// different content.
-var ErrBlobConflict = errors.New("a different blob already exists")
+// different content (defined in package azure, which returns it).
+var ErrBlobConflict = azure.ErrBlobConflict
 
 // PermanentError is a write failure that retrying cannot fix; the row is
-// dead-lettered with Reason.
-type PermanentError struct {
-	StatusCode int
-	Reason     string
-}
-
-func (e *PermanentError) Error() string { return e.Reason }
+// dead-lettered with its Reason (defined in package azure, which returns it).
+type PermanentError = azure.PermanentError
