@@ -1,0 +1,240 @@
+package provision
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+)
+
+// Layout is the full set of resources init provisions in one database.
+type Layout struct {
+	Containers []Container `json:"containers"`
+	// BlobContainers are created in the blob account when missing.
+	BlobContainers []string `json:"blobContainers,omitempty"`
+}
+
+// Container is one Cosmos DB container definition. The field names are
+// those of the Cosmos DB REST API, so a policy copied from the portal fits.
+type Container struct {
+	ID           string       `json:"id"`
+	PartitionKey PartitionKey `json:"partitionKey"`
+	// DefaultTTL is absent (TTL off), -1 (TTL on, items do not expire by
+	// default) or 1..2147483647 seconds. It is an int64 so that validation
+	// can name an out-of-range value instead of failing to decode it.
+	DefaultTTL     *int64         `json:"defaultTtl,omitempty"`
+	IndexingPolicy IndexingPolicy `json:"indexingPolicy"`
+	// Throughput is manual RU/s, applied only when the container is created.
+	Throughput *int32 `json:"throughput,omitempty"`
+}
+
+// PartitionKey is a container's partition key definition.
+type PartitionKey struct {
+	Paths   []string `json:"paths"`
+	Kind    string   `json:"kind,omitempty"`    // Hash (default) or MultiHash
+	Version int      `json:"version,omitempty"` // 1 or 2 (default 2)
+}
+
+// IndexingPolicy is a container's indexing policy.
+type IndexingPolicy struct {
+	IndexingMode     string            `json:"indexingMode,omitempty"` // consistent (default) or none
+	Automatic        *bool             `json:"automatic,omitempty"`    // default true
+	IncludedPaths    []Path            `json:"includedPaths,omitempty"`
+	ExcludedPaths    []Path            `json:"excludedPaths,omitempty"`
+	CompositeIndexes [][]CompositePath `json:"compositeIndexes,omitempty"`
+}
+
+// Path is an included or excluded indexing path such as "/status/*".
+type Path struct {
+	Path string `json:"path"`
+}
+
+// CompositePath is one property of a composite index.
+type CompositePath struct {
+	Path  string `json:"path"`
+	Order string `json:"order,omitempty"` // ascending (default) or descending
+}
+
+// etagPath is excluded from indexing by the service itself, whatever the
+// policy says; comparisons treat it as always excluded.
+const etagPath = `/"_etag"/?`
+
+// Parse decodes a layout file. Unknown fields are errors, so that a typo
+// does not silently drop a setting. It does not validate; call Validate.
+func Parse(data []byte) (Layout, error) {
+	var l Layout
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return Layout{}, fmt.Errorf("container definitions: %w", err)
+	}
+	if dec.More() {
+		return Layout{}, errors.New("container definitions: more than one JSON value")
+	}
+	return l, nil
+}
+
+// DefaultLayout returns Bifrost's layout (SPEC §4), parsed from the
+// embedded file. It returns an error only if the embedded file is broken.
+func DefaultLayout() (Layout, error) { return Parse(defaultLayout) }
+
+// ValidationError lists every rule a layout breaks, one message per
+// problem, each naming the container and the rule.
+type ValidationError struct {
+	Problems []string
+}
+
+func (e *ValidationError) Error() string {
+	return "invalid container definitions:\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+var (
+	containerID   = regexp.MustCompile(`^[^/\\?#]{1,255}$`)
+	blobContainer = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9]|-[a-z0-9]){2,62}$`)
+)
+
+// Validate checks the layout as the service would, before any request
+// (SPEC §4): the root path "/*" included or excluded; every path starting
+// with "/" and ending in "/?" or "/*"; composite indexes of at least two
+// plain property paths, ascending or descending; defaultTtl absent, -1 or
+// 1..2147483647; plus ids, partition keys, throughput and blob container
+// names. It returns a *ValidationError, or nil.
+func (l Layout) Validate() error {
+	var p []string
+	if len(l.Containers) == 0 {
+		p = append(p, "no containers defined")
+	}
+	seen := map[string]bool{}
+	for i, c := range l.Containers {
+		name := fmt.Sprintf("container %q", c.ID)
+		if c.ID == "" {
+			name = fmt.Sprintf("container #%d", i+1)
+		}
+		add := func(format string, args ...any) { p = append(p, name+": "+fmt.Sprintf(format, args...)) }
+		switch {
+		case c.ID == "":
+			add("id is missing")
+		case !containerID.MatchString(c.ID) || strings.TrimSpace(c.ID) != c.ID:
+			add(`id must be 1-255 characters without "/", "\", "?", "#" or surrounding spaces`)
+		case seen[c.ID]:
+			add("defined twice")
+		}
+		seen[c.ID] = true
+		p = append(p, c.validate(name)...)
+	}
+	for _, b := range l.BlobContainers {
+		if !blobContainer.MatchString(b) {
+			p = append(p, fmt.Sprintf("blob container %q: name must be 3-63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit", b))
+		}
+	}
+	if len(p) > 0 {
+		return &ValidationError{Problems: p}
+	}
+	return nil
+}
+
+func (c Container) validate(name string) []string {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, name+": "+fmt.Sprintf(format, args...)) }
+
+	pk := c.PartitionKey
+	switch kind := pk.Kind; {
+	case len(pk.Paths) == 0:
+		add("partitionKey.paths is empty")
+	case kind == "" || kind == "Hash":
+		if len(pk.Paths) != 1 {
+			add("partitionKey kind Hash takes exactly one path, it has %d (use MultiHash for hierarchical keys)", len(pk.Paths))
+		}
+	case kind == "MultiHash":
+		if len(pk.Paths) > 3 {
+			add("partitionKey kind MultiHash takes at most 3 paths, it has %d", len(pk.Paths))
+		}
+	default:
+		add("partitionKey.kind %q must be Hash or MultiHash", kind)
+	}
+	for _, path := range pk.Paths {
+		if !plainPath(path) {
+			add("partitionKey path %q must be a property path such as \"/scope\"", path)
+		}
+	}
+	if v := pk.Version; v != 0 && v != 1 && v != 2 {
+		add("partitionKey.version %d must be 1 or 2", v)
+	}
+
+	if ttl := c.DefaultTTL; ttl != nil && *ttl != -1 && (*ttl < 1 || *ttl > math.MaxInt32) {
+		add("defaultTtl %d: must be absent (no expiry), -1 (expiry per item) or 1..2147483647 seconds", *ttl)
+	}
+	if t := c.Throughput; t != nil && (*t < 400 || *t%100 != 0) {
+		add("throughput %d: manual throughput must be at least 400 RU/s, in steps of 100", *t)
+	}
+
+	ip := c.IndexingPolicy
+	mode := strings.ToLower(ip.IndexingMode)
+	switch mode {
+	case "", "consistent":
+	case "none":
+		if ip.Automatic == nil || *ip.Automatic || len(ip.IncludedPaths)+len(ip.ExcludedPaths)+len(ip.CompositeIndexes) > 0 {
+			add(`indexingMode "none" requires "automatic": false and no paths or composite indexes`)
+		}
+		return p
+	default:
+		add("indexingPolicy.indexingMode %q must be consistent or none", ip.IndexingMode)
+	}
+	root := false
+	for _, set := range []struct {
+		field string
+		paths []Path
+	}{{"includedPaths", ip.IncludedPaths}, {"excludedPaths", ip.ExcludedPaths}} {
+		for _, path := range set.paths {
+			if path.Path == "/*" {
+				root = true
+			}
+			if !indexPath(path.Path) {
+				add("indexingPolicy.%s: path %q must start with \"/\" and end in \"/?\" or \"/*\"", set.field, path.Path)
+			}
+		}
+	}
+	if !root {
+		add(`indexingPolicy: the root path "/*" must be in includedPaths or excludedPaths`)
+	}
+	for i, ci := range ip.CompositeIndexes {
+		if len(ci) < 2 {
+			add("indexingPolicy.compositeIndexes[%d]: a composite index needs at least 2 paths, it has %d", i, len(ci))
+		}
+		for _, cp := range ci {
+			if !plainPath(cp.Path) {
+				add("indexingPolicy.compositeIndexes[%d]: path %q must be a plain property path such as \"/workspace_id\" (no \"/?\" or \"/*\")", i, cp.Path)
+			}
+			switch strings.ToLower(cp.Order) {
+			case "", "ascending", "descending":
+			default:
+				add("indexingPolicy.compositeIndexes[%d]: path %q has order %q, it must be ascending or descending", i, cp.Path, cp.Order)
+			}
+		}
+	}
+	return p
+}
+
+// indexPath reports whether s is an included/excluded path: it starts with
+// "/" and ends in "/?" or "/*" ("/*" itself is the root path).
+func indexPath(s string) bool {
+	return strings.HasPrefix(s, "/") && (strings.HasSuffix(s, "/?") || strings.HasSuffix(s, "/*"))
+}
+
+// plainPath reports whether s is a property path such as "/workspace_id"
+// or "/a/b": it starts with "/", names at least one property and has no
+// wildcard.
+func plainPath(s string) bool {
+	if !strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") {
+		return false
+	}
+	for _, seg := range strings.Split(s[1:], "/") {
+		if seg == "" || seg == "*" || seg == "?" || seg == "[]" {
+			return false
+		}
+	}
+	return true
+}
