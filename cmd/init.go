@@ -2,25 +2,235 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/spf13/cobra"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	provision "github.com/bifrost/bifrost-migrate/init"
 )
 
-// InitOptions are the flags of `bifrost-migrate init`.
-type InitOptions struct{}
+// InitOptions are the flags and dependencies of `bifrost-migrate init`.
+type InitOptions struct {
+	Out    io.Writer // the plan/result: a table, or one JSON object
+	ErrOut io.Writer // status
+	JSON   bool
+	Quiet  bool
 
-// NewCmdInit builds `bifrost-migrate init`.
+	Database string
+	DryRun   bool
+	// ContainersFile replaces the embedded definitions when not empty.
+	ContainersFile string
+
+	// Cosmos and Blobs connect to the accounts; they are called only after
+	// the definitions are valid, and Blobs only when the layout has blob
+	// containers.
+	Cosmos func() (provision.Cosmos, string, error) // client and a description without secrets
+	Blobs  func() (provision.Blobs, error)
+}
+
+// NewCmdInit builds `bifrost-migrate init`. runF replaces the command's
+// work in tests; nil means initRun.
 func NewCmdInit(f *Factory, runF func(context.Context, *InitOptions) error) *cobra.Command {
 	opts := &InitOptions{}
-	return &cobra.Command{
-		Use:   "init",
-		Short: "Create or converge the database, containers and blob container (not implemented yet)",
-		Args:  cobra.NoArgs,
+	c := &cobra.Command{
+		Use:   "init [--dry-run] [--containers FILE]",
+		Short: "Create or converge the database, containers and blob container",
+		Long: `Create or converge the Cosmos DB database (--database), its containers and
+the blob containers, from declarative definitions: by default Bifrost's
+entities and executions containers and the blob container execution-data,
+embedded in the binary; with --containers FILE, the layout in FILE (same
+JSON format, see init/containers/bifrost.json).
+
+Every definition is validated before any request. A missing resource is
+created; an existing container is compared semantically with its definition
+and a differing indexing policy or defaultTtl is replaced, with the
+difference printed. A differing partition key cannot be changed in place:
+init then writes nothing and exits 1. Invalid definitions exit 2.
+--dry-run prints the plan and writes nothing.`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			opts.Out, opts.ErrOut = f.Out, f.ErrOut
+			opts.JSON, opts.Quiet = f.Global.JSON(), f.Global.Quiet
+			opts.Database = f.Global.Database
+			opts.Cosmos = func() (provision.Cosmos, string, error) {
+				acct, err := f.Cosmos()
+				if err != nil {
+					return nil, "", err
+				}
+				client, err := azure.NewCosmosClient(acct, f.Transport)
+				if err != nil {
+					return nil, "", err
+				}
+				return provision.NewCosmos(client), acct.String(), nil
+			}
+			opts.Blobs = func() (provision.Blobs, error) {
+				acct, err := f.BlobStorage()
+				if err != nil {
+					return nil, err
+				}
+				return provision.NewBlobs(func(name string) (*container.Client, error) {
+					return azure.NewBlobContainerClient(acct, name, f.Transport)
+				}), nil
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
-			return notBuilt("init")
+			return initRun(c.Context(), opts)
 		},
 	}
+	c.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the plan and write nothing")
+	c.Flags().StringVar(&opts.ContainersFile, "containers", "", "JSON file of container definitions replacing the built-in ones")
+	return c
+}
+
+// initRun validates the definitions, plans against the accounts and, unless
+// a dry run, applies the plan; then prints the result.
+func initRun(ctx context.Context, opts *InitOptions) error {
+	layout, err := loadLayout(opts.ContainersFile)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(opts.Database) == "" {
+		return UsageError(errors.New("--database must not be empty"))
+	}
+	cosmos, where, err := opts.Cosmos()
+	if err != nil {
+		return err
+	}
+	p := provision.Provisioner{Cosmos: cosmos, Database: opts.Database}
+	if len(layout.BlobContainers) > 0 {
+		if p.Blobs, err = opts.Blobs(); err != nil {
+			return err
+		}
+	}
+	status := func(format string, args ...any) {
+		if !opts.Quiet {
+			fmt.Fprintf(opts.ErrOut, format+"\n", args...)
+		}
+	}
+	status("init: database %q in %s", opts.Database, where)
+
+	plan, err := p.Plan(ctx, layout)
+	if err != nil {
+		return err
+	}
+	if !opts.DryRun && plan.Changes() > 0 {
+		if err := p.Apply(ctx, plan); err != nil {
+			return err
+		}
+	}
+	if opts.DryRun {
+		status("init: dry run, nothing was written")
+	}
+	if opts.JSON {
+		return writeInitJSON(opts.Out, plan, opts.DryRun)
+	}
+	return writeInitText(opts.Out, plan, opts.DryRun)
+}
+
+// loadLayout reads and validates the definitions: the file, or the
+// embedded defaults. Unreadable or invalid definitions are usage errors
+// (exit 2): nothing was sent, the input must be fixed.
+func loadLayout(file string) (provision.Layout, error) {
+	data := provision.DefaultLayoutJSON()
+	name := "built-in definitions"
+	if file != "" {
+		var err error
+		if data, err = os.ReadFile(file); err != nil {
+			return provision.Layout{}, UsageError(fmt.Errorf("--containers: %w", err))
+		}
+		name = file
+	}
+	layout, err := provision.Parse(data)
+	if err != nil {
+		return layout, UsageError(fmt.Errorf("%s: %w", name, err))
+	}
+	if err := layout.Validate(); err != nil {
+		return layout, UsageError(fmt.Errorf("%s: %w", name, err))
+	}
+	return layout, nil
+}
+
+func ttlColumn(c *provision.Container) string {
+	switch {
+	case c == nil:
+		return "-"
+	case c.DefaultTTL == nil:
+		return "off"
+	default:
+		return fmt.Sprint(*c.DefaultTTL)
+	}
+}
+
+func pkColumn(c *provision.Container) string {
+	if c == nil {
+		return "-"
+	}
+	return strings.Join(c.PartitionKey.Paths, ",")
+}
+
+func writeInitText(w io.Writer, plan *provision.Plan, dryRun bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RESOURCE\tNAME\tPARTITION KEY\tTTL\tACTION")
+	for _, s := range plan.Steps {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Kind, s.Name, pkColumn(s.Container), ttlColumn(s.Container), s.Action)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range plan.Steps {
+		for _, d := range s.Differences {
+			fmt.Fprintf(w, "%s: %s\n", s.Name, d)
+		}
+	}
+	var err error
+	switch n := plan.Changes(); {
+	case n == 0:
+		_, err = fmt.Fprintln(w, "no changes")
+	case dryRun:
+		_, err = fmt.Fprintf(w, "dry run: %d change(s) planned, nothing written\n", n)
+	default:
+		_, err = fmt.Fprintf(w, "%d change(s) applied\n", n)
+	}
+	return err
+}
+
+// initResource is one resource in `init --output json`.
+type initResource struct {
+	Kind         string          `json:"kind"`
+	Name         string          `json:"name"`
+	PartitionKey string          `json:"partitionKey,omitempty"`
+	DefaultTTL   json.RawMessage `json:"defaultTtl,omitempty"` // containers only: seconds, or null when off
+	Action       string          `json:"action"`
+	Differences  []string        `json:"differences,omitempty"`
+}
+
+func writeInitJSON(w io.Writer, plan *provision.Plan, dryRun bool) error {
+	out := struct {
+		Type      string         `json:"type"`
+		Database  string         `json:"database"`
+		DryRun    bool           `json:"dryRun"`
+		Changes   int            `json:"changes"`
+		Resources []initResource `json:"resources"`
+	}{Type: "init", Database: plan.Database, DryRun: dryRun, Changes: plan.Changes()}
+	for _, s := range plan.Steps {
+		r := initResource{Kind: string(s.Kind), Name: s.Name, Action: string(s.Action), Differences: s.Differences}
+		if s.Container != nil {
+			r.PartitionKey = pkColumn(s.Container)
+			r.DefaultTTL = json.RawMessage("null")
+			if s.Container.DefaultTTL != nil {
+				r.DefaultTTL = json.RawMessage(fmt.Sprint(*s.Container.DefaultTTL))
+			}
+		}
+		out.Resources = append(out.Resources, r)
+	}
+	return json.NewEncoder(w).Encode(out)
 }
