@@ -30,10 +30,8 @@ func normalize(ip IndexingPolicy) normalPolicy {
 	for _, p := range ip.ExcludedPaths {
 		n.excluded = append(n.excluded, p.Path)
 	}
-	if n.mode != "none" {
-		// The service excludes _etag itself and returns it in every policy.
-		n.excluded = append(n.excluded, etagPath)
-	}
+	// The service excludes _etag itself and returns it in every policy.
+	n.excluded = append(n.excluded, etagPath)
 	for _, ci := range ip.CompositeIndexes {
 		n.composites = append(n.composites, compositeString(ci))
 	}

@@ -1,0 +1,233 @@
+package provision
+
+import (
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// TestDefaultLayoutIsSpec4 checks the embedded definitions against SPEC §4
+// written out by hand, including the root path "/*" that the migration
+// plan's executions policy forgot.
+func TestDefaultLayoutIsSpec4(t *testing.T) {
+	l, err := DefaultLayout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Validate(); err != nil {
+		t.Fatalf("embedded definitions are invalid: %v", err)
+	}
+	pk := PartitionKey{Paths: []string{"/scope"}, Kind: "Hash", Version: 2}
+	paths := func(ps ...string) []Path {
+		var out []Path
+		for _, p := range ps {
+			out = append(out, Path{Path: p})
+		}
+		return out
+	}
+	want := Layout{
+		Containers: []Container{{
+			ID:           "entities",
+			PartitionKey: pk,
+			IndexingPolicy: IndexingPolicy{
+				IndexingMode:  "consistent",
+				Automatic:     ptr(true),
+				IncludedPaths: paths("/*"),
+				ExcludedPaths: paths("/formSchema/*", `/"_etag"/?`),
+			},
+		}, {
+			ID:           "executions",
+			PartitionKey: pk,
+			DefaultTTL:   ptr[int64](1209600),
+			IndexingPolicy: IndexingPolicy{
+				IndexingMode:  "consistent",
+				Automatic:     ptr(true),
+				IncludedPaths: paths("/scope/*", "/type/*", "/status/*", "/workflowName/*", "/executedBy/*", "/startedAt/*", "/completedAt/*", "/formId/*"),
+				ExcludedPaths: paths("/inputData/*", "/result/*", "/variables/*", `/"_etag"/?`, "/*"),
+			},
+		}},
+		BlobContainers: []string{"execution-data"},
+	}
+	if !reflect.DeepEqual(l, want) {
+		t.Errorf("embedded layout:\n%+v\nwant:\n%+v", l, want)
+	}
+}
+
+func TestAgentPlatformExample(t *testing.T) {
+	data, err := os.ReadFile("examples/agent-platform.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Validate(); err != nil {
+		t.Fatalf("example is invalid: %v", err)
+	}
+	type summary struct {
+		id, pk     string
+		ttlDays    int64
+		composites int
+	}
+	var got []summary
+	for _, c := range l.Containers {
+		got = append(got, summary{c.ID, strings.Join(c.PartitionKey.Paths, ","), *c.DefaultTTL / 86400, len(c.IndexingPolicy.CompositeIndexes)})
+		if *c.DefaultTTL%86400 != 0 {
+			t.Errorf("%s: defaultTtl %d is not whole days", c.ID, *c.DefaultTTL)
+		}
+	}
+	want := []summary{
+		{"workflow_runs", "/workflow_id", 30, 2},
+		{"agent_sessions", "/agent_id", 90, 1},
+		{"metrics_daily", "/metric_date", 180, 1},
+		{"tool_calls", "/tool_date", 90, 2},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("example containers:\n%v\nwant\n%v", got, want)
+	}
+	if len(l.BlobContainers) != 0 {
+		t.Errorf("example has blob containers %v, want none", l.BlobContainers)
+	}
+}
+
+// validExecutions returns a valid definition to break one rule at a time.
+func validContainer() Container {
+	return Container{
+		ID:           "executions",
+		PartitionKey: PartitionKey{Paths: []string{"/scope"}, Kind: "Hash", Version: 2},
+		DefaultTTL:   ptr[int64](1209600),
+		IndexingPolicy: IndexingPolicy{
+			IndexingMode:  "consistent",
+			IncludedPaths: []Path{{"/status/*"}, {"/startedAt/?"}},
+			ExcludedPaths: []Path{{"/*"}},
+			CompositeIndexes: [][]CompositePath{
+				{{Path: "/workspace_id", Order: "ascending"}, {Path: "/startedAt", Order: "descending"}},
+			},
+		},
+	}
+}
+
+// TestValidateRules has one case per §4 rule (and the tool's own), each
+// with the exact message, which names the container and the rule.
+func TestValidateRules(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(c *Container)
+		want   string
+	}{
+		{"missing root path", func(c *Container) { c.IndexingPolicy.ExcludedPaths = []Path{{"/result/*"}} },
+			`container "executions": indexingPolicy: the root path "/*" must be in includedPaths or excludedPaths`},
+		{"bad path suffix", func(c *Container) { c.IndexingPolicy.IncludedPaths[0].Path = "/status" },
+			`container "executions": indexingPolicy.includedPaths: path "/status" must start with "/" and end in "/?" or "/*"`},
+		{"path without leading slash", func(c *Container) { c.IndexingPolicy.ExcludedPaths = append(c.IndexingPolicy.ExcludedPaths, Path{"result/*"}) },
+			`container "executions": indexingPolicy.excludedPaths: path "result/*" must start with "/" and end in "/?" or "/*"`},
+		{"composite index with one path", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0] = c.IndexingPolicy.CompositeIndexes[0][:1] },
+			`container "executions": indexingPolicy.compositeIndexes[0]: a composite index needs at least 2 paths, it has 1`},
+		{"composite index with a wildcard path", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0][1].Path = "/startedAt/?" },
+			`container "executions": indexingPolicy.compositeIndexes[0]: path "/startedAt/?" must be a plain property path such as "/workspace_id" (no "/?" or "/*")`},
+		{"composite index with a bad order", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0][1].Order = "desc" },
+			`container "executions": indexingPolicy.compositeIndexes[0]: path "/startedAt" has order "desc", it must be ascending or descending`},
+		{"TTL 0", func(c *Container) { c.DefaultTTL = ptr[int64](0) },
+			`container "executions": defaultTtl 0: must be absent (no expiry), -1 (expiry per item) or 1..2147483647 seconds`},
+		{"TTL -2", func(c *Container) { c.DefaultTTL = ptr[int64](-2) },
+			`container "executions": defaultTtl -2: must be absent (no expiry), -1 (expiry per item) or 1..2147483647 seconds`},
+		{"TTL beyond int32", func(c *Container) { c.DefaultTTL = ptr[int64](2147483648) },
+			`container "executions": defaultTtl 2147483648: must be absent (no expiry), -1 (expiry per item) or 1..2147483647 seconds`},
+		{"bad indexing mode", func(c *Container) { c.IndexingPolicy.IndexingMode = "lazy" },
+			`container "executions": indexingPolicy.indexingMode "lazy" must be consistent or none`},
+		{"partition key path", func(c *Container) { c.PartitionKey.Paths = []string{"/scope/*"} },
+			`container "executions": partitionKey path "/scope/*" must be a property path such as "/scope"`},
+		{"throughput", func(c *Container) { c.Throughput = ptr[int32](450) },
+			`container "executions": throughput 450: manual throughput must be at least 400 RU/s, in steps of 100`},
+		{"bad id", func(c *Container) { c.ID = "a/b" },
+			`container "a/b": id must be 1-255 characters without "/", "\", "?", "#" or surrounding spaces`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validContainer()
+			tc.change(&c)
+			err := Layout{Containers: []Container{c}}.Validate()
+			ve, ok := err.(*ValidationError)
+			if !ok {
+				t.Fatalf("Validate() = %v, want a *ValidationError", err)
+			}
+			if !slices.Equal(ve.Problems, []string{tc.want}) {
+				t.Errorf("problems:\n%q\nwant\n%q", ve.Problems, tc.want)
+			}
+			if got, want := err.Error(), "invalid container definitions:\n  "+tc.want; got != want {
+				t.Errorf("Error() = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestValidateAcceptsTheEdgesOfEachRule(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(c *Container)
+	}{
+		{"no TTL", func(c *Container) { c.DefaultTTL = nil }},
+		{"TTL -1", func(c *Container) { c.DefaultTTL = ptr[int64](-1) }},
+		{"TTL 1", func(c *Container) { c.DefaultTTL = ptr[int64](1) }},
+		{"TTL max", func(c *Container) { c.DefaultTTL = ptr[int64](2147483647) }},
+		{"root path included", func(c *Container) {
+			c.IndexingPolicy.IncludedPaths = []Path{{"/*"}}
+			c.IndexingPolicy.ExcludedPaths = []Path{{"/result/*"}}
+		}},
+		{"nested composite path, order defaulted", func(c *Container) {
+			c.IndexingPolicy.CompositeIndexes[0][0] = CompositePath{Path: "/address/city"}
+		}},
+		{"order case", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0][1].Order = "Descending" }},
+		{"mode case", func(c *Container) { c.IndexingPolicy.IndexingMode = "Consistent" }},
+		{"mode none", func(c *Container) {
+			c.IndexingPolicy = IndexingPolicy{IndexingMode: "none", Automatic: ptr(false)}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validContainer()
+			tc.change(&c)
+			if err := (Layout{Containers: []Container{c}}).Validate(); err != nil {
+				t.Errorf("Validate() = %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestValidateLayout(t *testing.T) {
+	a, b := validContainer(), validContainer()
+	b.DefaultTTL = ptr[int64](0)
+	err := Layout{Containers: []Container{a, b, {}}, BlobContainers: []string{"Execution_Data"}}.Validate()
+	ve, ok := err.(*ValidationError)
+	if !ok {
+		t.Fatalf("Validate() = %v, want a *ValidationError", err)
+	}
+	want := []string{
+		`container "executions": defined twice`,
+		`container "executions": defaultTtl 0: must be absent (no expiry), -1 (expiry per item) or 1..2147483647 seconds`,
+		`container #3: id is missing`,
+		`container #3: partitionKey.paths is empty`,
+		`container #3: indexingPolicy: the root path "/*" must be in includedPaths or excludedPaths`,
+		`blob container "Execution_Data": name must be 3-63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit`,
+	}
+	if !slices.Equal(ve.Problems, want) {
+		t.Errorf("problems:\n%s\nwant\n%s", strings.Join(ve.Problems, "\n"), strings.Join(want, "\n"))
+	}
+	if err := (Layout{}).Validate(); err == nil || err.Error() != "invalid container definitions:\n  no containers defined" {
+		t.Errorf("empty layout: %v", err)
+	}
+}
+
+func TestParseRejectsUnknownFields(t *testing.T) {
+	_, err := Parse([]byte(`{"containers":[{"id":"a","partitionKey":{"paths":["/a"]},"ttl":5}]}`))
+	if err == nil || err.Error() != `container definitions: json: unknown field "ttl"` {
+		t.Errorf("Parse() = %v", err)
+	}
+	_, err = Parse([]byte(`{"containers":[]} {}`))
+	if err == nil || err.Error() != "container definitions: more than one JSON value" {
+		t.Errorf("Parse() = %v", err)
+	}
+}
