@@ -124,7 +124,9 @@ func TestValidateRules(t *testing.T) {
 			`container "executions": indexingPolicy: the root path "/*" must be in includedPaths or excludedPaths`},
 		{"bad path suffix", func(c *Container) { c.IndexingPolicy.IncludedPaths[0].Path = "/status" },
 			`container "executions": indexingPolicy.includedPaths: path "/status" must start with "/" and end in "/?" or "/*"`},
-		{"path without leading slash", func(c *Container) { c.IndexingPolicy.ExcludedPaths = append(c.IndexingPolicy.ExcludedPaths, Path{"result/*"}) },
+		{"path without leading slash", func(c *Container) {
+			c.IndexingPolicy.ExcludedPaths = append(c.IndexingPolicy.ExcludedPaths, Path{"result/*"})
+		},
 			`container "executions": indexingPolicy.excludedPaths: path "result/*" must start with "/" and end in "/?" or "/*"`},
 		{"composite index with one path", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0] = c.IndexingPolicy.CompositeIndexes[0][:1] },
 			`container "executions": indexingPolicy.compositeIndexes[0]: a composite index needs at least 2 paths, it has 1`},
