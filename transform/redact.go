@@ -7,10 +7,19 @@ const Redacted = "***"
 // output (SPEC §1).
 var redactedProps = [...]string{"Value", "HashedKey", "SecretRef", "ClientSecretRef", "OAuthResponseRef"}
 
+// redactedDocNames are the doc properties that hold redacted values.
+var redactedDocNames = [...]string{"value", "hashedKey", "secretRef", "clientSecretRef", "oauthResponseRef"}
+
 // redactedDocProp reports whether a doc property holds a redacted value:
-// the camelCase name of a redacted property, or the "source…" name it gets
-// when renamed (see Transform).
+// one of redactedDocNames, the camelCase name of a redacted source
+// property in an unknown kind, or the "source…" name a redacted property
+// gets when renamed (see Transform).
 func redactedDocProp(name string) bool {
+	for _, n := range redactedDocNames {
+		if name == n {
+			return true
+		}
+	}
 	for _, p := range redactedProps {
 		if name == camel(p) || name == "source"+p {
 			return true
