@@ -1,8 +1,46 @@
 package cmd
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
 	"github.com/spf13/cobra"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/fixtures"
 )
+
+// FixturesLoadOptions are the flags and dependencies of
+// `bifrost-migrate fixtures load`.
+type FixturesLoadOptions struct {
+	Out    io.Writer // what was written: a table, or one JSON object
+	ErrOut io.Writer // status and progress
+	JSON   bool
+	Quiet  bool
+	Now    func() time.Time
+
+	// Generate, when > 0, loads that many generated executions (with their
+	// index rows) instead of the fixture files.
+	Generate int
+	Seed     uint64
+	// BaseTime is what the generated executions are spread back from; zero
+	// means the start of the current UTC day.
+	BaseTime time.Time
+	// Tables limits the tables written; empty means all.
+	Tables      []string
+	TablePrefix string
+	Concurrency int
+
+	// Writers connects to the storage account and returns the writers and
+	// a description of the account without secrets.
+	Writers func() (fixtures.TableWriter, fixtures.BlobWriter, string, error)
+}
 
 // NewCmdFixtures builds `bifrost-migrate fixtures` and its `load` subcommand.
 func NewCmdFixtures(f *Factory) *cobra.Command {
@@ -11,13 +49,197 @@ func NewCmdFixtures(f *Factory) *cobra.Command {
 		Short: "Sample data for demos and benchmarks",
 		Args:  cobra.NoArgs,
 	}
-	c.AddCommand(&cobra.Command{
-		Use:   "load",
-		Short: "Load the sample data in fixtures/ into Table and Blob Storage (not implemented yet)",
-		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			return notBuilt("fixtures load")
-		},
-	})
+	c.AddCommand(NewCmdFixturesLoad(f, nil))
 	return c
+}
+
+// NewCmdFixturesLoad builds `bifrost-migrate fixtures load`. runF replaces
+// the command's work in tests; nil means fixturesLoadRun.
+func NewCmdFixturesLoad(f *Factory, runF func(context.Context, *FixturesLoadOptions) error) *cobra.Command {
+	opts := &FixturesLoadOptions{}
+	var baseTime, tables string
+	c := &cobra.Command{
+		Use:   "load [--generate N [--seed S] [--base-time TIME]] [--tables LIST]",
+		Short: "Load the sample data (or generated executions) into Table and Blob Storage",
+		Long: `Load Bifrost sample data into Table Storage (tables Config, Entities,
+Relationships) and Blob Storage (container execution-data), creating the
+tables and the container when missing. Rows are upserted in entity-group
+transactions, so loading twice changes nothing.
+
+Without --generate it loads the fixtures embedded from fixtures/: realistic
+rows of every kind, including the awkward ones (see fixtures/inventory.json).
+With --generate N it loads N generated executions into Entities, each with
+its four index rows in Relationships (userexec, workflowexec, formexec,
+status) and, rarely, result blobs; Config is not written. The data is
+deterministic for a given --seed and --base-time; the executions start
+within the 13 days before --base-time (RFC 3339; default: the start of the
+current UTC day).
+
+What was written goes to stdout; progress to stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Out, opts.ErrOut = f.Out, f.ErrOut
+			opts.JSON, opts.Quiet = f.Global.JSON(), f.Global.Quiet
+			opts.Now = f.Now
+			if opts.Generate < 0 {
+				return UsageError(fmt.Errorf("--generate must not be negative, got %d", opts.Generate))
+			}
+			if opts.Generate == 0 && (c.Flags().Changed("seed") || c.Flags().Changed("base-time")) {
+				return UsageError(errors.New("--seed and --base-time need --generate"))
+			}
+			if baseTime != "" {
+				t, err := time.Parse(time.RFC3339Nano, baseTime)
+				if err != nil {
+					return UsageError(fmt.Errorf("--base-time %q is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)", baseTime))
+				}
+				opts.BaseTime = t
+			}
+			if tables != "" {
+				opts.Tables = nil
+				for _, t := range strings.Split(tables, ",") {
+					t = strings.TrimSpace(t)
+					if !slices.Contains(fixtures.Tables(), t) {
+						return UsageError(fmt.Errorf("--tables: unknown table %q (want Config, Entities, Relationships)", t))
+					}
+					opts.Tables = append(opts.Tables, t)
+				}
+			}
+			opts.Writers = func() (fixtures.TableWriter, fixtures.BlobWriter, string, error) {
+				acct, err := f.Storage()
+				if err != nil {
+					return nil, nil, "", err
+				}
+				blobAcct, err := f.BlobStorage()
+				if err != nil {
+					return nil, nil, "", err
+				}
+				tw, err := azure.NewTableWriter(acct, f.Transport)
+				if err != nil {
+					return nil, nil, "", err
+				}
+				bw, err := azure.NewBlobWriter(blobAcct, fixtures.BlobContainer, f.Transport)
+				if err != nil {
+					return nil, nil, "", err
+				}
+				return tw, bw, acct.String(), nil
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return fixturesLoadRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.IntVar(&opts.Generate, "generate", 0, "load `N` generated executions (and their index rows) instead of the fixtures")
+	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the generated data")
+	fl.StringVar(&baseTime, "base-time", "", "generated executions start within the 13 days before this RFC 3339 `time` (default: start of today, UTC)")
+	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to write (default: Config,Entities,Relationships; blobs go with Entities)")
+	fl.IntVar(&opts.Concurrency, "concurrency", 8, "transactions and uploads in flight")
+	fl.StringVar(&opts.TablePrefix, "table-prefix", "", "put this before every table name (benchmarks side by side)")
+	_ = fl.MarkHidden("table-prefix")
+	return c
+}
+
+// fixturesSummary is the JSON form of what fixtures load wrote.
+type fixturesSummary struct {
+	Type      string         `json:"type"`
+	Source    string         `json:"source"` // "fixtures" or "generated"
+	Seed      *uint64        `json:"seed,omitempty"`
+	BaseTime  string         `json:"baseTime,omitempty"`
+	Rows      map[string]int `json:"rows"`
+	Blobs     int            `json:"blobs"`
+	BlobBytes int64          `json:"blobBytes"`
+	Elapsed   float64        `json:"elapsedSeconds"`
+	RowsPerS  float64        `json:"rowsPerSecond"`
+}
+
+func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
+	tw, bw, where, err := opts.Writers()
+	if err != nil {
+		return err
+	}
+	start := opts.Now()
+	lo := fixtures.LoadOptions{Tables: opts.Tables, TablePrefix: opts.TablePrefix, Concurrency: opts.Concurrency}
+	if !opts.Quiet {
+		lo.Progress = fixturesProgress(opts, start)
+	}
+	sum := fixturesSummary{Type: "summary", Source: "fixtures"}
+	var res fixtures.LoadResult
+	if opts.Generate > 0 {
+		base := opts.BaseTime
+		if base.IsZero() {
+			base = opts.Now().UTC().Truncate(24 * time.Hour)
+		}
+		sum.Source, sum.Seed, sum.BaseTime = "generated", &opts.Seed, base.UTC().Format(time.RFC3339Nano)
+		fixturesStatus(opts, "generating %d executions (seed %d, base time %s) into %s", opts.Generate, opts.Seed, sum.BaseTime, where)
+		res, err = fixtures.LoadGenerated(ctx, tw, bw, fixtures.GenerateOptions{N: opts.Generate, Seed: opts.Seed, Base: base}, lo)
+	} else {
+		fixturesStatus(opts, "loading the fixtures into %s", where)
+		res, err = fixtures.Load(ctx, tw, bw, lo)
+	}
+	if err != nil {
+		return fmt.Errorf("fixtures load: %w (written so far: %s)", err, fixturesRowCounts(res))
+	}
+	elapsed := opts.Now().Sub(start)
+	sum.Rows, sum.Blobs, sum.BlobBytes = res.Rows, res.Blobs, res.BlobBytes
+	sum.Elapsed = elapsed.Seconds()
+	total := 0
+	for _, n := range res.Rows {
+		total += n
+	}
+	if elapsed > 0 {
+		sum.RowsPerS = float64(total) / elapsed.Seconds()
+	}
+	if opts.JSON {
+		return json.NewEncoder(opts.Out).Encode(sum)
+	}
+	fmt.Fprintf(opts.Out, "%-24s %9s\n", "TABLE", "ROWS")
+	for _, t := range fixtures.Tables() {
+		if n, ok := res.Rows[t]; ok {
+			fmt.Fprintf(opts.Out, "%-24s %9d\n", opts.TablePrefix+t, n)
+		}
+	}
+	fmt.Fprintf(opts.Out, "%-24s %9d\n", "blobs in "+fixtures.BlobContainer, res.Blobs)
+	fmt.Fprintf(opts.Out, "%d rows and %d blobs (%d bytes) in %s (%.0f rows/s)\n", total, res.Blobs, res.BlobBytes, elapsed.Round(time.Millisecond), sum.RowsPerS)
+	return nil
+}
+
+// fixturesProgress returns a LoadOptions.Progress that reports on ErrOut at
+// most every two seconds.
+func fixturesProgress(opts *FixturesLoadOptions, start time.Time) func(fixtures.LoadResult) {
+	last := start
+	return func(r fixtures.LoadResult) {
+		now := opts.Now()
+		if now.Sub(last) < 2*time.Second {
+			return
+		}
+		last = now
+		if opts.JSON {
+			_ = json.NewEncoder(opts.ErrOut).Encode(map[string]any{
+				"type": "progress", "rows": r.Rows, "blobs": r.Blobs, "elapsedSeconds": now.Sub(start).Seconds(),
+			})
+			return
+		}
+		fmt.Fprintf(opts.ErrOut, "  %s, %d blobs, %s\n", fixturesRowCounts(r), r.Blobs, now.Sub(start).Round(time.Second))
+	}
+}
+
+func fixturesRowCounts(r fixtures.LoadResult) string {
+	var parts []string
+	for _, t := range fixtures.Tables() {
+		if n, ok := r.Rows[t]; ok {
+			parts = append(parts, fmt.Sprintf("%s %d", t, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "no rows"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func fixturesStatus(opts *FixturesLoadOptions, format string, args ...any) {
+	if opts.Quiet || opts.JSON {
+		return
+	}
+	fmt.Fprintf(opts.ErrOut, format+"\n", args...)
 }

@@ -1,0 +1,150 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
+)
+
+func TestFixturesLoadFlags(t *testing.T) {
+	f, _, _ := newTestFactory(nil)
+	var got *FixturesLoadOptions
+	c := NewCmdFixturesLoad(f, func(_ context.Context, o *FixturesLoadOptions) error { got = o; return nil })
+	c.SetArgs([]string{"--generate", "200000", "--seed", "9", "--base-time", "2026-11-20T06:00:00+02:00", "--tables", "Entities, Relationships", "--concurrency", "16"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Generate != 200000 || got.Seed != 9 || got.Concurrency != 16 ||
+		!got.BaseTime.Equal(time.Date(2026, 11, 20, 4, 0, 0, 0, time.UTC)) ||
+		!reflect.DeepEqual(got.Tables, []string{"Entities", "Relationships"}) {
+		t.Errorf("options = %+v", got)
+	}
+}
+
+func TestFixturesLoadUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--generate", "-1"}, "bifrost-migrate: --generate must not be negative, got -1\n"},
+		{[]string{"--seed", "3"}, "bifrost-migrate: --seed and --base-time need --generate\n"},
+		{[]string{"--generate", "5", "--base-time", "yesterday"}, "bifrost-migrate: --base-time \"yesterday\" is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)\n"},
+		{[]string{"--tables", "Config,Users"}, "bifrost-migrate: --tables: unknown table \"Users\" (want Config, Entities, Relationships)\n"},
+	} {
+		f, out, errOut := newTestFactory(nil)
+		if code := Execute(context.Background(), f, append([]string{"fixtures", "load"}, tc.args...)); code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, ExitUsage)
+		}
+		if first, _, _ := strings.Cut(errOut.String(), "Run '"); first != tc.want {
+			t.Errorf("%v: stderr %q, want %q", tc.args, errOut.String(), tc.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%v: stdout %q, want nothing", tc.args, out.String())
+		}
+	}
+}
+
+// testWriters returns writers for tables with a fresh prefix and a fresh
+// blob container, deleted when the test ends.
+func testWriters(t *testing.T) (func() (fixtures.TableWriter, fixtures.BlobWriter, string, error), string) {
+	t.Helper()
+	acct := testenv.Storage(t)
+	tw, err := azure.NewTableWriter(acct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw, err := azure.NewBlobWriter(acct, testenv.Name("fx"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := testenv.Name("t")
+	t.Cleanup(func() {
+		for _, table := range fixtures.Tables() {
+			_ = tw.DeleteTable(context.Background(), prefix+table)
+		}
+		_ = bw.Delete(context.Background())
+	})
+	return func() (fixtures.TableWriter, fixtures.BlobWriter, string, error) {
+		return tw, bw, "test storage", nil
+	}, prefix
+}
+
+func TestFixturesLoadGenerate2000(t *testing.T) {
+	writers, prefix := testWriters(t)
+	var out, errOut bytes.Buffer
+	opts := &FixturesLoadOptions{
+		Out: &out, ErrOut: &errOut, JSON: true,
+		Now:      func() time.Time { return time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) },
+		Generate: 2000, Seed: 5, TablePrefix: prefix, Writers: writers,
+	}
+	if err := fixturesLoadRun(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	var sum fixturesSummary
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+		t.Fatalf("stdout %q: %v", out.String(), err)
+	}
+	if sum.Type != "summary" || sum.Source != "generated" || sum.BaseTime != "2026-11-21T00:00:00Z" || sum.Seed == nil || *sum.Seed != 5 ||
+		!reflect.DeepEqual(sum.Rows, map[string]int{"Entities": 2000, "Relationships": 8000}) {
+		t.Errorf("summary = %s", out.String())
+	}
+	reader := azure.NewTableReader(testenv.Storage(t), nil)
+	for table, want := range map[string]int64{"Entities": 2000, "Relationships": 8000} {
+		n, err := reader.Count(context.Background(), prefix+table, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Errorf("%s holds %d rows, want %d", table, n, want)
+		}
+	}
+	for _, k := range fixtures.IndexKinds() {
+		filter := "RowKey ge '" + k + ":' and RowKey lt '" + k + ";'"
+		n, err := reader.Count(context.Background(), prefix+"Relationships", filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 2000 {
+			t.Errorf("%d %s rows, want 2000", n, k)
+		}
+	}
+}
+
+func TestFixturesLoadCommandEndToEnd(t *testing.T) {
+	conn := testenv.StorageConnection(t)
+	prefix := testenv.Name("t")
+	acct := testenv.Storage(t)
+	tw, err := azure.NewTableWriter(acct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, table := range fixtures.Tables() {
+			_ = tw.DeleteTable(context.Background(), prefix+table)
+		}
+	})
+	f, out, errOut := newTestFactory(map[string]string{"BIFROST_TABLES_CONNECTION": conn})
+	code := Execute(context.Background(), f, []string{"fixtures", "load", "--table-prefix", prefix})
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := "TABLE                         ROWS\n" +
+		fmt.Sprintf("%-24s %9d\n%-24s %9d\n%-24s %9d\n", prefix+"Config", 34, prefix+"Entities", 33, prefix+"Relationships", 73) +
+		"blobs in execution-data          9\n" +
+		"140 rows and 9 blobs (11324 bytes) in 0s (0 rows/s)\n"
+	if out.String() != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", out, want)
+	}
+	if strings.Contains(errOut.String(), acct.Key) || strings.Contains(errOut.String(), conn) {
+		t.Errorf("stderr shows the account key: %s", errOut)
+	}
+}
