@@ -1,0 +1,534 @@
+// Package faultproxy is a fault-injecting HTTP reverse proxy for tests. It
+// sits between bifrost-migrate and a service (normally the Cosmos DB
+// stand-in), forwards every request, and answers a deterministic selection
+// of write requests with a fault instead: 429 with x-ms-retry-after-ms, 503,
+// 408, 449, or a dropped connection (before forwarding, or after the
+// upstream did the write). It is a real component on a real socket, not a
+// mock of an SDK.
+//
+// Cosmos DB clients first read the account (GET /) and then send requests
+// to the endpoints it announces; the stand-in announces its own address, so
+// the proxy rewrites writableLocations and readableLocations in that answer
+// to its own address to keep the client talking through it.
+package faultproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Kind is a kind of injected fault.
+type Kind int
+
+// The faults the proxy can inject.
+const (
+	// Throttle answers 429 Too Many Requests with x-ms-retry-after-ms set
+	// to Rule.RetryAfter in milliseconds (no header when it is 0), and
+	// x-ms-substatus 3200 as the service does. The request is not forwarded.
+	Throttle Kind = iota
+	// Unavailable answers 503 Service Unavailable without forwarding.
+	Unavailable
+	// Timeout answers 408 Request Timeout without forwarding.
+	Timeout
+	// RetryWith answers 449 Retry With without forwarding.
+	RetryWith
+	// DropBefore resets the client's connection (TCP RST) without
+	// forwarding: the service never saw the request.
+	DropBefore
+	// DropAfter forwards the request, reads the whole upstream answer, and
+	// then resets the client's connection without answering: the write
+	// happened but the client cannot know it. Only idempotent operations
+	// survive this unchanged.
+	DropAfter
+	numKinds
+)
+
+var kindNames = [...]string{"429", "503", "408", "449", "drop-before", "drop-after"}
+
+// String returns the status code or "drop-before"/"drop-after".
+func (k Kind) String() string {
+	if k < 0 || k >= numKinds {
+		return "Kind(" + strconv.Itoa(int(k)) + ")"
+	}
+	return kindNames[k]
+}
+
+// Rule makes the proxy inject one kind of fault.
+type Rule struct {
+	// Kind is the fault to inject.
+	Kind Kind
+	// Share is the probability (0..1) that a matching request starts this
+	// fault. The draw is a hash of Config.Seed, the rule's index, the doc
+	// and how many requests for that doc came before, so it does not depend
+	// on the order in which concurrent requests arrive: the same seed and
+	// the same requests per doc give the same faults. 1 means every
+	// matching request (until Count is reached).
+	Share float64
+	// Count caps how many faults this rule injects in total (0: no cap).
+	// Which requests get them, once the cap binds, depends on arrival
+	// order.
+	Count int
+	// Run is how many consecutive requests for the same doc get this fault
+	// once it starts (default 1). Run 4 with Throttle gives four 429s in a
+	// row for one doc, more than the SDK's own retry policy tolerates.
+	Run int
+	// RetryAfter is the delay a Throttle asks for (x-ms-retry-after-ms),
+	// e.g. 2*time.Second.
+	RetryAfter time.Duration
+}
+
+// Config configures a Proxy.
+type Config struct {
+	// Target is the upstream base URL, e.g. http://127.0.0.1:8081/.
+	Target string
+	// Seed makes the Share draws deterministic.
+	Seed uint64
+	// Rules are tried in order for every matching request that is not
+	// already in a run; the first that fires wins.
+	Rules []Rule
+	// MaxPerDoc caps the faults injected for any one doc (0: no cap), so a
+	// client with a bounded retry budget always gets through.
+	MaxPerDoc int
+	// FaultCharge, when > 0, is sent as x-ms-request-charge on the 429,
+	// 503, 408 and 449 answers the proxy makes up, so tests can check that
+	// a client adds up the charges of failed attempts too.
+	FaultCharge float64
+	// Match selects the requests faults may be injected into; nil means
+	// IsDocWrite. Other requests are only forwarded.
+	Match func(*http.Request) bool
+	// DocKey names the doc a matching request is about; nil means
+	// CosmosDocKey. Runs, MaxPerDoc and the per-doc statistics use it.
+	DocKey func(r *http.Request, body []byte) string
+}
+
+// IsDocWrite reports whether r writes a Cosmos DB doc: POST, PUT or DELETE
+// on a path containing /docs, excluding queries (POST with
+// x-ms-documentdb-isquery).
+func IsDocWrite(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodDelete:
+	default:
+		return false
+	}
+	if !strings.HasSuffix(r.URL.Path, "/docs") && !strings.Contains(r.URL.Path, "/docs/") {
+		return false
+	}
+	return !strings.EqualFold(r.Header.Get("x-ms-documentdb-isquery"), "true") &&
+		!strings.HasPrefix(r.Header.Get("Content-Type"), "application/query+json")
+}
+
+// CosmosDocKey is the default Config.DocKey: "collection|id", with the
+// collection's name (not its database's, so that tests using fresh
+// database names get the same draws) and the doc id from the path (PUT,
+// DELETE) or from the JSON body's "id" (POST).
+func CosmosDocKey(r *http.Request, body []byte) string {
+	p := r.URL.Path
+	var coll, id string
+	if i := strings.LastIndex(p, "/docs/"); i >= 0 {
+		coll, id = p[:i], p[i+len("/docs/"):]
+		if u, err := url.PathUnescape(id); err == nil {
+			id = u
+		}
+	} else {
+		var doc struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(body, &doc) // an unparsable body is keyed by its collection alone
+		coll, id = strings.TrimSuffix(p, "/docs"), doc.ID
+	}
+	return coll[strings.LastIndex(coll, "/")+1:] + "|" + id
+}
+
+// DocID returns the doc id part of a CosmosDocKey key.
+func DocID(key string) string {
+	_, id, _ := strings.Cut(key, "|")
+	return id
+}
+
+type docState struct {
+	requests int  // matching requests seen
+	faults   int  // faults injected
+	runRule  int  // rule of the current run, or -1
+	runLeft  int  // further requests the current run covers
+	lastKind Kind // kind of the previous request's fault, or -1
+	streak   int  // consecutive faults of lastKind
+}
+
+// Proxy is a running fault-injecting reverse proxy. Its methods are safe
+// for concurrent use.
+type Proxy struct {
+	cfg    Config
+	target *url.URL
+	ln     net.Listener
+	srv    *http.Server
+	client *http.Transport
+	url    string
+	done   chan struct{}
+
+	mu        sync.Mutex
+	docs      map[string]*docState
+	fired     []int // per rule
+	injected  [numKinds]int
+	maxStreak [numKinds]int
+	forwarded int
+}
+
+// Start listens on 127.0.0.1 on a free port and serves until Close. It
+// returns an error when Target is not an absolute URL or the listener
+// cannot be opened.
+func Start(cfg Config) (*Proxy, error) {
+	t, err := url.Parse(cfg.Target)
+	if err != nil || t.Scheme == "" || t.Host == "" {
+		return nil, fmt.Errorf("faultproxy: target %q is not an absolute URL", cfg.Target)
+	}
+	if cfg.Match == nil {
+		cfg.Match = IsDocWrite
+	}
+	if cfg.DocKey == nil {
+		cfg.DocKey = CosmosDocKey
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("faultproxy: listen: %w", err)
+	}
+	p := &Proxy{
+		cfg:    cfg,
+		target: t,
+		ln:     ln,
+		client: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
+		url:    "http://" + ln.Addr().String() + "/",
+		done:   make(chan struct{}),
+		docs:   make(map[string]*docState),
+		fired:  make([]int, len(cfg.Rules)),
+	}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(p.done)
+		_ = p.srv.Serve(ln) // returns http.ErrServerClosed after Close
+	}()
+	return p, nil
+}
+
+// URL is the proxy's base URL, http://127.0.0.1:PORT/.
+func (p *Proxy) URL() string { return p.url }
+
+// Close stops accepting, closes every connection, waits for the server
+// loop to end and returns nil; calling it again is harmless.
+func (p *Proxy) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.srv.Shutdown(ctx); err != nil {
+		_ = p.srv.Close()
+	}
+	<-p.done
+	p.client.CloseIdleConnections()
+	return nil
+}
+
+// Injected returns how many faults of kind the proxy injected.
+func (p *Proxy) Injected(kind Kind) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if kind < 0 || kind >= numKinds {
+		return 0
+	}
+	return p.injected[kind]
+}
+
+// Counts returns the number of injected faults per kind (kinds with none
+// are absent).
+func (p *Proxy) Counts() map[Kind]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := make(map[Kind]int)
+	for k, n := range p.injected {
+		if n > 0 {
+			m[Kind(k)] = n
+		}
+	}
+	return m
+}
+
+// MaxStreak returns the longest run of consecutive faults of kind that one
+// doc received.
+func (p *Proxy) MaxStreak(kind Kind) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if kind < 0 || kind >= numKinds {
+		return 0
+	}
+	return p.maxStreak[kind]
+}
+
+// Requests returns how many matching requests the proxy received for the
+// doc with this id (in any collection), faulted or not.
+func (p *Proxy) Requests(id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for k, s := range p.docs {
+		if DocID(k) == id {
+			n += s.requests
+		}
+	}
+	return n
+}
+
+// Forwarded returns how many requests of any kind reached the upstream.
+func (p *Proxy) Forwarded() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.forwarded
+}
+
+// draw is a uniform number in [0, 1) from the seed, rule, doc and request
+// number: deterministic whatever the arrival order.
+func (p *Proxy) draw(rule int, key string, n int) float64 {
+	h := fnv.New64a()
+	var b [24]byte
+	binary.LittleEndian.PutUint64(b[0:], p.cfg.Seed)
+	binary.LittleEndian.PutUint64(b[8:], uint64(rule))
+	binary.LittleEndian.PutUint64(b[16:], uint64(n))
+	h.Write(b[:])
+	h.Write([]byte(key))
+	x := h.Sum64()
+	// splitmix64 finaliser: FNV alone mixes the last bytes poorly.
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / (1 << 53)
+}
+
+// decide returns the rule to apply to this request, or -1.
+func (p *Proxy) decide(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.docs[key]
+	if s == nil {
+		s = &docState{runRule: -1, lastKind: -1}
+		p.docs[key] = s
+	}
+	n := s.requests
+	s.requests++
+	rule := -1
+	if p.cfg.MaxPerDoc == 0 || s.faults < p.cfg.MaxPerDoc {
+		if s.runLeft > 0 && p.underCount(s.runRule) {
+			rule = s.runRule
+			s.runLeft--
+		} else {
+			s.runLeft = 0
+			for i, r := range p.cfg.Rules {
+				if p.underCount(i) && p.draw(i, key, n) < r.Share {
+					rule = i
+					s.runLeft = max(r.Run, 1) - 1
+					s.runRule = i
+					break
+				}
+			}
+		}
+	}
+	if rule < 0 {
+		s.lastKind, s.streak = -1, 0
+		return -1
+	}
+	k := p.cfg.Rules[rule].Kind
+	p.fired[rule]++
+	s.faults++
+	if k >= 0 && k < numKinds {
+		p.injected[k]++
+		if s.lastKind == k {
+			s.streak++
+		} else {
+			s.lastKind, s.streak = k, 1
+		}
+		p.maxStreak[k] = max(p.maxStreak[k], s.streak)
+	}
+	return rule
+}
+
+func (p *Proxy) underCount(rule int) bool {
+	c := p.cfg.Rules[rule].Count
+	return c == 0 || p.fired[rule] < c
+}
+
+// ServeHTTP forwards r, or injects the fault the rules choose for it.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "faultproxy: reading request body: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	rule := -1
+	if p.cfg.Match(r) {
+		rule = p.decide(p.cfg.DocKey(r, body))
+	}
+	if rule >= 0 {
+		ru := p.cfg.Rules[rule]
+		switch ru.Kind {
+		case Throttle:
+			if ru.RetryAfter > 0 {
+				w.Header().Set("x-ms-retry-after-ms", strconv.FormatInt(ru.RetryAfter.Milliseconds(), 10))
+			}
+			w.Header().Set("x-ms-substatus", "3200")
+			p.fault(w, http.StatusTooManyRequests, "TooManyRequests", "Request rate is large (injected by faultproxy)")
+			return
+		case Unavailable:
+			p.fault(w, http.StatusServiceUnavailable, "ServiceUnavailable", "Service is unavailable (injected by faultproxy)")
+			return
+		case Timeout:
+			p.fault(w, http.StatusRequestTimeout, "RequestTimeout", "Request timed out (injected by faultproxy)")
+			return
+		case RetryWith:
+			p.fault(w, 449, "RetryWith", "Retry the request (injected by faultproxy)")
+			return
+		case DropBefore:
+			reset(w)
+			return
+		}
+	}
+	resp, err := p.forward(r, body)
+	if err != nil {
+		http.Error(w, "faultproxy: upstream: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	respBody, err := io.ReadAll(resp.Body)
+	if err != nil {
+		http.Error(w, "faultproxy: reading upstream answer: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	if rule >= 0 && p.cfg.Rules[rule].Kind == DropAfter {
+		reset(w)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Path == "/" {
+		respBody = p.rewriteAccount(respBody)
+	}
+	for k, vs := range resp.Header {
+		if hopHeader(k) || strings.EqualFold(k, "Content-Length") {
+			continue
+		}
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(respBody)))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(respBody)
+}
+
+func (p *Proxy) forward(r *http.Request, body []byte) (*http.Response, error) {
+	u := *p.target
+	u.Path = strings.TrimSuffix(p.target.Path, "/") + r.URL.Path
+	u.RawPath = ""
+	if r.URL.RawPath != "" {
+		u.RawPath = strings.TrimSuffix(p.target.EscapedPath(), "/") + r.URL.RawPath
+	}
+	u.RawQuery = r.URL.RawQuery
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range r.Header {
+		if hopHeader(k) {
+			continue
+		}
+		out.Header[k] = append([]string(nil), vs...)
+	}
+	out.ContentLength = int64(len(body))
+	if len(body) == 0 && r.ContentLength <= 0 {
+		out.Body = http.NoBody
+	}
+	resp, err := p.client.RoundTrip(out)
+	if err == nil {
+		p.mu.Lock()
+		p.forwarded++
+		p.mu.Unlock()
+	}
+	return resp, err
+}
+
+// rewriteAccount points the account's announced locations at the proxy.
+// A body that is not an account answer is returned unchanged.
+func (p *Proxy) rewriteAccount(body []byte) []byte {
+	var acct map[string]json.RawMessage
+	if json.Unmarshal(body, &acct) != nil {
+		return body
+	}
+	changed := false
+	for _, field := range []string{"writableLocations", "readableLocations"} {
+		raw, ok := acct[field]
+		if !ok {
+			continue
+		}
+		var locs []map[string]any
+		if json.Unmarshal(raw, &locs) != nil {
+			continue
+		}
+		for _, l := range locs {
+			l["databaseAccountEndpoint"] = p.url
+		}
+		b, err := json.Marshal(locs)
+		if err != nil {
+			continue
+		}
+		acct[field] = b
+		changed = true
+	}
+	if !changed {
+		return body
+	}
+	b, err := json.Marshal(acct)
+	if err != nil {
+		return body
+	}
+	return b
+}
+
+func (p *Proxy) fault(w http.ResponseWriter, status int, code, msg string) {
+	if p.cfg.FaultCharge > 0 {
+		w.Header().Set("x-ms-request-charge", strconv.FormatFloat(p.cfg.FaultCharge, 'f', -1, 64))
+	}
+	b, _ := json.Marshal(map[string]string{"code": code, "message": msg})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// reset closes the client's connection with a TCP RST and no answer.
+func reset(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok { // HTTP/2: abort the stream instead
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // RST instead of FIN
+	}
+	_ = conn.Close()
+}
+
+var hopHeaders = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+func hopHeader(k string) bool { return hopHeaders[http.CanonicalHeaderKey(k)] }
