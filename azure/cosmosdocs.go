@@ -1,0 +1,446 @@
+package azure
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+// ErrExists is wrapped by the error of CosmosDocs.Create when a doc with the
+// same id already exists in the partition (409).
+var ErrExists = errors.New("doc already exists")
+
+// ErrPreconditionFailed is wrapped by the errors of CosmosDocs.Replace and
+// CosmosDocs.Delete when the doc's _etag no longer matches If-Match (412).
+var ErrPreconditionFailed = errors.New("doc changed since it was read (etag mismatch)")
+
+// ErrNotFound is wrapped by the errors of CosmosDocs.Replace and
+// CosmosDocs.Delete when the doc does not exist (404).
+var ErrNotFound = errors.New("doc not found")
+
+// ErrRetriesExhausted is wrapped (together with the last attempt's error)
+// when a transient failure outlasts RetryOptions.MaxAttempts or
+// RetryOptions.MaxElapsed. It is not a *PermanentError: the write may well
+// succeed later, so the caller should stop and resume rather than
+// dead-letter.
+var ErrRetriesExhausted = errors.New("retries exhausted")
+
+// WriteResult is what a successful write reports. migrate.WriteResult has
+// the same fields.
+type WriteResult struct {
+	// RequestCharge is the sum of the request units of every attempt,
+	// including throttled and failed ones.
+	RequestCharge float64
+	// ETag is the doc's new _etag, when the service returned it.
+	ETag string
+}
+
+// RetryOptions bounds the retry loop of CosmosDocs (SPEC §11). The zero
+// value gives the defaults stated on each field.
+type RetryOptions struct {
+	// MaxAttempts is the most attempts per operation, the first included
+	// (default 30).
+	MaxAttempts int
+	// MaxElapsed is the most time one operation may spend, waits included
+	// (default 5 minutes). A wait that would end past it is not started:
+	// the operation fails with ErrRetriesExhausted at once.
+	MaxElapsed time.Duration
+	// BaseDelay is the backoff before the second attempt when the service
+	// gives no x-ms-retry-after-ms (default 100ms). It doubles per attempt
+	// up to MaxDelay and is fully jittered: the wait is uniform in
+	// [0, min(MaxDelay, BaseDelay·2^(n-1))].
+	BaseDelay time.Duration
+	// MaxDelay caps the computed backoff (default 10s). It does not cap a
+	// delay the service asks for with x-ms-retry-after-ms, which is always
+	// honoured in full (bounded only by MaxElapsed).
+	MaxDelay time.Duration
+	// AttemptTimeout bounds one HTTP attempt (default 60s); an attempt that
+	// times out is retried like a dropped connection.
+	AttemptTimeout time.Duration
+
+	// Sleep waits d or until ctx is done, returning ctx.Err() then. Tests
+	// may replace it to observe the waits; nil uses a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock used for MaxElapsed; nil uses time.Now.
+	Now func() time.Time
+	// Jitter returns a uniform float64 in [0, 1); nil uses math/rand/v2.
+	Jitter func() float64
+}
+
+func (o RetryOptions) withDefaults() RetryOptions {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 30
+	}
+	if o.MaxElapsed <= 0 {
+		o.MaxElapsed = 5 * time.Minute
+	}
+	if o.BaseDelay <= 0 {
+		o.BaseDelay = 100 * time.Millisecond
+	}
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = 10 * time.Second
+	}
+	if o.AttemptTimeout <= 0 {
+		o.AttemptTimeout = 60 * time.Second
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Jitter == nil {
+		o.Jitter = rand.Float64
+	}
+	return o
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// CosmosDocs reads and writes docs in the containers of one Cosmos DB
+// database. It implements migrate.DocWriter (Upsert) and the conditional
+// operations replay needs (SPEC §13).
+//
+// Every operation runs its own retry loop (SPEC §11) and switches off the
+// azcore retry policy of the client for its calls, so that this loop alone
+// decides how often and how long to retry: 429 (honouring
+// x-ms-retry-after-ms however long and however many times), 408, 449, 5xx
+// and connection errors are retried; any other 4xx returns a
+// *PermanentError. What remains of the SDK's own retrying (azcosmos's
+// client policy, which cannot be switched off) is: a dropped connection
+// that provably never reached the service (refused, DNS) is retried up to
+// 3 times 1 s apart, and a read is retried once on 408 and 500. It never
+// retries writes on 408, 429, 449 or 5xx, nor writes whose connection
+// broke after sending.
+//
+// CosmosDocs is safe for concurrent use.
+type CosmosDocs struct {
+	client   *azcosmos.Client
+	database string
+	retry    RetryOptions
+}
+
+// NewCosmosDocs returns a CosmosDocs for database over client (see
+// NewCosmosClient). retry may be nil for the defaults.
+func NewCosmosDocs(client *azcosmos.Client, database string, retry *RetryOptions) *CosmosDocs {
+	var o RetryOptions
+	if retry != nil {
+		o = *retry
+	}
+	return &CosmosDocs{client: client, database: database, retry: o.withDefaults()}
+}
+
+// Upsert creates or replaces the doc (JSON bytes, which must carry id and
+// scope) in partition scope of container. Repeating it is harmless, so a
+// connection dropped after the service wrote it is simply retried. It
+// returns a *PermanentError for a 4xx other than 408/429/449, an error
+// wrapping ErrRetriesExhausted when transient failures last too long, or
+// the context's error.
+func (d *CosmosDocs) Upsert(ctx context.Context, container, scope, id string, doc []byte) (WriteResult, error) {
+	var res WriteResult
+	err := d.do(ctx, "upsert", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
+		r, err := c.UpsertItem(ctx, azcosmos.NewPartitionKeyString(scope), doc, nil)
+		if err == nil {
+			res.ETag = string(r.ETag)
+		}
+		return float64(r.RequestCharge), err
+	})
+	return res, err
+}
+
+// Read point-reads a doc. A missing doc is found=false with a nil error.
+// charge sums every attempt. Errors are as for Upsert.
+//
+// The request carries x-ms-documentdb-query-enablecrosspartition: true: the
+// Cosmos DB stand-in (@vercel/cosmosdb-server) answers a point read of a
+// missing doc with 500 instead of 404 without it, and the service ignores
+// it on point reads.
+func (d *CosmosDocs) Read(ctx context.Context, container, scope, id string) (doc []byte, etag string, found bool, charge float64, err error) {
+	ctx = policy.WithHTTPHeader(ctx, http.Header{"x-ms-documentdb-query-enablecrosspartition": []string{"true"}})
+	err = d.do(ctx, "read", container, id, &charge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
+		r, err := c.ReadItem(ctx, azcosmos.NewPartitionKeyString(scope), id, nil)
+		if err == nil {
+			doc, etag, found = r.Value, string(r.ETag), true
+		}
+		return float64(r.RequestCharge), err
+	})
+	var pe *PermanentError
+	if errors.As(err, &pe) && pe.StatusCode == http.StatusNotFound {
+		return nil, "", false, charge, nil
+	}
+	return doc, etag, found, charge, err
+}
+
+// Create creates the doc; when a doc with that id exists in the partition
+// (409) the error wraps ErrExists. Note that a connection dropped after the
+// service created the doc makes the retry report ErrExists too: callers
+// that get it read the doc again (SPEC §13 "start over"). Other errors are
+// as for Upsert.
+func (d *CosmosDocs) Create(ctx context.Context, container, scope, id string, doc []byte) (WriteResult, error) {
+	var res WriteResult
+	err := d.do(ctx, "create", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
+		r, err := c.CreateItem(ctx, azcosmos.NewPartitionKeyString(scope), doc, nil)
+		if err == nil {
+			res.ETag = string(r.ETag)
+		}
+		return float64(r.RequestCharge), err
+	})
+	return res, mapStatus(err, http.StatusConflict, ErrExists)
+}
+
+// Replace replaces the doc with If-Match: ifMatch (no condition when
+// ifMatch is empty). A stale etag (412) returns an error wrapping
+// ErrPreconditionFailed and a missing doc one wrapping ErrNotFound; as with
+// Create, a retry after a dropped connection can report
+// ErrPreconditionFailed for a replace that did happen. Other errors are as
+// for Upsert.
+func (d *CosmosDocs) Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (WriteResult, error) {
+	var res WriteResult
+	err := d.do(ctx, "replace", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
+		r, err := c.ReplaceItem(ctx, azcosmos.NewPartitionKeyString(scope), id, doc, itemOptions(ifMatch))
+		if err == nil {
+			res.ETag = string(r.ETag)
+		}
+		return float64(r.RequestCharge), err
+	})
+	return res, mapNotFound(mapStatus(err, http.StatusPreconditionFailed, ErrPreconditionFailed))
+}
+
+// Delete deletes the doc with If-Match: ifMatch (no condition when empty).
+// Errors wrap ErrPreconditionFailed (412) or ErrNotFound (404, which a
+// retry after a dropped connection can also report for a delete that did
+// happen); others are as for Upsert.
+func (d *CosmosDocs) Delete(ctx context.Context, container, scope, id, ifMatch string) (WriteResult, error) {
+	var res WriteResult
+	err := d.do(ctx, "delete", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
+		r, err := c.DeleteItem(ctx, azcosmos.NewPartitionKeyString(scope), id, itemOptions(ifMatch))
+		return float64(r.RequestCharge), err
+	})
+	return res, mapNotFound(mapStatus(err, http.StatusPreconditionFailed, ErrPreconditionFailed))
+}
+
+func itemOptions(ifMatch string) *azcosmos.ItemOptions {
+	if ifMatch == "" {
+		return nil
+	}
+	e := azcore.ETag(ifMatch)
+	return &azcosmos.ItemOptions{IfMatchEtag: &e}
+}
+
+// mapStatus turns a *PermanentError with status into an error wrapping
+// sentinel instead: these answers are outcomes the caller acts on (SPEC §13
+// "start over"), not reasons to dead-letter.
+func mapStatus(err error, status int, sentinel error) error {
+	var pe *PermanentError
+	if errors.As(err, &pe) && pe.StatusCode == status {
+		return fmt.Errorf("%s: %w", pe.Reason, sentinel)
+	}
+	return err
+}
+
+func mapNotFound(err error) error { return mapStatus(err, http.StatusNotFound, ErrNotFound) }
+
+// noSDKRetries switches off the azcore retry policy for one call
+// (MaxRetries < 0 means one try): our loop is the one that retries.
+var noSDKRetries = policy.RetryOptions{MaxRetries: -1}
+
+// do runs op until it succeeds, fails permanently, or the retry budget is
+// spent. Every attempt's request charge is added to *charge.
+func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charge *float64, op func(context.Context, *azcosmos.ContainerClient) (float64, error)) error {
+	c, err := d.client.NewContainer(d.database, container)
+	if err != nil {
+		return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, err)
+	}
+	o := d.retry
+	start := o.Now()
+	ctx = policy.WithRetryOptions(ctx, noSDKRetries)
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
+		rc, err := op(actx, c)
+		cancel()
+		*charge += rc
+		if err == nil {
+			return nil
+		}
+		if rc == 0 {
+			*charge += responseCharge(err)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, ctx.Err())
+		}
+		wait, transient := classify(err)
+		if !transient {
+			var re *azcore.ResponseError
+			if errors.As(err, &re) {
+				return &PermanentError{StatusCode: re.StatusCode, Reason: fmt.Sprintf("cosmos %s: %s", opName, describe(err))}
+			}
+			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, scrubError(err))
+		}
+		if wait <= 0 {
+			wait = backoff(o, attempt)
+		}
+		elapsed := o.Now().Sub(start)
+		if attempt >= o.MaxAttempts || elapsed+wait > o.MaxElapsed {
+			return &exhaustedError{
+				msg: fmt.Sprintf("cosmos %s %s/%s: %v after %d attempts in %s: %s",
+					opName, container, id, ErrRetriesExhausted, attempt, elapsed.Round(time.Millisecond), describe(err)),
+				last: err,
+			}
+		}
+		if err := o.Sleep(ctx, wait); err != nil {
+			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, err)
+		}
+	}
+}
+
+// exhaustedError is a one-line message that wraps both
+// ErrRetriesExhausted and the last attempt's error (whose own text, from
+// azcore, spans many lines).
+type exhaustedError struct {
+	msg  string
+	last error
+}
+
+func (e *exhaustedError) Error() string   { return e.msg }
+func (e *exhaustedError) Unwrap() []error { return []error{ErrRetriesExhausted, e.last} }
+
+// backoff is the full-jitter exponential wait before attempt+1.
+func backoff(o RetryOptions, attempt int) time.Duration {
+	ceil := o.MaxDelay
+	if attempt < 40 {
+		if d := o.BaseDelay << (attempt - 1); d > 0 && d < ceil {
+			ceil = d
+		}
+	}
+	return time.Duration(o.Jitter() * float64(ceil))
+}
+
+// classify reports whether err is worth retrying and, for a 429 that says
+// so, how long the service asks us to wait.
+func classify(err error) (wait time.Duration, transient bool) {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		switch re.StatusCode {
+		case http.StatusTooManyRequests:
+			return retryAfter(re.RawResponse), true
+		case http.StatusRequestTimeout, 449:
+			return 0, true
+		}
+		return 0, re.StatusCode >= 500
+	}
+	if errors.Is(err, context.DeadlineExceeded) { // our AttemptTimeout, not the caller's
+		return 0, true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) {
+		return 0, true
+	}
+	return 0, false
+}
+
+func retryAfter(resp *http.Response) time.Duration {
+	if resp == nil {
+		return 0
+	}
+	ms, err := strconv.ParseFloat(resp.Header.Get("x-ms-retry-after-ms"), 64)
+	if err != nil || ms <= 0 {
+		return 0
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+func responseCharge(err error) float64 {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re.RawResponse != nil {
+		if v, perr := strconv.ParseFloat(re.RawResponse.Header.Get("x-ms-request-charge"), 64); perr == nil {
+			return v
+		}
+	}
+	return 0
+}
+
+// maxMessage bounds the service message kept in a reason.
+const maxMessage = 300
+
+// describe is a one-line description of err: "400 Bad Request: <service
+// message>" for a service answer (never the URL, headers or our doc), or
+// the transport error without its URL.
+func describe(err error) string {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		var ne net.Error
+		if errors.As(err, &ne) {
+			if ue, ok := ne.(interface{ Unwrap() error }); ok && ue.Unwrap() != nil {
+				return ue.Unwrap().Error()
+			}
+		}
+		return scrubError(err).Error()
+	}
+	s := fmt.Sprintf("%d %s", re.StatusCode, http.StatusText(re.StatusCode))
+	if msg := serviceMessage(re.RawResponse); msg != "" {
+		s += ": " + msg
+	}
+	return s
+}
+
+// serviceMessage extracts the "message" of a Cosmos DB error body, keeping
+// only its first line (the service appends ActivityId, request URI and
+// diagnostics) and unwrapping `Message: {"Errors":[...]}`.
+func serviceMessage(resp *http.Response) string {
+	if resp == nil || resp.Body == nil {
+		return ""
+	}
+	body, err := runtime.Payload(resp) // cached by azcore; reading it again is safe
+	if err != nil {
+		return ""
+	}
+	var e struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	msg := strings.TrimSpace(e.Message)
+	if i := strings.IndexAny(msg, "\r\n"); i >= 0 {
+		msg = strings.TrimSpace(msg[:i])
+	}
+	if rest, ok := strings.CutPrefix(msg, "Message: "); ok {
+		var inner struct{ Errors []string }
+		if json.Unmarshal([]byte(strings.TrimSuffix(rest, ",")), &inner) == nil && len(inner.Errors) > 0 {
+			msg = strings.Join(inner.Errors, "; ")
+		} else {
+			msg = rest
+		}
+	}
+	msg = strings.TrimRight(msg, ".,; ") // the stand-in ends some messages with ".,"
+	if len(msg) > maxMessage {
+		msg = msg[:maxMessage] + "…"
+	}
+	return msg
+}
