@@ -17,7 +17,7 @@ import (
 // double value, strings with minimal escaping.
 //
 // v may be built of nil, bool, string, any Go integer type, float32,
-// float64, json.Number, Doc, []any and map[string]any — that is, a Doc
+// float64, json.Number, Doc, *JSON, []any and map[string]any — that is, a Doc
 // produced by Transform, or any value encoding/json decodes (with or
 // without UseNumber). It returns an error for NaN or ±Inf, a number that
 // does not fit a double, a string that is not valid UTF-8, a Doc with two
@@ -106,6 +106,8 @@ func appendCanonical(b []byte, v any) ([]byte, error) {
 		return appendES6Number(b, f)
 	case Doc:
 		return appendCanonicalDoc(b, x, nil)
+	case *JSON:
+		return x.appendNode(b, x.root(), true)
 	case map[string]any:
 		return appendCanonicalMap(b, x, nil)
 	case []any:
@@ -126,19 +128,50 @@ func appendCanonical(b []byte, v any) ([]byte, error) {
 }
 
 func appendCanonicalDoc(b []byte, d Doc, skip func(string) bool) ([]byte, error) {
-	fields := make([]Field, 0, len(d))
-	for _, f := range d {
+	// Sort indexes, not Fields: small objects need no allocation.
+	var small [48]int
+	idx := small[:0]
+	if len(d) > len(small) {
+		idx = make([]int, 0, len(d))
+	}
+	for i, f := range d {
 		if skip == nil || !skip(f.Name) {
-			fields = append(fields, f)
+			idx = append(idx, i)
 		}
 	}
-	slices.SortFunc(fields, func(x, y Field) int { return compareUTF16(x.Name, y.Name) })
-	for i := 1; i < len(fields); i++ {
-		if fields[i].Name == fields[i-1].Name {
-			return b, fmt.Errorf("duplicate property %q", fields[i].Name)
+	sortFieldIndexes(idx, func(i int) string { return d[i].Name })
+	var err error
+	b = append(b, '{')
+	for n, i := range idx {
+		if n > 0 {
+			if d[i].Name == d[idx[n-1]].Name {
+				return b, fmt.Errorf("duplicate property %q", d[i].Name)
+			}
+			b = append(b, ',')
+		}
+		if b, err = appendString(b, d[i].Name); err != nil {
+			return b, err
+		}
+		b = append(b, ':')
+		if b, err = appendCanonical(b, d[i].Value); err != nil {
+			return b, err
 		}
 	}
-	return appendCanonicalFields(b, fields)
+	return append(b, '}'), nil
+}
+
+// sortFieldIndexes sorts idx by the UTF-16 order of name(idx[i]):
+// insertion sort for the usual small objects, slices.SortFunc otherwise.
+func sortFieldIndexes(idx []int, name func(int) string) {
+	if len(idx) > 48 {
+		slices.SortFunc(idx, func(x, y int) int { return compareUTF16(name(x), name(y)) })
+		return
+	}
+	for i := 1; i < len(idx); i++ {
+		for j := i; j > 0 && compareUTF16(name(idx[j-1]), name(idx[j])) > 0; j-- {
+			idx[j-1], idx[j] = idx[j], idx[j-1]
+		}
+	}
 }
 
 func appendCanonicalMap(b []byte, m map[string]any, skip func(string) bool) ([]byte, error) {
@@ -149,25 +182,7 @@ func appendCanonicalMap(b []byte, m map[string]any, skip func(string) bool) ([]b
 		}
 	}
 	slices.SortFunc(fields, func(x, y Field) int { return compareUTF16(x.Name, y.Name) })
-	return appendCanonicalFields(b, fields)
-}
-
-func appendCanonicalFields(b []byte, fields []Field) ([]byte, error) {
-	var err error
-	b = append(b, '{')
-	for i, f := range fields {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if b, err = appendString(b, f.Name); err != nil {
-			return b, err
-		}
-		b = append(b, ':')
-		if b, err = appendCanonical(b, f.Value); err != nil {
-			return b, err
-		}
-	}
-	return append(b, '}'), nil
+	return appendCanonicalDoc(b, Doc(fields), nil)
 }
 
 // compareUTF16 orders two valid UTF-8 strings by their UTF-16 code units,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -180,5 +181,51 @@ func TestHashIgnoresSystemPropertiesAndSurvivesJSON(t *testing.T) {
 	}
 	if _, err := Hash([]any{}); err == nil {
 		t.Error("Hash of a non-object: want an error")
+	}
+}
+
+// appendString skips eight bytes at a time; check every special byte at
+// every position against a byte-at-a-time reference.
+func TestAppendStringEveryPosition(t *testing.T) {
+	ref := func(s string) string {
+		var b []byte
+		b = append(b, '"')
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\b':
+				b = append(b, `\b`...)
+			case c == '\t':
+				b = append(b, `\t`...)
+			case c == '\n':
+				b = append(b, `\n`...)
+			case c == '\f':
+				b = append(b, `\f`...)
+			case c == '\r':
+				b = append(b, `\r`...)
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			default:
+				b = append(b, c)
+			}
+		}
+		return string(append(b, '"'))
+	}
+	specials := []string{"\x00", "\x01", "\x1f", "\x20", "\x7f", `"`, `\`, "\b", "\t", "\n", "\f", "\r", "é", "😀", "\u2028", "!", "#", "[", "]", "\\\\"}
+	for _, sp := range specials {
+		for pos := 0; pos <= 17; pos++ {
+			s := strings.Repeat("a", pos) + sp + strings.Repeat("b", 17-pos)
+			got, err := appendString(nil, s)
+			if err != nil || string(got) != ref(s) {
+				t.Errorf("appendString(%q) = %s, %v; want %s", s, got, err, ref(s))
+			}
+		}
+	}
+	for pos := 0; pos <= 17; pos++ {
+		s := strings.Repeat("a", pos) + "\xff" + strings.Repeat("b", 17-pos)
+		if _, err := appendString(nil, s); err == nil {
+			t.Errorf("appendString(%q): no error for invalid UTF-8", s)
+		}
 	}
 }

@@ -139,7 +139,7 @@ func (b *builder) configValue(key string) {
 			b.deadLetter(DeadLetterConfigJSON)
 			return
 		}
-		dv, big, err := decodeJSONField(v.Str)
+		dv, big, err := decodeJSONFieldScratch(v.Str, &b.scratch)
 		if err != nil {
 			b.deadLetter(DeadLetterConfigJSON)
 			return

@@ -21,7 +21,8 @@ type Field struct {
 //
 // Values are one of: nil, bool, string, int64, float64 (finite; written
 // with a ".0" when integral so it stays a double), json.Number (written
-// verbatim), Doc, []any. A Doc is not safe for concurrent mutation.
+// verbatim), *JSON (a decoded JSON-valued property), Doc, []any. A Doc is
+// not safe for concurrent mutation.
 type Doc []Field
 
 // Get returns the value of the first property called name and whether it
@@ -50,7 +51,7 @@ func (d Doc) MarshalJSON() ([]byte, error) {
 
 // Map returns the doc as the map[string]any that encoding/json would decode
 // from its bytes with UseNumber, except that numbers keep their Go types.
-// Nested Docs become maps too. It is meant for callers that compare docs
+// Nested Docs and JSON values become maps and slices too. It is meant for callers that compare docs
 // field by field.
 func (d Doc) Map() map[string]any {
 	m := make(map[string]any, len(d))
@@ -70,6 +71,8 @@ func plain(v any) any {
 			out[i] = plain(e)
 		}
 		return out
+	case *JSON:
+		return plain(x.Value())
 	}
 	return v
 }
@@ -124,6 +127,8 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			}
 		}
 		return append(b, ']'), nil
+	case *JSON:
+		return x.appendNode(b, x.root(), false)
 	case map[string]any:
 		return appendCanonical(b, x)
 	default:
@@ -137,14 +142,29 @@ const hexDigits = "0123456789abcdef"
 // prescribes: '"' and '\\', the short forms \b \t \n \f \r, \u00xx for the
 // other control characters, everything else as UTF-8.
 func appendString(b []byte, s string) ([]byte, error) {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(x uint64) uint64 { return (x - lo) & ^x & hi }
 	b = append(b, '"')
-	if !utf8.ValidString(s) {
-		return b, fmt.Errorf("string is not valid UTF-8")
-	}
-	start := 0
-	for i := 0; i < len(s); i++ {
+	start, ascii := 0, true
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			// Eight bytes at a time: skip them when none is a control
+			// character, '"', '\\' or non-ASCII.
+			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if (x-lo*0x20)&^x&hi|hasZero(x^(lo*'"'))|hasZero(x^(lo*'\\'))|x&hi == 0 {
+				i += 8
+				continue
+			}
+		}
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if c >= 0x80 {
+			ascii = false
+			i++
+			continue
+		}
+		if !needsJSONEscape[c] {
+			i++
 			continue
 		}
 		b = append(b, s[start:i]...)
@@ -164,10 +184,23 @@ func appendString(b []byte, s string) ([]byte, error) {
 		default:
 			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 		}
-		start = i + 1
+		i++
+		start = i
+	}
+	if !ascii && !utf8.ValidString(s) {
+		return b, fmt.Errorf("string is not valid UTF-8")
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"'), nil
+}
+
+// needsJSONEscape marks the bytes appendString escapes: control
+// characters, '"' and '\\'. It is a constant table, never written.
+var needsJSONEscape = [256]bool{
+	0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true,
+	10: true, 11: true, 12: true, 13: true, 14: true, 15: true, 16: true, 17: true, 18: true, 19: true,
+	20: true, 21: true, 22: true, 23: true, 24: true, 25: true, 26: true, 27: true, 28: true, 29: true,
+	30: true, 31: true, '"': true, '\\': true,
 }
 
 // validNumber reports whether s is a JSON number (RFC 8259 grammar).

@@ -36,8 +36,8 @@ func blobFacts(sizes map[BlobName]int64) BlobFacts {
 	return f
 }
 
-// jsonString quotes s as a JSON string.
-func jsonString(s string) string {
+// quoteJSON quotes s as a JSON string.
+func quoteJSON(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
@@ -98,7 +98,7 @@ func TestExecutionResult(t *testing.T) {
 		},
 		{
 			name:    "32769 bytes of JSON move to result.json",
-			entity:  execRow(`,"Result":` + jsonString(json32769)),
+			entity:  execRow(`,"Result":` + quoteJSON(json32769)),
 			doc:     execDoc(`"result":null,"resultType":"json","resultInBlob":true,"resultSize":`+itoa(len(json32769))+`,"resultBlobPath":"e1/result.json"`, noBlobs, ttl13Days),
 			uploads: []string{"e1/result.json " + itoa(len(json32769))},
 		},

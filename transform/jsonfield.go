@@ -17,28 +17,183 @@ const maxJSONDepth = 10000
 // (Cosmos DB stores every number as one).
 var errNumberRange = errors.New("number out of range")
 
-// decodeJSONField decodes the text of a JSON-valued property (InputData,
-// Settings, Result, …) strictly by RFC 8259: objects become Docs (property
-// order kept; for a repeated name the last value wins, at the first
-// position, as Python's json.loads does), arrays []any, numbers json.Number
-// with their exact text, strings, bools and nil. Leading and trailing white
-// space is allowed, NaN/Infinity literals are not. Invalid UTF-8 and lone
+// JSON is a value decoded from a JSON-valued property (InputData,
+// Settings, a JSON Result, …). It is stored compactly — a few slices per
+// property instead of one allocation per string, object and array — and
+// keeps object members in source order. Use Value for the ordinary Go
+// form. A JSON is immutable and safe for concurrent reads.
+type JSON struct {
+	nodes   []jsonNode
+	members []jsonMember // object members, contiguous per object
+	elems   []int32      // array elements (node indexes), contiguous per array
+}
+
+type jsonKind uint8
+
+const (
+	jsonNull jsonKind = iota
+	jsonFalse
+	jsonTrue
+	jsonNumber
+	jsonString
+	jsonObject
+	jsonArray
+)
+
+// jsonNode is one value: s is a string's text or a number's exact text;
+// start and n locate an object's members or an array's elements.
+type jsonNode struct {
+	kind     jsonKind
+	s        string
+	start, n int32
+}
+
+type jsonMember struct {
+	name string
+	val  int32
+}
+
+func (j *JSON) root() int32 { return int32(len(j.nodes) - 1) }
+
+// Value returns the value as a Go tree: Doc for objects (source order),
+// []any, json.Number, string, bool or nil.
+func (j *JSON) Value() any { return j.value(j.root()) }
+
+func (j *JSON) value(i int32) any {
+	n := j.nodes[i]
+	switch n.kind {
+	case jsonFalse:
+		return false
+	case jsonTrue:
+		return true
+	case jsonNumber:
+		return json.Number(n.s)
+	case jsonString:
+		return n.s
+	case jsonObject:
+		d := make(Doc, n.n)
+		for k, m := range j.members[n.start : n.start+n.n] {
+			d[k] = Field{m.name, j.value(m.val)}
+		}
+		return d
+	case jsonArray:
+		a := make([]any, n.n)
+		for k, e := range j.elems[n.start : n.start+n.n] {
+			a[k] = j.value(e)
+		}
+		return a
+	}
+	return nil
+}
+
+// MarshalJSON returns the value's JSON text without insignificant white
+// space; numbers keep their source text.
+func (j *JSON) MarshalJSON() ([]byte, error) {
+	return j.appendNode(nil, j.root(), false)
+}
+
+// appendNode appends node i as doc JSON, or canonically (RFC 8785: members
+// sorted by UTF-16 code units, numbers in ECMAScript form).
+func (j *JSON) appendNode(b []byte, i int32, canonical bool) ([]byte, error) {
+	n := j.nodes[i]
+	var err error
+	switch n.kind {
+	case jsonNull:
+		return append(b, "null"...), nil
+	case jsonFalse:
+		return append(b, "false"...), nil
+	case jsonTrue:
+		return append(b, "true"...), nil
+	case jsonNumber:
+		if !canonical {
+			return append(b, n.s...), nil
+		}
+		f, err := strconv.ParseFloat(n.s, 64)
+		if err != nil {
+			return b, fmt.Errorf("number %s does not fit a double", n.s)
+		}
+		return appendES6Number(b, f)
+	case jsonString:
+		return appendString(b, n.s)
+	case jsonArray:
+		b = append(b, '[')
+		for k, e := range j.elems[n.start : n.start+n.n] {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			if b, err = j.appendNode(b, e, canonical); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
+	}
+	// object
+	members := j.members[n.start : n.start+n.n]
+	var small [48]int
+	idx := small[:0]
+	if len(members) > len(small) {
+		idx = make([]int, 0, len(members))
+	}
+	for k := range members {
+		idx = append(idx, k)
+	}
+	if canonical {
+		sortFieldIndexes(idx, func(k int) string { return members[k].name })
+	}
+	b = append(b, '{')
+	for k, m := range idx {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendString(b, members[m].name); err != nil {
+			return b, err
+		}
+		b = append(b, ':')
+		if b, err = j.appendNode(b, members[m].val, canonical); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// decodeJSONField decodes the text of a JSON-valued property strictly by
+// RFC 8259 into a *JSON. Object members keep their order; for a repeated
+// name the last value wins, at the first position, as Python's json.loads
+// does. Numbers keep their exact text. Leading and trailing white space is
+// allowed, NaN/Infinity literals are not. Invalid UTF-8 and lone
 // surrogates in strings become U+FFFD, as with encoding/json.
 //
 // bigInt reports an integer whose magnitude is above 2^53 (Cosmos DB will
 // round it). The error names the byte offset, never the text.
-func decodeJSONField(s string) (v any, bigInt bool, err error) {
-	d := jsonDecoder{s: s}
+func decodeJSONField(s string) (v *JSON, bigInt bool, err error) {
+	return decodeJSONFieldScratch(s, &jsonScratch{})
+}
+
+// jsonScratch holds the decoder's scratch stacks so that one Transform
+// reuses them across its JSON-valued properties.
+type jsonScratch struct {
+	members []jsonMember
+	elems   []int32
+}
+
+func decodeJSONFieldScratch(s string, scratch *jsonScratch) (v *JSON, bigInt bool, err error) {
+	n := len(s)/16 + 4 // rough node count, to allocate the arenas once
+	d := jsonDecoder{
+		s:      s,
+		j:      &JSON{nodes: make([]jsonNode, 0, n), members: make([]jsonMember, 0, n/2+2), elems: make([]int32, 0, n/4+2)},
+		mstack: scratch.members[:0],
+		estack: scratch.elems[:0],
+	}
+	defer func() { scratch.members, scratch.elems = d.mstack[:0], d.estack[:0] }()
 	d.space()
-	v, err = d.value()
-	if err != nil {
+	if err = d.value(); err != nil {
 		return nil, false, err
 	}
 	d.space()
 	if d.i != len(d.s) {
 		return nil, false, d.syntax()
 	}
-	return v, d.bigInt, nil
+	return d.j, d.bigInt, nil
 }
 
 type jsonDecoder struct {
@@ -46,6 +201,9 @@ type jsonDecoder struct {
 	i      int
 	depth  int
 	bigInt bool
+	j      *JSON
+	mstack []jsonMember // members of the objects being decoded
+	estack []int32      // elements of the arrays being decoded
 }
 
 func (d *jsonDecoder) syntax() error {
@@ -63,17 +221,23 @@ func (d *jsonDecoder) space() {
 	}
 }
 
-func (d *jsonDecoder) literal(lit string, v any) (any, error) {
-	if len(d.s)-d.i >= len(lit) && d.s[d.i:d.i+len(lit)] == lit {
-		d.i += len(lit)
-		return v, nil
-	}
-	return nil, d.syntax()
+func (d *jsonDecoder) node(n jsonNode) {
+	d.j.nodes = append(d.j.nodes, n)
 }
 
-func (d *jsonDecoder) value() (any, error) {
+func (d *jsonDecoder) literal(lit string, kind jsonKind) error {
+	if len(d.s)-d.i >= len(lit) && d.s[d.i:d.i+len(lit)] == lit {
+		d.i += len(lit)
+		d.node(jsonNode{kind: kind})
+		return nil
+	}
+	return d.syntax()
+}
+
+// value decodes one value and appends its node (last).
+func (d *jsonDecoder) value() error {
 	if d.i >= len(d.s) {
-		return nil, d.syntax()
+		return d.syntax()
 	}
 	switch c := d.s[d.i]; {
 	case c == '{':
@@ -81,17 +245,27 @@ func (d *jsonDecoder) value() (any, error) {
 	case c == '[':
 		return d.array()
 	case c == '"':
-		return d.str()
+		s, err := d.str()
+		if err != nil {
+			return err
+		}
+		d.node(jsonNode{kind: jsonString, s: s})
+		return nil
 	case c == 't':
-		return d.literal("true", true)
+		return d.literal("true", jsonTrue)
 	case c == 'f':
-		return d.literal("false", false)
+		return d.literal("false", jsonFalse)
 	case c == 'n':
-		return d.literal("null", nil)
+		return d.literal("null", jsonNull)
 	case c == '-' || (c >= '0' && c <= '9'):
-		return d.number()
+		s, err := d.number()
+		if err != nil {
+			return err
+		}
+		d.node(jsonNode{kind: jsonNumber, s: s})
+		return nil
 	default:
-		return nil, d.syntax()
+		return d.syntax()
 	}
 }
 
@@ -103,43 +277,42 @@ func (d *jsonDecoder) enter() error {
 	return nil
 }
 
-func (d *jsonDecoder) object() (any, error) {
+func (d *jsonDecoder) object() error {
 	if err := d.enter(); err != nil {
-		return nil, err
+		return err
 	}
 	d.i++ // {
-	obj := Doc{}
+	mark := len(d.mstack)
 	d.space()
 	if d.i < len(d.s) && d.s[d.i] == '}' {
 		d.i++
 		d.depth--
-		return obj, nil
+		d.node(jsonNode{kind: jsonObject, start: int32(len(d.j.members))})
+		return nil
 	}
 	var seen map[string]int // built only for large objects
 	for {
 		d.space()
 		if d.i >= len(d.s) || d.s[d.i] != '"' {
-			return nil, d.syntax()
+			return d.syntax()
 		}
-		k, err := d.str()
+		name, err := d.str()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		name := k.(string)
 		d.space()
 		if d.i >= len(d.s) || d.s[d.i] != ':' {
-			return nil, d.syntax()
+			return d.syntax()
 		}
 		d.i++
 		d.space()
-		v, err := d.value()
-		if err != nil {
-			return nil, err
+		if err := d.value(); err != nil {
+			return err
 		}
-		obj, seen = setProperty(obj, seen, name, v)
+		seen = d.setMember(mark, seen, name, int32(len(d.j.nodes)-1))
 		d.space()
 		if d.i >= len(d.s) {
-			return nil, d.syntax()
+			return d.syntax()
 		}
 		switch d.s[d.i] {
 		case ',':
@@ -147,60 +320,68 @@ func (d *jsonDecoder) object() (any, error) {
 		case '}':
 			d.i++
 			d.depth--
-			return obj, nil
+			start := int32(len(d.j.members))
+			d.j.members = append(d.j.members, d.mstack[mark:]...)
+			d.node(jsonNode{kind: jsonObject, start: start, n: int32(len(d.mstack) - mark)})
+			d.mstack = d.mstack[:mark]
+			return nil
 		default:
-			return nil, d.syntax()
+			return d.syntax()
 		}
 	}
 }
 
-// setProperty sets name in obj, replacing an earlier value in place.
-func setProperty(obj Doc, seen map[string]int, name string, v any) (Doc, map[string]int) {
+// setMember sets name in the object being collected in d.mstack[mark:],
+// replacing an earlier value in place.
+func (d *jsonDecoder) setMember(mark int, seen map[string]int, name string, v int32) map[string]int {
+	obj := d.mstack[mark:]
 	if seen == nil && len(obj) < 16 {
 		for i := range obj {
-			if obj[i].Name == name {
-				obj[i].Value = v
-				return obj, nil
+			if obj[i].name == name {
+				obj[i].val = v
+				return nil
 			}
 		}
-		return append(obj, Field{name, v}), nil
+		d.mstack = append(d.mstack, jsonMember{name, v})
+		return nil
 	}
 	if seen == nil {
 		seen = make(map[string]int, 2*len(obj))
-		for i, f := range obj {
-			seen[f.Name] = i
+		for i, m := range obj {
+			seen[m.name] = i
 		}
 	}
 	if i, ok := seen[name]; ok {
-		obj[i].Value = v
-		return obj, seen
+		obj[i].val = v
+		return seen
 	}
 	seen[name] = len(obj)
-	return append(obj, Field{name, v}), seen
+	d.mstack = append(d.mstack, jsonMember{name, v})
+	return seen
 }
 
-func (d *jsonDecoder) array() (any, error) {
+func (d *jsonDecoder) array() error {
 	if err := d.enter(); err != nil {
-		return nil, err
+		return err
 	}
 	d.i++ // [
-	arr := []any{}
+	mark := len(d.estack)
 	d.space()
 	if d.i < len(d.s) && d.s[d.i] == ']' {
 		d.i++
 		d.depth--
-		return arr, nil
+		d.node(jsonNode{kind: jsonArray, start: int32(len(d.j.elems))})
+		return nil
 	}
 	for {
 		d.space()
-		v, err := d.value()
-		if err != nil {
-			return nil, err
+		if err := d.value(); err != nil {
+			return err
 		}
-		arr = append(arr, v)
+		d.estack = append(d.estack, int32(len(d.j.nodes)-1))
 		d.space()
 		if d.i >= len(d.s) {
-			return nil, d.syntax()
+			return d.syntax()
 		}
 		switch d.s[d.i] {
 		case ',':
@@ -208,14 +389,18 @@ func (d *jsonDecoder) array() (any, error) {
 		case ']':
 			d.i++
 			d.depth--
-			return arr, nil
+			start := int32(len(d.j.elems))
+			d.j.elems = append(d.j.elems, d.estack[mark:]...)
+			d.node(jsonNode{kind: jsonArray, start: start, n: int32(len(d.estack) - mark)})
+			d.estack = d.estack[:mark]
+			return nil
 		default:
-			return nil, d.syntax()
+			return d.syntax()
 		}
 	}
 }
 
-func (d *jsonDecoder) number() (any, error) {
+func (d *jsonDecoder) number() (string, error) {
 	start := d.i
 	integer := true
 	if d.s[d.i] == '-' {
@@ -232,13 +417,13 @@ func (d *jsonDecoder) number() (any, error) {
 	case d.i < len(d.s) && d.s[d.i] == '0':
 		d.i++
 	case digits() == 0:
-		return nil, d.syntax()
+		return "", d.syntax()
 	}
 	if d.i < len(d.s) && d.s[d.i] == '.' {
 		integer = false
 		d.i++
 		if digits() == 0 {
-			return nil, d.syntax()
+			return "", d.syntax()
 		}
 	}
 	if d.i < len(d.s) && (d.s[d.i] == 'e' || d.s[d.i] == 'E') {
@@ -248,7 +433,7 @@ func (d *jsonDecoder) number() (any, error) {
 			d.i++
 		}
 		if digits() == 0 {
-			return nil, d.syntax()
+			return "", d.syntax()
 		}
 	}
 	text := d.s[start:d.i]
@@ -257,13 +442,13 @@ func (d *jsonDecoder) number() (any, error) {
 			d.bigInt = true
 		}
 		if len(text) < 300 {
-			return json.Number(text), nil
+			return text, nil
 		}
 	}
 	if _, err := strconv.ParseFloat(text, 64); err != nil {
-		return nil, errNumberRange
+		return "", errNumberRange
 	}
-	return json.Number(text), nil
+	return text, nil
 }
 
 // intFitsDouble reports whether a decimal integer's magnitude is at most 2^53.
@@ -272,7 +457,7 @@ func intFitsDouble(text string) bool {
 	return err == nil && n <= 1<<53 && n >= -(1<<53)
 }
 
-func (d *jsonDecoder) str() (any, error) {
+func (d *jsonDecoder) str() (string, error) {
 	d.i++ // opening quote
 	start := d.i
 	for d.i < len(d.s) {
@@ -297,11 +482,11 @@ func (d *jsonDecoder) str() (any, error) {
 			d.i++
 			return string(buf), nil
 		case c < 0x20:
-			return nil, d.syntax()
+			return "", d.syntax()
 		case c == '\\':
 			d.i++
 			if d.i >= len(d.s) {
-				return nil, d.syntax()
+				return "", d.syntax()
 			}
 			e := d.s[d.i]
 			d.i++
@@ -321,7 +506,7 @@ func (d *jsonDecoder) str() (any, error) {
 			case 'u':
 				r, ok := d.hex4()
 				if !ok {
-					return nil, d.syntax()
+					return "", d.syntax()
 				}
 				if utf16.IsSurrogate(r) {
 					r2 := rune(-1)
@@ -331,7 +516,7 @@ func (d *jsonDecoder) str() (any, error) {
 						if x, ok := d.hex4(); ok {
 							r2 = x
 						} else {
-							return nil, d.syntax()
+							return "", d.syntax()
 						}
 						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
 							r = dec
@@ -345,7 +530,7 @@ func (d *jsonDecoder) str() (any, error) {
 				}
 				buf = utf8.AppendRune(buf, r)
 			default:
-				return nil, d.syntax()
+				return "", d.syntax()
 			}
 		case c < 0x80:
 			buf = append(buf, c)
@@ -356,7 +541,7 @@ func (d *jsonDecoder) str() (any, error) {
 			d.i += size
 		}
 	}
-	return nil, d.syntax()
+	return "", d.syntax()
 }
 
 func (d *jsonDecoder) hex4() (rune, bool) {

@@ -1,7 +1,9 @@
 package transform
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -246,7 +248,7 @@ func Transform(row Row, blobs BlobFacts, opts Options) Outcome {
 		return out.deadLetter("invalid options: " + err.Error())
 	}
 	opts = opts.WithDefaults()
-	b := &builder{row: &row, opts: &opts, blobs: blobs, out: &out}
+	b := &builder{row: &row, opts: &opts, blobs: blobs, out: &out, used: make([]string, 0, 40)}
 	switch row.Table {
 	case TableConfig:
 		b.isTimestamp = isConfigTimestamp
@@ -303,6 +305,7 @@ type builder struct {
 	used        []string
 	isTimestamp func(string) bool
 	fail        string // first dead-letter reason
+	scratch     jsonScratch
 }
 
 func (b *builder) warn(reason, detail string) {
@@ -444,7 +447,7 @@ func (b *builder) json(name, src string) {
 	case v.Type != EdmString:
 		b.set(name, b.value(src, v))
 	default:
-		dv, big, err := decodeJSONField(v.Str)
+		dv, big, err := decodeJSONFieldScratch(v.Str, &b.scratch)
 		if err != nil {
 			b.deadLetter(fmt.Sprintf("property %s is not valid JSON: %v", src, err))
 			return
@@ -526,11 +529,17 @@ func (b *builder) extras() {
 
 // finish adds _migration with the hash and encodes the doc.
 func (b *builder) finish() {
-	h, err := Hash(b.doc)
+	size := 512 // estimate of the JSON size, to allocate each buffer once
+	for _, v := range b.row.Props {
+		size += 32 + len(v.Str)
+	}
+	canon, err := appendCanonicalDoc(make([]byte, 0, size), b.doc, hashExcluded)
 	if err != nil {
 		b.deadLetter("canonical JSON: " + err.Error())
 		return
 	}
+	sum := sha256.Sum256(canon)
+	h := hex.EncodeToString(sum[:])
 	var ts any
 	if !b.row.Timestamp.IsZero() {
 		ts = FormatTimestamp(b.row.Timestamp)
@@ -542,7 +551,7 @@ func (b *builder) finish() {
 		{"timestamp", ts},
 		{"hash", h},
 	})
-	js, err := b.doc.MarshalJSON()
+	js, err := appendValue(make([]byte, 0, len(canon)+len(canon)/8+384), b.doc)
 	if err != nil {
 		b.deadLetter("encode doc: " + err.Error())
 		return

@@ -1,0 +1,54 @@
+package transform
+
+import (
+	"testing"
+	"time"
+)
+
+// benchExecutionRow is a typical completed execution row of about 2 KB of
+// annotated JSON: an InputData object, an inline JSON result and the usual
+// scalar fields.
+const benchExecutionRow = `{"PartitionKey":"7c9e6679-7425-40de-944b-e07fc1f90ae7",` +
+	`"RowKey":"execution:8204816607654_23a49d34-736e-5da6-b534-a6707efd1911",` +
+	`"Timestamp":"2025-11-20T14:03:14.1234567Z",` +
+	`"ExecutionId":"23a49d34-736e-5da6-b534-a6707efd1911","WorkflowName":"onboard_user",` +
+	`"FormId":"d4c3b2a1-9f8e-4d7c-8b6a-5f4e3d2c1b0a","ExecutedBy":"alice.admin@contoso.example",` +
+	`"ExecutedByName":"Alice Admin","Status":"Success",` +
+	`"InputData":"{\"first_name\": \"Jane\", \"last_name\": \"Doe\", \"email\": \"jane.doe@contoso.example\", \"department\": \"Finance\", \"manager\": \"bob@contoso.example\", \"licence\": \"E3\", \"groups\": [\"finance-all\", \"vpn-users\", \"sharepoint-finance\"], \"start_date\": \"2025-12-01\", \"notify\": true, \"phone\": \"+44 20 7946 0000\"}",` +
+	`"Result":"{\"success\": true, \"message\": \"User jane.doe@contoso.example created\", \"user\": {\"id\": \"5f0c1e2d-8b7a-4c3d-9e8f-0a1b2c3d4e5f\", \"upn\": \"jane.doe@contoso.example\", \"displayName\": \"Jane Doe\", \"licences\": [\"ENTERPRISEPACK\"], \"groups\": [{\"id\": \"g1\", \"name\": \"finance-all\"}, {\"id\": \"g2\", \"name\": \"vpn-users\"}, {\"id\": \"g3\", \"name\": \"sharepoint-finance\"}]}, \"steps\": [{\"name\": \"create_account\", \"ok\": true, \"ms\": 812}, {\"name\": \"assign_licence\", \"ok\": true, \"ms\": 433}, {\"name\": \"add_groups\", \"ok\": true, \"ms\": 951}, {\"name\": \"send_welcome\", \"ok\": true, \"ms\": 120}], \"warnings\": [], \"mailbox\": {\"provisioned\": true, \"quotaGB\": 50, \"archive\": false, \"aliases\": [\"j.doe@contoso.example\", \"jane@contoso.example\"]}, \"audit\": {\"ticket\": \"HD-20431\", \"approvedBy\": \"bob@contoso.example\", \"approvedAt\": \"2025-11-20T13:58:01\"}, \"elapsed\": 2.316}",` +
+	`"ResultInBlob":false,"ErrorMessage":"","DurationMs":2316,` +
+	`"StartedAt":"2025-11-20T14:03:12.345678","CompletedAt":"2025-11-20T14:03:14.661678"}`
+
+// BenchmarkTransformExecution measures Transform on one typical execution
+// row (decoding the entity is not included; it happens once per row in the
+// reader). Run with -cpu 1 for the per-core figure.
+func BenchmarkTransformExecution(b *testing.B) {
+	row := mkRow(b, TableEntities, benchExecutionRow)
+	var blobs BlobFacts
+	blobs.Set(BlobLogs, 5120)
+	opts := Options{Now: time.Date(2025, 11, 21, 12, 0, 0, 0, time.UTC)}
+	if o := Transform(row, blobs, opts); o.Disposition != DispositionDoc {
+		b.Fatalf("disposition %s: %s", o.Disposition, o.DeadLetter)
+	}
+	b.SetBytes(int64(len(benchExecutionRow)))
+	b.ReportAllocs()
+	start := time.Now()
+	n := 0
+	for b.Loop() {
+		Transform(row, blobs, opts)
+		n++
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "rows/s")
+}
+
+// BenchmarkDecodeEntity measures DecodeEntity (encoding/json based) on the
+// same row, for comparison with BenchmarkTransformExecution.
+func BenchmarkDecodeEntity(b *testing.B) {
+	b.SetBytes(int64(len(benchExecutionRow)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeEntity(TableEntities, []byte(benchExecutionRow)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
