@@ -1,0 +1,187 @@
+package azure
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5" //nolint:gosec // Content-MD5 is what Blob Storage stores and compares; not used for security
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+)
+
+// ListPageSize is the number of blobs BlobStore.List asks for per page
+// (the service's maximum).
+const ListPageSize = 5000
+
+// DefaultBlobRetry is the retry policy BlobStore uses when given none:
+// azblob's own (azcore) policy, which retries 408, 429, 500, 502, 503, 504
+// and connection errors and honours Retry-After / x-ms-retry-after-ms,
+// with more tries than its default of 3 and a longer acceptable
+// Retry-After (azcore gives up at once on one longer than MaxRetryDelay).
+var DefaultBlobRetry = policy.RetryOptions{
+	MaxRetries:    10,
+	TryTimeout:    2 * time.Minute,
+	RetryDelay:    200 * time.Millisecond,
+	MaxRetryDelay: 2 * time.Minute,
+}
+
+// BlobStore is one blob container (execution-data) as the run pipeline
+// uses it: an ordered listing and create-only uploads. It implements
+// migrate.BlobStore and is safe for concurrent use.
+//
+// Retries of transient failures are left to azblob's retry policy (see
+// DefaultBlobRetry), which is safe here: a listing page is a read, and a
+// create-only upload that is repeated after it did happen finds the blob
+// with the same MD5, which PutIfAbsent reports as success.
+type BlobStore struct {
+	c     *container.Client
+	name  string
+	retry policy.RetryOptions
+}
+
+// NewBlobStore returns a BlobStore over c (see NewBlobContainerClient).
+// retry replaces DefaultBlobRetry for every call when not nil.
+func NewBlobStore(c *container.Client, retry *policy.RetryOptions) *BlobStore {
+	name := c.URL()
+	if u, err := url.Parse(c.URL()); err == nil {
+		name = path.Base(u.Path)
+	}
+	s := &BlobStore{c: c, name: name, retry: DefaultBlobRetry}
+	if retry != nil {
+		s.retry = *retry
+	}
+	return s
+}
+
+func (s *BlobStore) ctx(ctx context.Context) context.Context {
+	return policy.WithRetryOptions(ctx, s.retry)
+}
+
+// EnsureContainer creates the container unless it exists. Errors name the
+// container and never carry a SAS.
+func (s *BlobStore) EnsureContainer(ctx context.Context) error {
+	_, err := s.c.Create(s.ctx(ctx), nil)
+	if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+		return fmt.Errorf("create blob container %s: %w", s.name, scrubError(err))
+	}
+	return nil
+}
+
+// List calls fn(name, size) for every blob in the container, in the order
+// the service lists them, which is name order (UTF-8 byte order), reading
+// pages of ListPageSize. It stops at the first error from fn or the
+// service and returns it; service errors name the container.
+func (s *BlobStore) List(ctx context.Context, fn func(name string, size int64) error) error {
+	pager := s.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{MaxResults: to.Ptr[int32](ListPageSize)})
+	for pager.More() {
+		page, err := pager.NextPage(s.ctx(ctx))
+		if err != nil {
+			return fmt.Errorf("list blob container %s: %w", s.name, scrubError(err))
+		}
+		if page.Segment == nil {
+			continue
+		}
+		for _, b := range page.Segment.BlobItems {
+			if b == nil || b.Name == nil {
+				continue
+			}
+			var size int64
+			if b.Properties != nil && b.Properties.ContentLength != nil {
+				size = *b.Properties.ContentLength
+			}
+			if err := fn(*b.Name, size); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// PutIfAbsent uploads data as blob name, create-only (If-None-Match: *),
+// with its Content-MD5 (checked by the service in transit and stored with
+// the blob) and contentType. It returns created=true when this call
+// created the blob. When the blob exists, its MD5 is compared with ours
+// (from the stored Content-MD5, or from its bytes when it has none): the
+// same content is success with created=false; different content returns
+// an error wrapping ErrBlobConflict that names the blob. Other errors name
+// the blob and never carry a SAS.
+func (s *BlobStore) PutIfAbsent(ctx context.Context, name string, data []byte, contentType string) (created bool, err error) {
+	sum := md5.Sum(data) //nolint:gosec // see import
+	ctx = s.ctx(ctx)
+	bb := s.c.NewBlockBlobClient(name)
+	_, err = bb.Upload(ctx, streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{
+		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: &contentType, BlobContentMD5: sum[:]},
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{
+			IfNoneMatch: to.Ptr(azcore.ETagAny),
+		}},
+		TransactionalValidation: blob.TransferValidationTypeMD5(sum[:]),
+	})
+	if err == nil {
+		return true, nil
+	}
+	if !blobExists(err) {
+		return false, fmt.Errorf("upload blob %s/%s: %w", s.name, name, scrubError(err))
+	}
+	theirs, err := s.existingMD5(ctx, bb, int64(len(data)))
+	if err != nil {
+		return false, fmt.Errorf("blob %s/%s exists; reading it: %w", s.name, name, scrubError(err))
+	}
+	if theirs == nil || !bytes.Equal(theirs, sum[:]) {
+		desc := "a different size"
+		if theirs != nil {
+			desc = "Content-MD5 " + base64.StdEncoding.EncodeToString(theirs)
+		}
+		return false, fmt.Errorf("blob %s/%s exists with %s, ours is %d bytes with Content-MD5 %s: %w",
+			s.name, name, desc, len(data), base64.StdEncoding.EncodeToString(sum[:]), ErrBlobConflict)
+	}
+	return false, nil
+}
+
+// blobExists reports whether an If-None-Match: * upload failed because the
+// blob exists (409 BlobAlreadyExists; some versions answer 412).
+func blobExists(err error) bool {
+	if bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet) {
+		return true
+	}
+	var re *azcore.ResponseError
+	return asResponseError(err, &re) && (re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusPreconditionFailed)
+}
+
+// existingMD5 returns the MD5 of the existing blob: its stored Content-MD5,
+// or, when it has none, the MD5 of its bytes. A blob whose size differs
+// from ours returns nil (it cannot be the same).
+func (s *BlobStore) existingMD5(ctx context.Context, bb *blockblob.Client, size int64) ([]byte, error) {
+	props, err := bb.GetProperties(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if props.ContentLength != nil && *props.ContentLength != size {
+		return nil, nil
+	}
+	if len(props.ContentMD5) > 0 {
+		return props.ContentMD5, nil
+	}
+	resp, err := bb.DownloadStream(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	h := md5.New() //nolint:gosec // see import
+	if _, err := io.Copy(h, resp.Body); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
