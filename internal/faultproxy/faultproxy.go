@@ -418,17 +418,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && r.URL.Path == "/" {
 		respBody = p.rewriteAccount(respBody)
 	}
+	// A HEAD answer's Content-Length is the entity's, not the (empty)
+	// body's: keep the upstream's.
+	head := r.Method == http.MethodHead
 	for k, vs := range resp.Header {
-		if hopHeader(k) || strings.EqualFold(k, "Content-Length") {
+		if hopHeader(k) || (!head && strings.EqualFold(k, "Content-Length")) {
 			continue
 		}
 		for _, v := range vs {
 			w.Header().Add(k, v)
 		}
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(len(respBody)))
+	if !head {
+		w.Header().Set("Content-Length", strconv.Itoa(len(respBody)))
+	}
 	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(respBody)
+	if !head {
+		_, _ = w.Write(respBody)
+	}
 }
 
 func (p *Proxy) forward(r *http.Request, body []byte) (*http.Response, error) {

@@ -33,6 +33,10 @@ func newUpstream(t *testing.T) *upstream {
 			fmt.Fprintf(w, `{"id":"acct","writableLocations":[{"name":"South Central US","databaseAccountEndpoint":%q}],"readableLocations":[{"name":"South Central US","databaseAccountEndpoint":%q}],"enableMultipleWriteLocations":false}`, self, self)
 			return
 		}
+		if r.Method == http.MethodHead {
+			w.Header().Set("Content-Length", "1234")
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		key := faultproxy.CosmosDocKey(r, body)
 		u.mu.Lock()
@@ -111,6 +115,19 @@ func TestRewritesAccountLocationsToItself(t *testing.T) {
 		if l.DatabaseAccountEndpoint != p.URL() || l.Name != "South Central US" {
 			t.Errorf("location %+v, want endpoint %s", l, p.URL())
 		}
+	}
+}
+
+func TestHeadKeepsContentLength(t *testing.T) {
+	u := newUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL})
+	resp, err := client().Head(p.URL() + "container/blob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.ContentLength != 1234 {
+		t.Errorf("HEAD Content-Length %d, want the upstream's 1234", resp.ContentLength)
 	}
 }
 
