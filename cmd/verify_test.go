@@ -1,0 +1,642 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/recorder"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/transform"
+	"github.com/bifrost/bifrost-migrate/verify"
+)
+
+// verifyEnv is one verify test's world in the shared emulators: tables of
+// its own (a fresh prefix before Config, Entities, Relationships), a blob
+// container of its own standing in for execution-data, and a database of
+// its own.
+type verifyEnv struct {
+	t      *testing.T
+	env    map[string]string
+	prefix string
+	db     string
+	blobs  string
+	acct   azure.StorageAccount
+	cosmos *azcosmos.Client
+}
+
+// testNow is the clock of newTestFactory, the "now" of fixtures/inventory.json.
+var testNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func newVerifyEnv(t *testing.T) *verifyEnv {
+	t.Helper()
+	e := &verifyEnv{
+		t: t,
+		env: map[string]string{
+			"CosmosDBConnection":        testenv.CosmosConnection(t),
+			"BIFROST_TABLES_CONNECTION": testenv.StorageConnection(t),
+		},
+		prefix: testenv.Name("v"),
+		db:     testenv.Name("verify"),
+		blobs:  testenv.Name("vblobs"),
+		acct:   testenv.Storage(t),
+	}
+	var err error
+	if e.cosmos, err = azure.NewCosmosClient(testenv.Cosmos(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(ctx)
+		if db, err := e.cosmos.NewDatabase(e.db); err == nil {
+			_, _ = db.Delete(ctx, nil)
+		}
+		if bw, err := azure.NewBlobWriter(e.acct, e.blobs, nil); err == nil {
+			_ = bw.Delete(ctx)
+		}
+		if svc, err := azure.NewTablesClient(e.acct, nil); err == nil {
+			for _, table := range fixtures.Tables() {
+				_, _ = svc.DeleteTable(ctx, e.prefix+table, nil)
+			}
+		}
+	})
+	if code, _, stderr := e.cli("init", "--database", e.db, "--quiet"); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	return e
+}
+
+// cli runs bifrost-migrate in-process with the env's connection settings.
+func (e *verifyEnv) cli(args ...string) (code int, stdout, stderr string) {
+	return e.cliWith(nil, args...)
+}
+
+func (e *verifyEnv) cliWith(transport http.RoundTripper, args ...string) (code int, stdout, stderr string) {
+	e.t.Helper()
+	f, out, errOut := newTestFactory(e.env)
+	f.Transport = transport
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	code = Execute(ctx, f, args)
+	return code, out.String(), errOut.String()
+}
+
+func (e *verifyEnv) writers() (*azure.TableWriter, *azure.BlobWriter) {
+	e.t.Helper()
+	tw, err := azure.NewTableWriter(e.acct, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	bw, err := azure.NewBlobWriter(e.acct, e.blobs, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tw, bw
+}
+
+// loadFixtures loads fixtures/ into the env's tables and blob container.
+func (e *verifyEnv) loadFixtures() {
+	e.t.Helper()
+	tw, bw := e.writers()
+	if _, err := fixtures.Load(context.Background(), tw, bw, fixtures.LoadOptions{TablePrefix: e.prefix}); err != nil {
+		e.t.Fatalf("load fixtures: %v", err)
+	}
+}
+
+// migrate puts into Cosmos DB and the blob container what `run` writes:
+// every row is transformed as run transforms it (blob facts from one
+// listing, collisions in read order, the test clock), its uploads are
+// written and its doc upserted.
+func (e *verifyEnv) migrate() {
+	e.t.Helper()
+	ctx := context.Background()
+	_, bw := e.writers()
+	bc, err := azure.NewBlobContainerClient(e.acct, e.blobs, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	facts := map[string]transform.BlobFacts{}
+	err = (blobLister{c: bc, name: e.blobs}).List(ctx, func(name string, size int64) error {
+		exec, file, _ := strings.Cut(name, "/")
+		if b, ok := transform.ParseBlobName(file); ok {
+			f := facts[exec]
+			f.Set(b, size)
+			facts[exec] = f
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	reader := azure.NewTableReader(e.acct, nil)
+	ids := transform.NewIDSet()
+	opts := transform.Options{Now: testNow}
+	var outcomes []transform.Outcome
+	for _, table := range fixtures.Tables() {
+		if ok, err := reader.Exists(ctx, e.prefix+table); err != nil || !ok {
+			continue // generated data has no Config
+		}
+		err := reader.Scan(ctx, e.prefix+table, azure.Query{}, azure.Continuation{}, func(p azure.Page) error {
+			for _, row := range p.Rows {
+				row.Table = table
+				var f transform.BlobFacts
+				if table == transform.TableEntities {
+					f = facts[executionIDOf(row)]
+				}
+				if o := ids.Check(transform.Transform(row, f, opts)); o.Disposition == transform.DispositionDoc {
+					outcomes = append(outcomes, o)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	errs := make([]error, len(outcomes))
+	for i, o := range outcomes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for _, u := range o.Uploads {
+				if err := bw.Upload(ctx, u.Path, u.Data); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+			errs[i] = e.upsert(o.Container, o.Scope, o.DocJSON)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func executionIDOf(row transform.Row) string {
+	if v, ok := row.Props["ExecutionId"]; ok && v.Str != "" {
+		return v.Str
+	}
+	_, rest, _ := strings.Cut(row.RowKey, ":")
+	_, id, _ := strings.Cut(rest, "_")
+	return id
+}
+
+func (e *verifyEnv) container(name string) *azcosmos.ContainerClient {
+	e.t.Helper()
+	c, err := e.cosmos.NewContainer(e.db, name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+func (e *verifyEnv) upsert(container, scope string, doc []byte) error {
+	_, err := e.container(container).UpsertItem(context.Background(), azcosmos.NewPartitionKeyString(scope), doc, nil)
+	return err
+}
+
+// readDoc reads a doc for tampering.
+func (e *verifyEnv) readDoc(container, scope, id string) map[string]any {
+	e.t.Helper()
+	resp, err := e.container(container).ReadItem(context.Background(), azcosmos.NewPartitionKeyString(scope), id, nil)
+	if err != nil {
+		e.t.Fatalf("read %s/%s/%s: %v", container, scope, id, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(resp.Value, &m); err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+// replaceDoc upserts a tampered doc.
+func (e *verifyEnv) replaceDoc(container string, doc map[string]any) {
+	e.t.Helper()
+	b, err := json.Marshal(doc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.upsert(container, doc["scope"].(string), b); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *verifyEnv) deleteDoc(container, scope, id string) {
+	e.t.Helper()
+	if _, err := e.container(container).DeleteItem(context.Background(), azcosmos.NewPartitionKeyString(scope), id, nil); err != nil {
+		e.t.Fatalf("delete %s/%s/%s: %v", container, scope, id, err)
+	}
+}
+
+// verify runs `verify` on the env with --report and returns the exit
+// code, stdout and the report.
+func (e *verifyEnv) verify(args ...string) (int, string, *verify.Report) {
+	e.t.Helper()
+	return e.verifyWith(nil, args...)
+}
+
+func (e *verifyEnv) verifyWith(transport http.RoundTripper, args ...string) (int, string, *verify.Report) {
+	e.t.Helper()
+	report := filepath.Join(e.t.TempDir(), "report.json")
+	code, stdout, stderr := e.cliWith(transport, append([]string{"verify", "--database", e.db, "--table-prefix", e.prefix,
+		"--blob-container", e.blobs, "--report", report, "--quiet"}, args...)...)
+	if code != ExitOK && code != ExitPartial {
+		e.t.Fatalf("verify: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		e.t.Fatalf("verify wrote no report: %v (stderr %s)", err, stderr)
+	}
+	var r verify.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		e.t.Fatalf("report: %v", err)
+	}
+	return code, stdout, &r
+}
+
+// Fixture docs the tampering tests use.
+const (
+	e01Scope  = "GLOBAL"
+	e01ID     = "23a49d34-736e-5da6-b534-a6707efd1911"
+	e03Scope  = "org-7c9e6679-7425-40de-944b-e07fc1f90ae7"
+	e03ID     = "34c65a68-8220-5701-a0fa-f13a9666fdf2"
+	e04Result = "84999ecb-cfa4-5a6e-8ce7-d517dfb1372b/result.json"
+)
+
+// migratedFixtures is an env with the fixtures loaded and migrated.
+func migratedFixtures(t *testing.T) *verifyEnv {
+	t.Parallel()
+	e := newVerifyEnv(t)
+	e.loadFixtures()
+	e.migrate()
+	return e
+}
+
+// wantDifferences checks that verify failed (exit 3) with exactly one
+// differing doc and exactly the given differences.
+func wantDifferences(t *testing.T, code int, r *verify.Report, want ...verify.Difference) {
+	t.Helper()
+	if code != ExitPartial {
+		t.Errorf("exit %d, want 3", code)
+	}
+	if r.OK || r.Totals.Different != 1 || r.Totals.Missing != 0 || r.Totals.Orphans != 0 {
+		t.Errorf("totals %+v ok=%v, want exactly 1 different doc", r.Totals, r.OK)
+	}
+	if len(r.Differences) != len(want) {
+		t.Fatalf("differences %s, want %d", jsonText(r.Differences), len(want))
+	}
+	for i, w := range want {
+		g := r.Differences[i]
+		if g.Path != w.Path || g.Problem != w.Problem || string(g.Expected) != string(w.Expected) || string(g.Actual) != string(w.Actual) ||
+			g.Doc.Container != w.Doc.Container || g.Doc.Scope != w.Doc.Scope || g.Doc.ID != w.Doc.ID {
+			t.Errorf("difference %d:\n got %s\nwant %s", i, jsonText(g), jsonText(w))
+		}
+	}
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestVerifyCleanRunMatchesInventory(t *testing.T) {
+	e := migratedFixtures(t)
+	code, stdout, r := e.verify()
+	if code != ExitOK || !r.OK {
+		t.Fatalf("exit %d, ok %v; stdout:\n%s", code, r.OK, stdout)
+	}
+	var inv struct {
+		Tables map[string]map[string]map[string]int `json:"tables"`
+		Totals map[string]map[string]int            `json:"totals"`
+	}
+	if err := json.Unmarshal(fixtures.Inventory(), &inv); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]map[string]int{}
+	for _, k := range r.Tables {
+		m := map[string]int{}
+		for name, n := range map[string]int{"doc": k.ExpectedDocs, "dead-letter": k.DeadLetter, "expired": k.Expired,
+			"dropped-index": k.DroppedIndex, "kept-in-tables": k.KeptInTables} {
+			if n > 0 {
+				m[name] = n
+			}
+		}
+		if k.Matched != k.ExpectedDocs || k.Missing+k.Different+k.Orphans != 0 {
+			t.Errorf("%s %s: %+v, want every expected doc matched", k.Table, k.Kind, k.Counts)
+		}
+		if got[k.Table] == nil {
+			got[k.Table] = map[string]map[string]int{}
+		}
+		got[k.Table][k.Kind] = m
+	}
+	if jsonText(got) != jsonText(inv.Tables) {
+		t.Errorf("counts per table and kind\n got %s\nwant %s", jsonText(got), jsonText(inv.Tables))
+	}
+	rows := 0
+	for _, tot := range inv.Totals {
+		rows += tot["rows"]
+	}
+	if r.Totals.Rows != rows || r.Totals.Matched != 60 {
+		t.Errorf("totals %+v, want %d rows and 60 matched docs", r.Totals, rows)
+	}
+	if r.AppWritten["entities"] != 0 || r.AppWritten["executions"] != 0 || r.NotJudged != 0 {
+		t.Errorf("app-written %v, not judged %d; want none", r.AppWritten, r.NotJudged)
+	}
+	if len(r.DanglingIndexes) != 1 || r.DanglingIndexes[0].ExecutionID != "5effe395-907c-5b5e-8c21-1a59b41c41f2" {
+		t.Errorf("dangling indexes %+v, want the one of the fixtures", r.DanglingIndexes)
+	}
+	if stdout != cleanFixturesText {
+		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, cleanFixturesText)
+	}
+}
+
+// cleanFixturesText is verify's output after a clean run on the fixtures.
+const cleanFixturesText = `TABLE          KIND                  ROWS  EXPECTED  MATCHED  MISSING  DIFFERENT  ORPHANS  DROPPED-INDEX  KEPT-IN-TABLES  EXPIRED  DEAD-LETTER
+Config         branding              2     2         2        0        0          0        0              0               0        0
+Config         config                19    15        15       0        0          0        0              0               0        4
+Config         github                1     1         1        0        0          0        0              0               0        0
+Config         integration           2     2         2        0        0          0        0              0               0        0
+Config         jobstatus             2     2         2        0        0          0        0              0               0        0
+Config         notificationtemplate  1     1         1        0        0          0        0              0               0        0
+Config         oauth                 2     2         2        0        0          0        0              0               0        0
+Config         schedule              2     2         2        0        0          0        0              0               0        0
+Config         systemconfig          1     1         1        0        0          0        0              0               0        0
+Config         workflowkey           2     2         2        0        0          0        0              0               0        0
+Entities       auditevent            1     1         1        0        0          0        0              0               0        0
+Entities       execution             21    18        18       0        0          0        0              0               1        2
+Entities       form                  2     2         2        0        0          0        0              0               0        0
+Entities       org                   3     3         3        0        0          0        0              0               0        0
+Entities       role                  2     2         2        0        0          0        0              0               0        0
+Entities       user                  4     4         4        0        0          0        0              0               0        0
+Relationships  assignedrole          1     0         0        0        0          0        0              1               0        0
+Relationships  formexec              3     0         0        0        0          0        3              0               0        0
+Relationships  formrole              1     0         0        0        0          0        0              1               0        0
+Relationships  orgintegration        1     0         0        0        0          0        0              1               0        0
+Relationships  orgperm               1     0         0        0        0          0        0              1               0        0
+Relationships  roleform              1     0         0        0        0          0        0              1               0        0
+Relationships  status                20    0         0        0        0          0        20             0               0        0
+Relationships  userexec              20    0         0        0        0          0        20             0               0        0
+Relationships  userperm              2     0         0        0        0          0        0              2               0        0
+Relationships  userrole              1     0         0        0        0          0        0              1               0        0
+Relationships  workflowexec          21    0         0        0        0          0        21             0               0        0
+Relationships  workflowform          1     0         0        0        0          0        0              1               0        0
+total                                140   60        60       0        0          0        64             9               1        6
+application-written docs (no _migration, not judged): entities 0, executions 0
+dangling indexes (data-quality warning): 1
+  Relationships GLOBAL/workflowexec:purge_old_mailboxes:7c9e6679-7425-40de-944b-e07fc1f90ae7:5effe395-907c-5b5e-8c21-1a59b41c41f2: execution 5effe395-907c-5b5e-8c21-1a59b41c41f2 not in Entities
+verify: OK
+`
+
+func TestVerifyDetectsChangedScalarField(t *testing.T) {
+	e := migratedFixtures(t)
+	doc := e.readDoc("executions", e03Scope, e03ID)
+	doc["status"] = "Failed"
+	e.replaceDoc("executions", doc)
+	code, stdout, r := e.verify()
+	wantDifferences(t, code, r, verify.Difference{
+		Doc:  verify.DocRef{Container: "executions", Scope: e03Scope, ID: e03ID},
+		Path: "status", Problem: verify.ProblemValue, Expected: json.RawMessage(`"Success"`), Actual: json.RawMessage(`"Failed"`),
+	})
+	want := "differences (1, in 1 doc(s)):\n" +
+		"  executions/" + e03Scope + "/" + e03ID + `: status: expected "Success", actual "Failed"` + "\n" +
+		"verify: 0 missing, 1 different, 0 orphan doc(s)\n"
+	if !strings.HasSuffix(stdout, want) {
+		t.Errorf("stdout does not end in\n%s\ngot:\n%s", want, stdout)
+	}
+}
+
+func TestVerifyDetectsChangedNestedInputField(t *testing.T) {
+	e := migratedFixtures(t)
+	doc := e.readDoc("executions", e01Scope, e01ID)
+	doc["inputData"].(map[string]any)["userPrincipalName"] = "mallory@contoso.example"
+	e.replaceDoc("executions", doc)
+	code, _, r := e.verify()
+	wantDifferences(t, code, r, verify.Difference{
+		Doc:  verify.DocRef{Container: "executions", Scope: e01Scope, ID: e01ID},
+		Path: "inputData.userPrincipalName", Problem: verify.ProblemValue,
+		Expected: json.RawMessage(`"jdoe@contoso.example"`), Actual: json.RawMessage(`"mallory@contoso.example"`),
+	})
+}
+
+func TestVerifyDetectsDeletedDoc(t *testing.T) {
+	e := migratedFixtures(t)
+	e.deleteDoc("executions", e03Scope, e03ID)
+	code, stdout, r := e.verify()
+	if code != ExitPartial || r.OK {
+		t.Errorf("exit %d ok %v, want 3", code, r.OK)
+	}
+	if r.Totals.Missing != 1 || r.Totals.Different != 0 || r.Totals.Orphans != 0 || len(r.Missing) != 1 {
+		t.Fatalf("totals %+v missing %v, want exactly one missing doc", r.Totals, r.Missing)
+	}
+	want := verify.DocRef{Table: "Entities", PartitionKey: "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+		RowKey: "execution:8204981199999_" + e03ID, Container: "executions", Scope: e03Scope, ID: e03ID}
+	if r.Missing[0] != want {
+		t.Errorf("missing %+v, want %+v", r.Missing[0], want)
+	}
+	if !strings.Contains(stdout, "missing docs (1):\n  "+want.String()+"\n") {
+		t.Errorf("stdout does not list the missing doc:\n%s", stdout)
+	}
+}
+
+func TestVerifyDetectsOrphan(t *testing.T) {
+	e := migratedFixtures(t)
+	doc := e.readDoc("executions", e03Scope, e03ID)
+	doc["id"] = "0badc0de-0000-5000-8000-000000000000"
+	doc["executionId"] = doc["id"]
+	doc["_migration"].(map[string]any)["rowKey"] = "execution:8204981199999_0badc0de-0000-5000-8000-000000000000"
+	e.replaceDoc("executions", doc)
+	code, _, r := e.verify()
+	if code != ExitPartial || r.Totals.Orphans != 1 || r.Totals.Missing+r.Totals.Different != 0 {
+		t.Fatalf("exit %d totals %+v, want 3 and exactly one orphan", code, r.Totals)
+	}
+	o := r.Orphans[0]
+	if o.ID != "0badc0de-0000-5000-8000-000000000000" || o.Scope != e03Scope || o.Table != "Entities" ||
+		o.RowKey != "execution:8204981199999_0badc0de-0000-5000-8000-000000000000" || o.Reason != "its row no longer exists" {
+		t.Errorf("orphan %+v", o)
+	}
+	for _, k := range r.Tables {
+		if k.Table == "Entities" && k.Kind == "execution" && k.Orphans != 1 {
+			t.Errorf("Entities execution orphans %d, want 1", k.Orphans)
+		}
+	}
+}
+
+func TestVerifyDetectsDeletedResultBlob(t *testing.T) {
+	e := migratedFixtures(t)
+	bc, err := azure.NewBlobContainerClient(e.acct, e.blobs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bc.NewBlobClient(e04Result).Delete(context.Background(), nil); err != nil {
+		t.Fatalf("delete %s: %v", e04Result, err)
+	}
+	code, stdout, r := e.verify()
+	execID, _, _ := strings.Cut(e04Result, "/")
+	wantDifferences(t, code, r, verify.Difference{
+		Doc:  verify.DocRef{Container: "executions", Scope: "org-2f1a9c4e-8b3d-4e6f-a1c2-5d7e9f0b3a68", ID: execID},
+		Path: "resultBlobPath", Problem: verify.ProblemBlob,
+		Expected: json.RawMessage(`"` + e04Result + `"`), Actual: json.RawMessage(`"` + e04Result + `"`),
+	})
+	if !strings.Contains(stdout, `resultBlobPath: blob "`+e04Result+`" does not exist in execution-data`) {
+		t.Errorf("stdout does not name the missing blob:\n%s", stdout)
+	}
+}
+
+func TestVerifyDetectsDocInWrongScope(t *testing.T) {
+	e := migratedFixtures(t)
+	doc := e.readDoc("executions", e01Scope, e01ID)
+	e.deleteDoc("executions", e01Scope, e01ID)
+	doc["scope"] = e03Scope
+	e.replaceDoc("executions", doc)
+	code, stdout, r := e.verify()
+	wantDifferences(t, code, r, verify.Difference{
+		Doc:  verify.DocRef{Container: "executions", Scope: e01Scope, ID: e01ID},
+		Path: "scope", Problem: verify.ProblemValue, Expected: json.RawMessage(`"GLOBAL"`), Actual: json.RawMessage(`"` + e03Scope + `"`),
+	})
+	if a := r.Differences[0].ActualDoc; a == nil || a.Scope != e03Scope || a.ID != e01ID {
+		t.Errorf("actual doc %+v, want the doc in scope %s", a, e03Scope)
+	}
+	if !strings.Contains(stdout, "(found at executions/"+e03Scope+"/"+e01ID+"): scope: ") {
+		t.Errorf("stdout does not say where the doc was found:\n%s", stdout)
+	}
+}
+
+func TestVerifyCountsAppWrittenDocsWithoutFailing(t *testing.T) {
+	e := migratedFixtures(t)
+	if err := e.upsert("entities", "GLOBAL", []byte(`{"id":"user-new@contoso.example","scope":"GLOBAL","type":"user","email":"new@contoso.example"}`)); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, r := e.verify()
+	if code != ExitOK || !r.OK {
+		t.Fatalf("exit %d ok %v, want 0:\n%s", code, r.OK, stdout)
+	}
+	if r.AppWritten["entities"] != 1 || r.AppWritten["executions"] != 0 || r.Totals.Orphans != 0 {
+		t.Errorf("app-written %v orphans %d, want 1 in entities and no orphan", r.AppWritten, r.Totals.Orphans)
+	}
+	if !strings.Contains(stdout, "application-written docs (no _migration, not judged): entities 1, executions 0\n") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+}
+
+func TestVerifyRedactsSecretsInDifferences(t *testing.T) {
+	e := migratedFixtures(t)
+	doc := e.readDoc("entities", "GLOBAL", "config-graph-client-secret")
+	doc["secretRef"] = "FAKE-SECRET-tampered"
+	e.replaceDoc("entities", doc)
+	code, stdout, r := e.verify()
+	wantDifferences(t, code, r, verify.Difference{
+		Doc:  verify.DocRef{Container: "entities", Scope: "GLOBAL", ID: "config-graph-client-secret"},
+		Path: "secretRef", Problem: verify.ProblemValue, Expected: json.RawMessage(`"***"`), Actual: json.RawMessage(`"***"`),
+	})
+	if strings.Contains(stdout, "FAKE-SECRET") || strings.Contains(jsonText(r), "FAKE-SECRET") {
+		t.Errorf("a secret reached the output:\n%s", stdout)
+	}
+}
+
+func TestVerifyTTLRule(t *testing.T) {
+	e := migratedFixtures(t)
+	doc := e.readDoc("executions", e03Scope, e03ID)
+	doc["ttl"] = 1209601
+	e.replaceDoc("executions", doc)
+	code, _, r := e.verify()
+	wantDifferences(t, code, r, verify.Difference{
+		Doc:  verify.DocRef{Container: "executions", Scope: e03Scope, ID: e03ID},
+		Path: "ttl", Problem: verify.ProblemTTL, Expected: json.RawMessage(`"a number with 0 \u003c ttl \u003c= 1209600"`), Actual: json.RawMessage(`1209601`),
+	})
+	// Under --execution-ttl none no doc may carry a ttl: every execution
+	// doc differs, and its ttl is the only difference.
+	code, _, r = e.verify("--execution-ttl", "none")
+	if code != ExitPartial || r.Totals.Different != 18 || r.Totals.Matched != 42 {
+		t.Fatalf("--execution-ttl none: exit %d totals %+v, want the 18 executions different", code, r.Totals)
+	}
+	for _, d := range r.Differences {
+		if d.Path != "ttl" || d.Problem != verify.ProblemUnexpected {
+			t.Errorf("--execution-ttl none: difference %s, want only unexpected ttl", jsonText(d))
+		}
+	}
+}
+
+func TestVerifySampleIsDeterministic(t *testing.T) {
+	e := migratedFixtures(t)
+	e.deleteDoc("executions", e03Scope, e03ID)
+	_, _, a := e.verify("--sample", "0.5")
+	_, _, b := e.verify("--sample", "0.5")
+	if a.Totals.Rows == 0 || a.Totals.Rows >= 140 || jsonText(a.Totals) != jsonText(b.Totals) {
+		t.Fatalf("two samples of 0.5: %+v and %+v, want the same strict subset", a.Totals, b.Totals)
+	}
+	inSample := verify.Sampled("Entities", "7c9e6679-7425-40de-944b-e07fc1f90ae7", "execution:8204981199999_"+e03ID, 0.5)
+	if got := a.Totals.Missing == 1; got != inSample {
+		t.Errorf("missing %d, want the deleted doc reported exactly when its row is sampled (%v)", a.Totals.Missing, inSample)
+	}
+	if a.Totals.Orphans != 0 {
+		t.Errorf("orphans %d: docs of rows outside the sample must not be judged", a.Totals.Orphans)
+	}
+}
+
+func TestVerifyUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"verify", "--sample", "0"}, "bifrost-migrate: --sample must be in (0, 1], got 0"},
+		{[]string{"verify", "--sample", "1.5"}, "bifrost-migrate: --sample must be in (0, 1], got 1.5"},
+		{[]string{"verify", "--tables", "Users"}, `bifrost-migrate: --tables: unknown table "Users" (want Config, Entities, Relationships)`},
+		{[]string{"verify", "--execution-ttl", "forever"}, "bifrost-migrate: "},
+	} {
+		f, _, errOut := newTestFactory(nil)
+		if code := Execute(context.Background(), f, tc.args); code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2 (%s)", tc.args, code, errOut)
+		}
+		if !strings.HasPrefix(errOut.String(), tc.want) {
+			t.Errorf("%v: stderr %q, want prefix %q", tc.args, errOut, tc.want)
+		}
+	}
+}
+
+// TestVerifyReadsInBulk proves verify does not read doc by doc: on 2,000
+// generated executions (10,000 rows) it sends fewer than 200 requests to
+// Cosmos DB.
+func TestVerifyReadsInBulk(t *testing.T) {
+	t.Parallel()
+	e := newVerifyEnv(t)
+	tw, bw := e.writers()
+	gen := fixtures.GenerateOptions{N: 2000, Seed: 7, Base: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}
+	if _, err := fixtures.LoadGenerated(context.Background(), tw, bw, gen, fixtures.LoadOptions{TablePrefix: e.prefix}); err != nil {
+		t.Fatal(err)
+	}
+	e.migrate()
+	rec := recorder.New(nil)
+	code, stdout, r := e.verifyWith(rec)
+	if code != ExitOK {
+		t.Fatalf("exit %d:\n%s", code, stdout)
+	}
+	if r.Totals.Matched != 2000 || r.Totals.DroppedIndex != 8000 {
+		t.Errorf("totals %+v, want 2000 matched executions and 8000 dropped indexes", r.Totals)
+	}
+	cosmos := 0
+	for _, req := range rec.Requests() {
+		if !strings.HasPrefix(req.Path, "/"+azure.DevStorageAccount) {
+			cosmos++
+		}
+	}
+	if cosmos >= 200 || cosmos == 0 {
+		t.Errorf("%d requests to Cosmos DB for 2,000 executions, want 1..199 (by method: %v)", cosmos, rec.ByMethod())
+	}
+	t.Logf("%d Cosmos DB requests, %d in all (%v)", cosmos, len(rec.Requests()), rec.ByMethod())
+}

@@ -1,0 +1,289 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Counts are the verify counters of one table and kind, or of all of them.
+type Counts struct {
+	// Rows is the number of source rows checked (after --sample).
+	Rows int `json:"rows"`
+	// ExpectedDocs is the number of those rows whose disposition is doc.
+	ExpectedDocs int `json:"expectedDocs"`
+	Matched      int `json:"matched"`
+	Missing      int `json:"missing"`
+	Different    int `json:"different"`
+	// Orphans are docs carrying _migration from this table and kind that
+	// no selected row expects.
+	Orphans int `json:"orphans"`
+	// The rows skipped by their disposition (SPEC §5).
+	DroppedIndex int `json:"droppedIndex"`
+	KeptInTables int `json:"keptInTables"`
+	Expired      int `json:"expired"`
+	DeadLetter   int `json:"deadLetter"`
+	// ExpiredPresent is how many expired rows still have their doc
+	// (allowed: the doc's own ttl removes it).
+	ExpiredPresent int `json:"expiredPresent"`
+}
+
+func (c *Counts) add(o Counts) {
+	c.Rows += o.Rows
+	c.ExpectedDocs += o.ExpectedDocs
+	c.Matched += o.Matched
+	c.Missing += o.Missing
+	c.Different += o.Different
+	c.Orphans += o.Orphans
+	c.DroppedIndex += o.DroppedIndex
+	c.KeptInTables += o.KeptInTables
+	c.Expired += o.Expired
+	c.DeadLetter += o.DeadLetter
+	c.ExpiredPresent += o.ExpiredPresent
+}
+
+// KindCounts are the counts of one table and kind.
+type KindCounts struct {
+	Table string `json:"table"`
+	Kind  string `json:"kind"`
+	Counts
+}
+
+// DocRef names a doc and the row it comes from.
+type DocRef struct {
+	Table        string `json:"table"`
+	PartitionKey string `json:"partitionKey"`
+	RowKey       string `json:"rowKey"`
+	Container    string `json:"container"`
+	Scope        string `json:"scope"`
+	ID           string `json:"id"`
+}
+
+func (d DocRef) String() string {
+	return fmt.Sprintf("%s/%s/%s (row %s %s/%s)", d.Container, d.Scope, d.ID, d.Table, d.PartitionKey, d.RowKey)
+}
+
+// Orphan is a doc carrying _migration that no selected row expects.
+type Orphan struct {
+	DocRef
+	Reason string `json:"reason"`
+}
+
+// The problems a Difference reports.
+const (
+	ProblemValue      = "value differs"
+	ProblemMissing    = "field missing"
+	ProblemUnexpected = "unexpected field"
+	ProblemTTL        = "ttl out of range"
+	ProblemBlob       = "blob missing"
+)
+
+// Difference is one differing field of a doc. Expected and Actual are JSON
+// values, redacted as SPEC §1 says; a nil one means the field is absent on
+// that side. For ProblemTTL, Expected describes the allowed range; for
+// ProblemBlob both are the blob path the doc names.
+type Difference struct {
+	// Doc is where the row's doc is expected; Actual, when not nil, where
+	// the doc that was compared actually is (a doc in the wrong place).
+	Doc       DocRef          `json:"doc"`
+	ActualDoc *DocRef         `json:"actualDoc,omitempty"`
+	Path      string          `json:"path"`
+	Problem   string          `json:"problem"`
+	Expected  json.RawMessage `json:"expected,omitempty"`
+	Actual    json.RawMessage `json:"actual,omitempty"`
+}
+
+// DanglingIndex is a dropped index row whose execution is not in Entities.
+type DanglingIndex struct {
+	PartitionKey string `json:"partitionKey"`
+	RowKey       string `json:"rowKey"`
+	ExecutionID  string `json:"executionId"`
+}
+
+// Settings are the options a Report was made with.
+type Settings struct {
+	Database      string   `json:"database"`
+	Tables        []string `json:"tables"`
+	Sample        float64  `json:"sample"`
+	ExecutionTTL  string   `json:"executionTtl"`
+	BlobThreshold int      `json:"blobThreshold"`
+	Relationships string   `json:"relationships"`
+	Strict        bool     `json:"strict"`
+	Now           string   `json:"now"`
+}
+
+// Report is everything verify found. It is what --report writes.
+type Report struct {
+	Type     string       `json:"type"` // "verify"
+	Settings Settings     `json:"settings"`
+	OK       bool         `json:"ok"`
+	Totals   Counts       `json:"totals"`
+	Tables   []KindCounts `json:"tables"`
+	// AppWritten counts, per container, the docs without _migration that
+	// are not where a row's doc is expected (not judged).
+	AppWritten map[string]int `json:"appWritten"`
+	// NotJudged counts docs carrying _migration of rows outside --tables
+	// or --sample.
+	NotJudged int `json:"notJudged"`
+	// Docs is the number of docs read, per container.
+	Docs map[string]int `json:"docs"`
+	// BlobsListed is the number of blobs in execution-data.
+	BlobsListed int `json:"blobsListed"`
+	// Warnings counts the transform's data-quality warnings by reason.
+	Warnings map[string]int `json:"warnings"`
+	// MissingTables are selected tables that do not exist (read as empty).
+	MissingTables []string `json:"missingTables"`
+	// DanglingChecked is false when Entities was not read (--tables).
+	DanglingChecked bool            `json:"danglingChecked"`
+	DanglingIndexes []DanglingIndex `json:"danglingIndexes"`
+	Missing         []DocRef        `json:"missing"`
+	Orphans         []Orphan        `json:"orphans"`
+	Differences     []Difference    `json:"differences"`
+	// DetailsTruncated is true when more than MaxDetailedDocs docs differ:
+	// Differences then covers the first MaxDetailedDocs of them.
+	DetailsTruncated bool    `json:"detailsTruncated"`
+	ElapsedSeconds   float64 `json:"elapsedSeconds"`
+}
+
+// Failures is the number of problems that make verify fail: missing,
+// different and orphan docs.
+func (r *Report) Failures() int {
+	return r.Totals.Missing + r.Totals.Different + r.Totals.Orphans
+}
+
+// ShownDifferences is how many differences the text output and the JSON
+// summary list.
+const ShownDifferences = 20
+
+// Summary returns the report with its lists cut to their first
+// ShownDifferences entries, for --output json.
+func (r *Report) Summary() *Report {
+	s := *r
+	s.Type = "verify"
+	s.DanglingIndexes = first(r.DanglingIndexes, ShownDifferences)
+	s.Missing = first(r.Missing, ShownDifferences)
+	s.Orphans = first(r.Orphans, ShownDifferences)
+	s.Differences = first(r.Differences, ShownDifferences)
+	return &s
+}
+
+func first[T any](s []T, n int) []T {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// WriteJSON writes v as one line of JSON.
+func WriteJSON(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}
+
+// WriteText writes the per-table and kind table, the application-written
+// docs, the dangling indexes and the first ShownDifferences missing docs,
+// orphans and differences.
+func (r *Report) WriteText(w io.Writer) error {
+	for _, t := range r.MissingTables {
+		fmt.Fprintf(w, "table %s does not exist: no rows checked\n", t)
+	}
+	if r.Settings.Sample > 0 && r.Settings.Sample < 1 {
+		fmt.Fprintf(w, "sample: %g of the rows (chosen by a hash of their keys)\n", r.Settings.Sample)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tKIND\tROWS\tEXPECTED\tMATCHED\tMISSING\tDIFFERENT\tORPHANS\tDROPPED-INDEX\tKEPT-IN-TABLES\tEXPIRED\tDEAD-LETTER")
+	row := func(table, kind string, c Counts) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", table, kind, c.Rows, c.ExpectedDocs,
+			c.Matched, c.Missing, c.Different, c.Orphans, c.DroppedIndex, c.KeptInTables, c.Expired, c.DeadLetter)
+	}
+	for _, k := range r.Tables {
+		row(k.Table, k.Kind, k.Counts)
+	}
+	row("total", "", r.Totals)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	containers := make([]string, 0, len(r.AppWritten))
+	for c := range r.AppWritten {
+		containers = append(containers, c)
+	}
+	sort.Strings(containers)
+	var parts []string
+	for _, c := range containers {
+		parts = append(parts, fmt.Sprintf("%s %d", c, r.AppWritten[c]))
+	}
+	fmt.Fprintf(w, "application-written docs (no _migration, not judged): %s\n", strings.Join(parts, ", "))
+	if r.Totals.ExpiredPresent > 0 {
+		fmt.Fprintf(w, "expired executions still present (allowed): %d\n", r.Totals.ExpiredPresent)
+	}
+	if r.NotJudged > 0 {
+		fmt.Fprintf(w, "docs of rows outside --tables/--sample (not judged): %d\n", r.NotJudged)
+	}
+	switch {
+	case !r.DanglingChecked:
+		fmt.Fprintln(w, "dangling indexes: not checked (Entities not read)")
+	default:
+		fmt.Fprintf(w, "dangling indexes (data-quality warning): %d\n", len(r.DanglingIndexes))
+		for _, d := range first(r.DanglingIndexes, ShownDifferences) {
+			fmt.Fprintf(w, "  Relationships %s/%s: execution %s not in Entities\n", d.PartitionKey, d.RowKey, d.ExecutionID)
+		}
+	}
+	if n := len(r.Missing); n > 0 {
+		fmt.Fprintf(w, "missing docs (%s):\n", shown(n))
+		for _, m := range first(r.Missing, ShownDifferences) {
+			fmt.Fprintf(w, "  %s\n", m)
+		}
+	}
+	if n := len(r.Orphans); n > 0 {
+		fmt.Fprintf(w, "orphan docs (%s):\n", shown(n))
+		for _, o := range first(r.Orphans, ShownDifferences) {
+			fmt.Fprintf(w, "  %s: %s\n", o.DocRef, o.Reason)
+		}
+	}
+	if n := len(r.Differences); n > 0 {
+		fmt.Fprintf(w, "differences (%s, in %d doc(s)):\n", shown(n), r.Totals.Different)
+		for _, d := range first(r.Differences, ShownDifferences) {
+			fmt.Fprintf(w, "  %s\n", d.text())
+		}
+		if r.DetailsTruncated {
+			fmt.Fprintf(w, "  (field details computed for the first %d differing docs only)\n", MaxDetailedDocs)
+		}
+	}
+	var err error
+	if r.OK {
+		_, err = fmt.Fprintln(w, "verify: OK")
+	} else {
+		_, err = fmt.Fprintf(w, "verify: %d missing, %d different, %d orphan doc(s)\n", r.Totals.Missing, r.Totals.Different, r.Totals.Orphans)
+	}
+	return err
+}
+
+func shown(n int) string {
+	if n > ShownDifferences {
+		return fmt.Sprintf("first %d of %d", ShownDifferences, n)
+	}
+	return fmt.Sprint(n)
+}
+
+// text renders a difference on one line.
+func (d Difference) text() string {
+	where := d.Doc.Container + "/" + d.Doc.Scope + "/" + d.Doc.ID
+	if d.ActualDoc != nil {
+		where += " (found at " + d.ActualDoc.Container + "/" + d.ActualDoc.Scope + "/" + d.ActualDoc.ID + ")"
+	}
+	val := func(v json.RawMessage) string {
+		if v == nil {
+			return "(absent)"
+		}
+		return string(v)
+	}
+	switch d.Problem {
+	case ProblemBlob:
+		return fmt.Sprintf("%s: %s: blob %s does not exist in execution-data", where, d.Path, val(d.Actual))
+	case ProblemTTL:
+		return fmt.Sprintf("%s: %s: expected %s, actual %s", where, d.Path, strings.Trim(string(d.Expected), `"`), val(d.Actual))
+	}
+	return fmt.Sprintf("%s: %s: expected %s, actual %s", where, d.Path, val(d.Expected), val(d.Actual))
+}
