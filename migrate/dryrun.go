@@ -1,0 +1,95 @@
+package migrate
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5" //nolint:gosec // Blob Storage's Content-MD5, not security
+	"strings"
+	"sync"
+
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// BlobInspector is an optional interface of a BlobStore. A dry run uses
+// it to tell whether an existing blob has the content it would upload,
+// as PutIfAbsent would; without it, a dry run compares sizes only.
+type BlobInspector interface {
+	// ContentMD5 returns the Content-MD5 the service stores for blob name,
+	// or nil when it stores none.
+	ContentMD5(ctx context.Context, name string) ([]byte, error)
+}
+
+// dryRunDocs is the DocWriter of a dry run: it writes nothing and
+// succeeds (restic's dry-run backend is the model). It is safe for
+// concurrent use.
+type dryRunDocs struct{}
+
+func (dryRunDocs) Upsert(context.Context, string, string, string, []byte) (WriteResult, error) {
+	return WriteResult{}, nil
+}
+
+// dryRunBlobs is the BlobStore of a dry run: List reads the real
+// container; PutIfAbsent writes nothing and answers from that listing what
+// the real PutIfAbsent would (created, same content, or ErrBlobConflict).
+// It is safe for concurrent use.
+type dryRunBlobs struct {
+	inner BlobStore
+
+	mu     sync.Mutex
+	listed blobIndex // what List saw, plus what PutIfAbsent pretended to create
+}
+
+func newDryRunBlobs(inner BlobStore) *dryRunBlobs {
+	return &dryRunBlobs{inner: inner, listed: blobIndex{}}
+}
+
+func (d *dryRunBlobs) List(ctx context.Context, fn func(name string, size int64) error) error {
+	return d.inner.List(ctx, func(name string, size int64) error {
+		d.remember(name, size)
+		return fn(name, size)
+	})
+}
+
+func (d *dryRunBlobs) remember(name string, size int64) {
+	id, file, ok := strings.Cut(name, "/")
+	if !ok {
+		return
+	}
+	b, ok := transform.ParseBlobName(file)
+	if !ok {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := blobKey(id)
+	f := d.listed[k]
+	f.Set(b, size)
+	d.listed[k] = f
+}
+
+func (d *dryRunBlobs) PutIfAbsent(ctx context.Context, name string, data []byte, contentType string) (bool, error) {
+	id, file, _ := strings.Cut(name, "/")
+	b, known := transform.ParseBlobName(file)
+	d.mu.Lock()
+	size, exists := d.listed[blobKey(id)].Size(b)
+	d.mu.Unlock()
+	if !known || !exists {
+		// Uploads are always one of the known names (transform.Upload);
+		// anything else is taken as new.
+		d.remember(name, int64(len(data)))
+		return true, nil
+	}
+	if size != int64(len(data)) {
+		return false, ErrBlobConflict
+	}
+	if in, ok := d.inner.(BlobInspector); ok {
+		sum, err := in.ContentMD5(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		if want := md5.Sum(data); sum != nil && !bytes.Equal(sum, want[:]) { //nolint:gosec
+			return false, ErrBlobConflict
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,760 @@
+package migrate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf16"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// Defaults of RunOptions.
+const (
+	DefaultConcurrency = 32
+	DefaultStateDir    = ".bifrost-migrate"
+)
+
+// pagesInFlight bounds the pages transformed but not yet checkpointed:
+// with the page being read ahead, at most pagesInFlight+2 pages of rows
+// are in memory, whatever the table's size.
+const pagesInFlight = 4
+
+// RunOptions say what a run migrates and how.
+type RunOptions struct {
+	// Tables to migrate; they are always read in the order Config,
+	// Entities, Relationships. Empty means all three.
+	Tables []string
+	// TablePrefix is put before each table name when reading (tests load
+	// fixtures into tables of their own); it is part of the fingerprint.
+	TablePrefix string
+	// Transform are the options that change the docs. Transform.Now zero
+	// means Deps.Now() at the start of the run.
+	Transform transform.Options
+	// Concurrency is the number of rows being written at once; 0 means
+	// DefaultConcurrency.
+	Concurrency int
+	// StateDir holds state.json and dead-letter.jsonl; "" means
+	// DefaultStateDir.
+	StateDir string
+	// Restart discards a saved state and its dead letters and starts over.
+	Restart bool
+	// DryRun reads and transforms everything and writes nothing anywhere,
+	// not even the state directory.
+	DryRun bool
+	// MaxErrors > 0 stops the run when that many rows are dead-lettered.
+	MaxErrors int
+	// Show is the number of sample docs per table and kind a dry run
+	// reports.
+	Show int
+	// Target describes where the run writes (database, accounts, blob
+	// container), without secrets; it is part of the fingerprint, so a
+	// saved state is never resumed against another target.
+	Target string
+}
+
+// Deps are the services and the clock a run uses.
+type Deps struct {
+	Source RowSource
+	Docs   DocWriter
+	Blobs  BlobStore
+	// Progress may be nil (no progress, and no pre-count of the rows).
+	Progress Progress
+	Now      func() time.Time
+}
+
+// ErrTooManyDeadLetters is returned (wrapped) when --max-errors stops a
+// run.
+var ErrTooManyDeadLetters = errors.New("too many dead letters")
+
+// FingerprintError is returned when a saved state was written with other
+// options than the run's.
+type FingerprintError struct {
+	Dir           string
+	Saved, Wanted string
+}
+
+func (e *FingerprintError) Error() string {
+	return fmt.Sprintf("the saved run in %s used other options (%s) than this one (%s); use --restart to start over, or run with the saved options to resume", e.Dir, e.Saved, e.Wanted)
+}
+
+// Run migrates the selected tables (SPEC §11): it lists container
+// execution-data once, reads each table page by page from its checkpoint,
+// transforms every row, uploads the blobs docs need and writes the docs
+// through a pool of opts.Concurrency workers, and checkpoints after each
+// page whose writes (and all earlier pages' writes) are acknowledged.
+//
+// Rows that cannot be transformed or written are dead-lettered and the run
+// goes on; the Summary counts them. Run returns an error, with the Summary
+// so far, when a read or a write fails in a way retrying did not fix, when
+// ctx is cancelled (the state saved up to the last checkpoint), or when
+// opts.MaxErrors dead letters stop it (ErrTooManyDeadLetters). It is not
+// safe to run twice at once on the same state directory.
+func Run(ctx context.Context, opts RunOptions, deps Deps) (Summary, error) {
+	r, err := newRunner(opts, deps)
+	if err != nil {
+		return Summary{}, err
+	}
+	return r.run(ctx)
+}
+
+// runner is one invocation of Run.
+type runner struct {
+	opts     RunOptions
+	tables   []string // selected, in read order
+	topts    transform.Options
+	fp       string
+	start    time.Time
+	now      func() time.Time
+	src      RowSource
+	docs     DocWriter
+	blobs    BlobStore
+	progress Progress
+
+	state   *State
+	store   stateStore
+	sink    deadLetterSink
+	resumed bool
+
+	blobIdx blobIndex
+	ids     *transform.IDSet
+	execs   execSet
+
+	// Bookkeeping of the committer (one goroutine at a time).
+	deadLetters int64 // dead letters recorded by this invocation and before
+	docsWritten int64
+	plan        Plan
+	samples     map[string]int // per table+kind
+}
+
+func newRunner(opts RunOptions, deps Deps) (*runner, error) {
+	tables, err := readOrder(opts.Tables)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = DefaultStateDir
+	}
+	if deps.Source == nil || deps.Docs == nil || deps.Blobs == nil {
+		return nil, errors.New("migrate: Source, Docs and Blobs are required")
+	}
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	topts := opts.Transform
+	if topts.Now.IsZero() {
+		topts.Now = start
+	}
+	topts = topts.WithDefaults()
+	if err := topts.Validate(); err != nil {
+		return nil, err
+	}
+	r := &runner{
+		opts: opts, tables: tables, topts: topts, start: start, now: now,
+		src: deps.Source, docs: deps.Docs, blobs: deps.Blobs, progress: deps.Progress,
+		ids: transform.NewIDSet(), execs: execSet{}, samples: map[string]int{},
+	}
+	r.fp = fmt.Sprintf("%s;tables=%s;table-prefix=%s;target=%s", topts.Fingerprint(), strings.Join(tables, ","), opts.TablePrefix, opts.Target)
+	if r.progress == nil {
+		r.progress = nopProgress{}
+	}
+	if opts.DryRun {
+		// Dry run: decorators that write nothing, in place of the writers
+		// and of the state directory.
+		r.docs = dryRunDocs{}
+		r.blobs = newDryRunBlobs(deps.Blobs)
+		r.store = nopStore{}
+		r.sink = &memorySink{}
+	}
+	return r, nil
+}
+
+// readOrder returns the selected tables in read order.
+func readOrder(selected []string) ([]string, error) {
+	all := []string{transform.TableConfig, transform.TableEntities, transform.TableRelationships}
+	if len(selected) == 0 {
+		return all, nil
+	}
+	for _, t := range selected {
+		if !slices.Contains(all, t) {
+			return nil, fmt.Errorf("unknown table %q (want Config, Entities or Relationships)", t)
+		}
+	}
+	var out []string
+	for _, t := range all {
+		if slices.Contains(selected, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func newRunID(t time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}
+
+func (r *runner) newState() *State {
+	st := &State{Version: stateVersion, RunID: newRunID(r.start), Fingerprint: r.fp, Started: r.start, Updated: r.start}
+	for _, t := range r.tables {
+		st.Tables = append(st.Tables, TableState{Table: t})
+	}
+	return st
+}
+
+// open loads or creates the state and opens the dead-letter file. It
+// returns a non-nil Summary when the saved run is already complete.
+func (r *runner) open() (*Summary, error) {
+	if r.opts.DryRun {
+		r.state = r.newState()
+		return nil, nil
+	}
+	dir := r.opts.StateDir
+	if r.opts.Restart {
+		for _, name := range []string{StateFile, DeadLetterFile} {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("--restart: %w", err)
+			}
+		}
+	}
+	st, err := LoadState(dir)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case st != nil && st.Fingerprint != r.fp:
+		return nil, &FingerprintError{Dir: dir, Saved: st.Fingerprint, Wanted: r.fp}
+	case st != nil && st.Done:
+		s := buildSummary(st, r.tables)
+		s.AlreadyComplete = true
+		s.DeadLetterFile = filepath.Join(dir, DeadLetterFile)
+		r.progress.Message(fmt.Sprintf("run %s already completed (%s); nothing to do; use --restart to run again", st.RunID, st.Updated.UTC().Format(time.RFC3339)))
+		return &s, nil
+	case st != nil:
+		r.resumed = true
+		var done int64
+		for _, ts := range st.Tables {
+			done += ts.Rows
+		}
+		r.progress.Message(fmt.Sprintf("resuming run %s from its checkpoint of %s (%d rows done); use --restart to start over", st.RunID, st.Updated.UTC().Format(time.RFC3339), done))
+	default:
+		st = r.newState()
+	}
+	r.state = st
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	sink, err := openDeadLetters(dir, st.DeadLetterBytes)
+	if err != nil {
+		return nil, err
+	}
+	r.sink = sink
+	r.store = dirStore{dir: dir}
+	for _, ts := range st.Tables {
+		r.deadLetters += ts.disposition(string(transform.DispositionDeadLetter))
+	}
+	if err := r.store.Save(st); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+func (r *runner) run(ctx context.Context) (Summary, error) {
+	if s, err := r.open(); s != nil || err != nil {
+		if s == nil {
+			return Summary{}, err
+		}
+		return *s, err
+	}
+	defer r.sink.Close()
+
+	var err error
+	if r.blobIdx, err = listBlobs(ctx, r.blobs); err != nil {
+		return r.summary(), err
+	}
+
+	countCtx, stopCount := context.WithCancel(ctx)
+	defer stopCount()
+	if _, nop := r.progress.(nopProgress); !nop {
+		go r.count(countCtx)
+	}
+
+	for _, table := range []string{transform.TableConfig, transform.TableEntities, transform.TableRelationships} {
+		ts := r.state.table(table)
+		switch {
+		case ts == nil && table == transform.TableEntities && slices.Contains(r.tables, transform.TableRelationships):
+			// Relationships without Entities: dangling-index detection
+			// still needs the execution ids.
+			err = r.scanExecutions(ctx)
+		case ts == nil:
+			continue
+		case ts.Done:
+			err = r.replay(ctx, table, ts, true)
+			r.progress.Advance(table, ts.Rows)
+			r.progress.TableDone(table)
+		default:
+			if ts.Rows > 0 {
+				if err = r.replay(ctx, table, ts, false); err != nil {
+					break
+				}
+				r.progress.Advance(table, ts.Rows)
+			}
+			err = r.process(ctx, table, ts)
+		}
+		if err != nil {
+			return r.summary(), err
+		}
+	}
+	r.state.Done = true
+	r.state.Updated = r.now()
+	if err := r.store.Save(r.state); err != nil {
+		return r.summary(), err
+	}
+	return r.summary(), nil
+}
+
+func (r *runner) summary() Summary {
+	s := buildSummary(r.state, r.tables)
+	s.DryRun, s.Resumed, s.DocsWritten = r.opts.DryRun, r.resumed, r.docsWritten
+	if r.opts.DryRun {
+		s.RunID = ""
+		ms := r.sink.(*memorySink)
+		p := r.plan
+		p.DeadLetters = ms.list
+		if p.DeadLetters == nil {
+			p.DeadLetters = []DeadLetter{}
+		}
+		if p.Collisions == nil {
+			p.Collisions = []Collision{}
+		}
+		if p.SanitizedIDs == nil {
+			p.SanitizedIDs = []SanitizedID{}
+		}
+		s.Plan = &p
+		s.DocsWritten = 0
+	} else {
+		s.DeadLetterFile = filepath.Join(r.opts.StateDir, DeadLetterFile)
+		// With --max-errors the file may hold dead letters of a page
+		// after the checkpoint: report what it holds.
+		s.DeadLetters = max(s.DeadLetters, r.deadLetters)
+	}
+	s.setElapsed(r.now().Sub(r.start))
+	return s
+}
+
+// count pre-counts the selected tables, keys only, for the progress
+// totals. Errors only cost the totals.
+func (r *runner) count(ctx context.Context) {
+	for _, t := range r.tables {
+		n, err := r.src.Count(ctx, r.opts.TablePrefix+t, "")
+		if err != nil {
+			return
+		}
+		r.progress.Total(t, n)
+	}
+}
+
+// compareKeys compares row keys in the Table service's order: by
+// PartitionKey, then RowKey, each by UTF-16 code units.
+func compareKeys(pk1, rk1, pk2, rk2 string) int {
+	if c := compareUTF16(pk1, pk2); c != 0 {
+		return c
+	}
+	return compareUTF16(rk1, rk2)
+}
+
+func compareUTF16(a, b string) int {
+	if a == b {
+		return 0
+	}
+	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+}
+
+// errStopScan ends a Scan early.
+var errStopScan = errors.New("stop")
+
+// scan reads table from `from` to its end, calling fn for each page.
+func (r *runner) scan(ctx context.Context, table string, q azure.Query, from azure.Continuation, fn func(azure.Page) error) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		page, err := r.src.ReadPage(ctx, r.opts.TablePrefix+table, q, from)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", table, err)
+		}
+		for i := range page.Rows {
+			page.Rows[i].Table = table
+		}
+		if err := fn(page); err != nil {
+			if errors.Is(err, errStopScan) {
+				return nil
+			}
+			return err
+		}
+		if page.Next.IsZero() {
+			return nil
+		}
+		from = page.Next
+	}
+}
+
+// replay re-reads the rows of table before its checkpoint (all of them
+// when whole) and transforms them without writing anything, so that
+// collisions and dangling indexes are judged against every earlier row
+// after a resume, exactly as in a run that was never interrupted.
+func (r *runner) replay(ctx context.Context, table string, ts *TableState, whole bool) error {
+	return r.scan(ctx, table, azure.Query{}, azure.Continuation{}, func(p azure.Page) error {
+		for _, row := range p.Rows {
+			if !whole && compareKeys(row.PartitionKey, row.RowKey, ts.LastPartitionKey, ts.LastRowKey) > 0 {
+				return errStopScan
+			}
+			r.decide(row)
+		}
+		return nil
+	})
+}
+
+// scanExecutions records the execution ids of Entities, reading only
+// what is needed for it.
+func (r *runner) scanExecutions(ctx context.Context) error {
+	q := azure.Query{Select: []string{"PartitionKey", "RowKey", "ExecutionId"}}
+	return r.scan(ctx, transform.TableEntities, q, azure.Continuation{}, func(p azure.Page) error {
+		for _, row := range p.Rows {
+			r.execs.addRow(row)
+		}
+		return nil
+	})
+}
+
+// decide transforms one row in read order: blob facts, the transform,
+// collisions, execution ids and dangling indexes.
+func (r *runner) decide(row transform.Row) transform.Outcome {
+	var facts transform.BlobFacts
+	if row.Table == transform.TableEntities {
+		facts = r.blobIdx.facts(blobExecutionID(row))
+	}
+	o := r.ids.Check(transform.Transform(row, facts, r.topts))
+	switch {
+	case row.Table == transform.TableEntities:
+		r.execs.addRow(row)
+	case o.Disposition == transform.DispositionDroppedIndex && o.IndexExecutionID != "" && !r.execs.has(o.IndexExecutionID):
+		o.Warnings = append(o.Warnings, transform.Warning{Reason: transform.ReasonDanglingIndex, Detail: o.IndexExecutionID})
+	}
+	return o
+}
+
+// item is one row of a page on its way through the pipeline.
+type item struct {
+	row     transform.Row
+	out     transform.Outcome
+	docSize int
+	// Set by the writer; read by the committer after the page's writes
+	// are all done.
+	deadLetter string
+	blobs      int64
+	blobBytes  int64
+	ru         float64
+}
+
+// page is one page of rows on its way through the pipeline.
+type page struct {
+	items   []item
+	next    azure.Continuation
+	pending sync.WaitGroup
+	failed  atomic.Bool
+}
+
+// process migrates table from its checkpoint to its end.
+func (r *runner) process(ctx context.Context, table string, ts *TableState) error {
+	// The committer cancels the rest when it stops (--max-errors, a
+	// failed state save).
+	pctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	g, gctx := errgroup.WithContext(pctx)
+	g.SetLimit(r.opts.Concurrency)
+
+	// Reader: one page ahead of the transform.
+	type readPage struct {
+		p   azure.Page
+		err error
+	}
+	pages := make(chan readPage, 1)
+	go func() {
+		defer close(pages)
+		err := r.scan(gctx, table, azure.Query{}, ts.Next, func(p azure.Page) error {
+			select {
+			case pages <- readPage{p: p}:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		})
+		if err != nil && gctx.Err() == nil {
+			pages <- readPage{err: err}
+		}
+	}()
+
+	// Committer: checkpoints pages in order, once each page's writes are
+	// acknowledged.
+	inflight := make(chan *page, pagesInFlight)
+	commitErr := make(chan error, 1)
+	go func() {
+		err := r.commit(table, ts, inflight)
+		if err != nil {
+			stop(err)
+		}
+		commitErr <- err
+	}()
+
+	var loopErr error
+read:
+	for rp := range pages {
+		if rp.err != nil {
+			loopErr = rp.err
+			break
+		}
+		pg := &page{next: rp.p.Next, items: make([]item, len(rp.p.Rows))}
+		for i, row := range rp.p.Rows {
+			it := &pg.items[i]
+			it.row, it.out = row, r.decide(row)
+			r.planRow(it)
+		}
+		for i := range pg.items {
+			it := &pg.items[i]
+			if it.out.Disposition != transform.DispositionDoc {
+				continue
+			}
+			if gctx.Err() != nil {
+				break read
+			}
+			pg.pending.Add(1)
+			g.Go(func() error {
+				defer pg.pending.Done()
+				if err := r.write(gctx, table, it); err != nil {
+					pg.failed.Store(true)
+					return err
+				}
+				return nil
+			})
+		}
+		select {
+		case inflight <- pg:
+		case <-gctx.Done():
+			break read
+		}
+	}
+	close(inflight)
+	werr := g.Wait()
+	cerr := <-commitErr
+	// Drain the reader, which stops on gctx (done once g.Wait returned).
+	for range pages {
+	}
+	if err := errors.Join(loopErr, werr, cerr); err != nil {
+		if cerr == nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !ts.Done {
+		return fmt.Errorf("%s: reading stopped before the end of the table", table)
+	}
+	return nil
+}
+
+// write uploads the blobs a doc needs, then upserts the doc. A conflicting
+// blob or a permanent write error dead-letters the row; other errors are
+// returned, naming the row.
+func (r *runner) write(ctx context.Context, table string, it *item) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o := &it.out
+	for _, u := range o.Uploads {
+		created, err := r.blobs.PutIfAbsent(ctx, u.Path, u.Data, u.ContentType)
+		switch {
+		case errors.Is(err, ErrBlobConflict):
+			it.deadLetter = fmt.Sprintf("blob %s already exists with different content", u.Path)
+			return nil
+		case err != nil:
+			return fmt.Errorf("%s %s/%s: upload blob %s: %w", table, it.row.PartitionKey, it.row.RowKey, u.Path, err)
+		}
+		if created {
+			it.blobs++
+			it.blobBytes += int64(len(u.Data))
+		}
+	}
+	res, err := r.docs.Upsert(ctx, o.Container, o.Scope, o.ID, o.DocJSON)
+	var pe *PermanentError
+	switch {
+	case errors.As(err, &pe):
+		it.deadLetter = fmt.Sprintf("Cosmos DB rejected the doc (%d): %s", pe.StatusCode, pe.Reason)
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s %s/%s: write %s/%s: %w", table, it.row.PartitionKey, it.row.RowKey, o.Container, o.ID, err)
+	}
+	it.ru = res.RequestCharge
+	// The bytes are no longer needed; the page may wait for others.
+	o.DocJSON, o.Doc, o.Uploads = nil, nil, nil
+	return nil
+}
+
+// commit checkpoints the pages of table in order. It stops checkpointing
+// at the first page with a failed write, and when --max-errors is reached,
+// but keeps receiving pages so that the sender never blocks.
+func (r *runner) commit(table string, ts *TableState, inflight <-chan *page) error {
+	var (
+		err     error
+		stopped bool
+	)
+	for pg := range inflight {
+		pg.pending.Wait()
+		if stopped {
+			continue
+		}
+		if pg.failed.Load() {
+			// The write's error reaches process through the errgroup.
+			stopped = true
+			continue
+		}
+		if err = r.checkpoint(table, ts, pg); err != nil {
+			stopped = true
+		}
+	}
+	return err
+}
+
+// checkpoint records a page whose writes are all acknowledged: its dead
+// letters, its counts, and the new state.
+func (r *runner) checkpoint(table string, ts *TableState, pg *page) error {
+	var (
+		c   Counts
+		dls []DeadLetter
+	)
+	for i := range pg.items {
+		it := &pg.items[i]
+		d := string(it.out.Disposition)
+		if it.deadLetter != "" {
+			d = string(transform.DispositionDeadLetter)
+			dls = append(dls, newDeadLetter(it.row, table, it.deadLetter))
+		} else if it.out.Disposition == transform.DispositionDeadLetter {
+			dls = append(dls, newDeadLetter(it.row, table, it.out.DeadLetter))
+		}
+		c.Rows++
+		c.count(it.out.Kind, d, 1)
+		for _, w := range it.out.Warnings {
+			c.warn(w.Reason, 1)
+		}
+		c.BlobsUploaded += it.blobs
+		c.BlobBytes += it.blobBytes
+		c.RequestCharge += it.ru
+		if d == string(transform.DispositionDoc) {
+			r.docsWritten++
+			r.plan.EstimatedRU += 5 * ((int64(it.docSize) + 1023) / 1024)
+			r.plan.EstimatedBytes += int64(it.docSize)
+		}
+	}
+	if m := int64(r.opts.MaxErrors); m > 0 && len(dls) > 0 && r.deadLetters+int64(len(dls)) >= m {
+		// Record the dead letters up to the limit, but do not checkpoint
+		// this page: a resume truncates the file and does it again.
+		dls = dls[:max(0, m-r.deadLetters)]
+		if _, err := r.sink.Append(dls); err != nil {
+			return err
+		}
+		r.deadLetters += int64(len(dls))
+		return fmt.Errorf("%w: stopped after %d dead-lettered rows (--max-errors %d); the checkpoint is before the page of the last one", ErrTooManyDeadLetters, r.deadLetters, m)
+	}
+	size, err := r.sink.Append(dls)
+	if err != nil {
+		return err
+	}
+	r.deadLetters += int64(len(dls))
+	ts.add(c)
+	ts.Next = pg.next
+	if n := len(pg.items); n > 0 {
+		last := pg.items[n-1].row
+		ts.LastPartitionKey, ts.LastRowKey = last.PartitionKey, last.RowKey
+	}
+	ts.Done = pg.next.IsZero()
+	r.state.DeadLetterBytes = size
+	r.state.Updated = r.now()
+	if err := r.store.Save(r.state); err != nil {
+		return err
+	}
+	r.progress.Advance(table, int64(len(pg.items)))
+	if ts.Done {
+		r.progress.TableDone(table)
+	}
+	return nil
+}
+
+// planRow records what a dry run reports about a row as soon as it is
+// transformed: collisions, sanitized ids, results moving to blobs and
+// samples. The doc size is kept for the estimates.
+func (r *runner) planRow(it *item) {
+	o := &it.out
+	it.docSize = len(o.DocJSON)
+	if !r.opts.DryRun {
+		return
+	}
+	p := &r.plan
+	if isCollision(o) {
+		p.CollisionCount++
+		if len(p.Collisions) < maxListed {
+			p.Collisions = append(p.Collisions, Collision{Table: it.row.Table, PartitionKey: it.row.PartitionKey, RowKey: it.row.RowKey, Container: o.Container, Scope: o.Scope, ID: o.ID})
+		}
+	}
+	if o.Disposition != transform.DispositionDoc {
+		return
+	}
+	if o.RawID != o.ID {
+		p.SanitizedCount++
+		if len(p.SanitizedIDs) < maxListed {
+			p.SanitizedIDs = append(p.SanitizedIDs, SanitizedID{Table: it.row.Table, PartitionKey: it.row.PartitionKey, RowKey: it.row.RowKey, RawID: o.RawID, ID: o.ID})
+		}
+	}
+	for _, u := range o.Uploads {
+		switch u.Blob {
+		case transform.BlobResultJSON, transform.BlobResultHTML, transform.BlobResultText:
+			p.ResultsToBlob++
+			p.ResultsToBlobBytes += int64(len(u.Data))
+		}
+	}
+	key := it.row.Table + "\x00" + o.Kind
+	if r.samples[key] < r.opts.Show {
+		r.samples[key]++
+		if js, err := json.Marshal(transform.RedactDoc(o.Doc)); err == nil {
+			p.Samples = append(p.Samples, Sample{Table: it.row.Table, Kind: o.Kind, Doc: js})
+		}
+	}
+}
+
+// isCollision reports whether a dead letter is an id collision, which
+// IDSet.Check marks with transform.CollisionReason.
+func isCollision(o *transform.Outcome) bool {
+	return o.Disposition == transform.DispositionDeadLetter && o.Container != "" &&
+		o.DeadLetter == transform.CollisionReason(o.Container, o.Scope, o.ID)
+}

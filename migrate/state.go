@@ -1,0 +1,204 @@
+package migrate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+)
+
+// File names in the state directory.
+const (
+	StateFile      = "state.json"
+	DeadLetterFile = "dead-letter.jsonl"
+)
+
+// stateVersion is the format version of state.json.
+const stateVersion = 1
+
+// State is the checkpoint of a run, as saved in state.json. Every field
+// describes the run up to the last checkpoint: rows after it will be read
+// and written again on resume, which is harmless because writes are
+// idempotent upserts and create-only blob uploads.
+type State struct {
+	Version int    `json:"version"`
+	RunID   string `json:"runId"`
+	// Fingerprint is the text of the options that change the output; a
+	// resume with a different one is refused.
+	Fingerprint string    `json:"fingerprint"`
+	Started     time.Time `json:"started"`
+	Updated     time.Time `json:"updated"`
+	// Done is true once every selected table is done.
+	Done bool `json:"done"`
+	// DeadLetterBytes is the length of dead-letter.jsonl at this
+	// checkpoint; a resume truncates the file to it, so that lines written
+	// after the checkpoint are not written twice.
+	DeadLetterBytes int64        `json:"deadLetterBytes"`
+	Tables          []TableState `json:"tables"`
+}
+
+// TableState is the checkpoint of one table.
+type TableState struct {
+	Table string `json:"table"`
+	// Next is where reading resumes; zero with Rows > 0 and !Done cannot
+	// happen (a table whose last page is checkpointed is Done).
+	Next azure.Continuation `json:"next"`
+	// LastPartitionKey and LastRowKey are the keys of the last row
+	// checkpointed, so a resume can re-read the rows before the checkpoint
+	// (for collision and dangling-index detection) without relying on the
+	// service's continuation tokens being comparable.
+	LastPartitionKey string `json:"lastPartitionKey,omitempty"`
+	LastRowKey       string `json:"lastRowKey,omitempty"`
+	Done             bool   `json:"done"`
+	Counts
+}
+
+// Counts are the totals of a table up to a checkpoint.
+type Counts struct {
+	Rows int64 `json:"rows"`
+	// Kinds counts rows per kind and disposition.
+	Kinds map[string]map[string]int64 `json:"kinds"`
+	// Warnings counts warnings per reason.
+	Warnings      map[string]int64 `json:"warnings,omitempty"`
+	BlobsUploaded int64            `json:"blobsUploaded"`
+	BlobBytes     int64            `json:"blobBytes"`
+	RequestCharge float64          `json:"requestCharge"`
+}
+
+func (c *Counts) add(o Counts) {
+	c.Rows += o.Rows
+	for kind, ds := range o.Kinds {
+		for d, n := range ds {
+			c.count(kind, d, n)
+		}
+	}
+	for r, n := range o.Warnings {
+		c.warn(r, n)
+	}
+	c.BlobsUploaded += o.BlobsUploaded
+	c.BlobBytes += o.BlobBytes
+	c.RequestCharge += o.RequestCharge
+}
+
+func (c *Counts) count(kind, disposition string, n int64) {
+	if c.Kinds == nil {
+		c.Kinds = map[string]map[string]int64{}
+	}
+	if c.Kinds[kind] == nil {
+		c.Kinds[kind] = map[string]int64{}
+	}
+	c.Kinds[kind][disposition] += n
+}
+
+func (c *Counts) warn(reason string, n int64) {
+	if c.Warnings == nil {
+		c.Warnings = map[string]int64{}
+	}
+	c.Warnings[reason] += n
+}
+
+// disposition returns the number of rows with disposition d.
+func (c *Counts) disposition(d string) int64 {
+	var n int64
+	for _, ds := range c.Kinds {
+		n += ds[d]
+	}
+	return n
+}
+
+func (s *State) table(name string) *TableState {
+	for i := range s.Tables {
+		if s.Tables[i].Table == name {
+			return &s.Tables[i]
+		}
+	}
+	return nil
+}
+
+// stateStore reads and writes the state directory. The dry-run store
+// writes nothing.
+type stateStore interface {
+	// Save replaces the saved state with s; it is durable when Save
+	// returns.
+	Save(s *State) error
+}
+
+// dirStore keeps state.json in a directory.
+type dirStore struct{ dir string }
+
+// LoadState reads dir/state.json. It returns nil and no error when there
+// is none.
+func LoadState(dir string) (*State, error) {
+	data, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("state %s is not valid (%v); use --restart to start over", filepath.Join(dir, StateFile), err)
+	}
+	if s.Version != stateVersion {
+		return nil, fmt.Errorf("state %s has version %d, this bifrost-migrate writes %d; use --restart to start over", filepath.Join(dir, StateFile), s.Version, stateVersion)
+	}
+	return &s, nil
+}
+
+// Save writes s to a temporary file, syncs it, renames it over state.json
+// and syncs the directory, so that state.json is always either the old or
+// the new state, whole.
+func (d dirStore) Save(s *State) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	data = append(data, '\n')
+	if err := writeFileAtomic(d.dir, StateFile, data); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	return nil
+}
+
+func writeFileAtomic(dir, name string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, name+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// nopStore is the state store of a dry run.
+type nopStore struct{}
+
+func (nopStore) Save(*State) error { return nil }
