@@ -171,8 +171,8 @@ func TestRunDeadLetters(t *testing.T) {
 		reasons[dl.RowKey] = dl.Reason
 	}
 	want := map[string]string{
-		"config:smtp_port":        transform.CollisionReason("entities", "GLOBAL", "config-smtp-port"),
-		"bigthing:1":              "", // checked below: names the size
+		"config:smtp_port": transform.CollisionReason("entities", "GLOBAL", "config-smtp-port"),
+		"bigthing:1":       "", // checked below: names the size
 		"execution:8205093999999_84999ecb-cfa4-5a6e-8ce7-d517dfb1372b": "blob 84999ecb-cfa4-5a6e-8ce7-d517dfb1372b/result.json already exists with different content",
 	}
 	for rk, reason := range want {
