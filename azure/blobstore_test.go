@@ -175,7 +175,9 @@ func TestBlobStorePutIfAbsentThroughFaults(t *testing.T) {
 	}
 	p, err := faultproxy.Start(faultproxy.Config{
 		Target: u.Scheme + "://" + u.Host,
-		Match:  func(r *http.Request) bool { return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/"+cname+"/") },
+		Match: func(r *http.Request) bool {
+			return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/"+cname+"/")
+		},
 		DocKey: func(r *http.Request, _ []byte) string { return "|" + r.URL.Path },
 		Rules: []faultproxy.Rule{
 			{Kind: faultproxy.Unavailable, Share: 1, Count: 1},

@@ -191,7 +191,7 @@ func TestCosmosDocsUpsertSurvivesInjectedFaults(t *testing.T) {
 }
 
 // One doc gets, in a row: a 429 asking for 2 s, four more 429s, then 503,
-// 408, 449, a reset before and a reset after the write. Our loop must wait
+// 408, 449, a reset before and a reset after the write, and an EOF. Our loop must wait
 // exactly what the service asked, and the proxy must see exactly one
 // request per attempt of our loop: the SDK retried nothing by itself
 // (azcore would have retried the 429s up to 3 times).
@@ -206,6 +206,7 @@ func TestCosmosDocsRetryLoopIsTheOnlyOneRetrying(t *testing.T) {
 			{Kind: faultproxy.RetryWith, Share: 1, Count: 1},
 			{Kind: faultproxy.DropBefore, Share: 1, Count: 1},
 			{Kind: faultproxy.DropAfter, Share: 1, Count: 1},
+			{Kind: faultproxy.CloseBefore, Share: 1, Count: 1},
 		},
 	})
 	w := f.docs(t, azure.RetryOptions{MaxAttempts: 12})
@@ -214,8 +215,8 @@ func TestCosmosDocsRetryLoopIsTheOnlyOneRetrying(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.proxy.Requests("one"); got != 11 || len(f.sleeps) != 10 {
-		t.Fatalf("proxy saw %d requests, our loop waited %d times; want 11 and 10", got, len(f.sleeps))
+	if got := f.proxy.Requests("one"); got != 12 || len(f.sleeps) != 11 {
+		t.Fatalf("proxy saw %d requests, our loop waited %d times; want 12 and 11", got, len(f.sleeps))
 	}
 	want := []time.Duration{2 * time.Second, 7 * time.Millisecond, 7 * time.Millisecond, 7 * time.Millisecond, 7 * time.Millisecond}
 	if !reflect.DeepEqual(f.sleeps[:5], want) {

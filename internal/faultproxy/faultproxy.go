@@ -52,12 +52,16 @@ const (
 	// happened but the client cannot know it. Only idempotent operations
 	// survive this unchanged.
 	DropAfter
+	// CloseBefore closes the client's connection normally (TCP FIN)
+	// without forwarding or answering: the client reads EOF.
+	CloseBefore
 	numKinds
 )
 
-var kindNames = [...]string{"429", "503", "408", "449", "drop-before", "drop-after"}
+var kindNames = [...]string{"429", "503", "408", "449", "drop-before", "drop-after", "close-before"}
 
-// String returns the status code or "drop-before"/"drop-after".
+// String returns the status code, or "drop-before", "drop-after" or
+// "close-before".
 func (k Kind) String() string {
 	if k < 0 || k >= numKinds {
 		return "Kind(" + strconv.Itoa(int(k)) + ")"
@@ -396,7 +400,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			p.fault(w, 449, "RetryWith", "Retry the request (injected by faultproxy)")
 			return
 		case DropBefore:
-			reset(w)
+			reset(w, true)
+			return
+		case CloseBefore:
+			reset(w, false)
 			return
 		}
 	}
@@ -412,7 +419,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rule >= 0 && p.cfg.Rules[rule].Kind == DropAfter {
-		reset(w)
+		reset(w, true)
 		return
 	}
 	if r.Method == http.MethodGet && r.URL.Path == "/" {
@@ -517,8 +524,9 @@ func (p *Proxy) fault(w http.ResponseWriter, status int, code, msg string) {
 	_, _ = w.Write(b)
 }
 
-// reset closes the client's connection with a TCP RST and no answer.
-func reset(w http.ResponseWriter) {
+// reset closes the client's connection without an answer, with a TCP RST
+// when rst is true and a FIN otherwise.
+func reset(w http.ResponseWriter, rst bool) {
 	hj, ok := w.(http.Hijacker)
 	if !ok { // HTTP/2: abort the stream instead
 		panic(http.ErrAbortHandler)
@@ -527,7 +535,7 @@ func reset(w http.ResponseWriter) {
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
-	if tc, ok := conn.(*net.TCPConn); ok {
+	if tc, ok := conn.(*net.TCPConn); ok && rst {
 		_ = tc.SetLinger(0) // RST instead of FIN
 	}
 	_ = conn.Close()

@@ -143,14 +143,15 @@ func TestFaultsFollowRulesAndRuns(t *testing.T) {
 			{Kind: faultproxy.RetryWith, Share: 1, Count: 1},
 			{Kind: faultproxy.DropBefore, Share: 1, Count: 1},
 			{Kind: faultproxy.DropAfter, Share: 1, Count: 1},
+			{Kind: faultproxy.CloseBefore, Share: 1, Count: 1},
 		},
 	})
 	c := client()
 	var got []string
-	for range 11 {
+	for range 12 {
 		got = append(got, outcome(c, p.URL(), "d1"))
 	}
-	want := []string{"429/2000", "429/5", "429/5", "429/5", "429/5", "503", "408", "449", "error", "error", "201"}
+	want := []string{"429/2000", "429/5", "429/5", "429/5", "429/5", "503", "408", "449", "error", "error", "error", "201"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("outcomes\n got %v\nwant %v", got, want)
 	}
@@ -158,11 +159,11 @@ func TestFaultsFollowRulesAndRuns(t *testing.T) {
 	if n := u.writesFor("d1"); n != 2 {
 		t.Errorf("upstream saw %d writes, want 2 (drop-after and the last)", n)
 	}
-	if n := p.Requests("d1"); n != 11 {
-		t.Errorf("Requests = %d, want 11", n)
+	if n := p.Requests("d1"); n != 12 {
+		t.Errorf("Requests = %d, want 12", n)
 	}
 	wantCounts := map[faultproxy.Kind]int{faultproxy.Throttle: 5, faultproxy.Unavailable: 1, faultproxy.Timeout: 1,
-		faultproxy.RetryWith: 1, faultproxy.DropBefore: 1, faultproxy.DropAfter: 1}
+		faultproxy.RetryWith: 1, faultproxy.DropBefore: 1, faultproxy.DropAfter: 1, faultproxy.CloseBefore: 1}
 	if fmt.Sprint(p.Counts()) != fmt.Sprint(wantCounts) {
 		t.Errorf("Counts = %v, want %v", p.Counts(), wantCounts)
 	}
