@@ -14,8 +14,8 @@ const benchExecutionRow = `{"PartitionKey":"7c9e6679-7425-40de-944b-e07fc1f90ae7
 	`"ExecutionId":"23a49d34-736e-5da6-b534-a6707efd1911","WorkflowName":"onboard_user",` +
 	`"FormId":"d4c3b2a1-9f8e-4d7c-8b6a-5f4e3d2c1b0a","ExecutedBy":"alice.admin@contoso.example",` +
 	`"ExecutedByName":"Alice Admin","Status":"Success",` +
-	`"InputData":"{\"first_name\": \"Jane\", \"last_name\": \"Doe\", \"email\": \"jane.doe@contoso.example\", \"department\": \"Finance\", \"manager\": \"bob@contoso.example\", \"licence\": \"E3\", \"groups\": [\"finance-all\", \"vpn-users\", \"sharepoint-finance\"], \"start_date\": \"2025-12-01\", \"notify\": true, \"phone\": \"+44 20 7946 0000\"}",` +
-	`"Result":"{\"success\": true, \"message\": \"User jane.doe@contoso.example created\", \"user\": {\"id\": \"5f0c1e2d-8b7a-4c3d-9e8f-0a1b2c3d4e5f\", \"upn\": \"jane.doe@contoso.example\", \"displayName\": \"Jane Doe\", \"licences\": [\"ENTERPRISEPACK\"], \"groups\": [{\"id\": \"g1\", \"name\": \"finance-all\"}, {\"id\": \"g2\", \"name\": \"vpn-users\"}, {\"id\": \"g3\", \"name\": \"sharepoint-finance\"}]}, \"steps\": [{\"name\": \"create_account\", \"ok\": true, \"ms\": 812}, {\"name\": \"assign_licence\", \"ok\": true, \"ms\": 433}, {\"name\": \"add_groups\", \"ok\": true, \"ms\": 951}, {\"name\": \"send_welcome\", \"ok\": true, \"ms\": 120}], \"warnings\": [], \"mailbox\": {\"provisioned\": true, \"quotaGB\": 50, \"archive\": false, \"aliases\": [\"j.doe@contoso.example\", \"jane@contoso.example\"]}, \"audit\": {\"ticket\": \"HD-20431\", \"approvedBy\": \"bob@contoso.example\", \"approvedAt\": \"2025-11-20T13:58:01\"}, \"elapsed\": 2.316}",` +
+	`"InputData":"{\"first_name\": \"Jane\", \"last_name\": \"Doe\", \"email\": \"jane.doe@contoso.example\", \"department\": \"Finance\", \"manager\": \"bob@contoso.example\", \"licence\": \"E3\", \"groups\": [\"finance-all\", \"vpn-users\", \"sharepoint-finance\"], \"start_date\": \"2025-12-01\", \"notify\": true, \"phone\": \"+44 20 7946 0000\", \"notes\": \"Starts in Finance on the 1st; needs VPN and SharePoint access before day one. Laptop ordered via HD-20431.\"}",` +
+	`"Result":"{\"success\": true, \"message\": \"User jane.doe@contoso.example created\", \"user\": {\"id\": \"5f0c1e2d-8b7a-4c3d-9e8f-0a1b2c3d4e5f\", \"upn\": \"jane.doe@contoso.example\", \"displayName\": \"Jane Doe\", \"licences\": [\"ENTERPRISEPACK\"], \"groups\": [{\"id\": \"g1\", \"name\": \"finance-all\"}, {\"id\": \"g2\", \"name\": \"vpn-users\"}, {\"id\": \"g3\", \"name\": \"sharepoint-finance\"}]}, \"steps\": [{\"name\": \"create_account\", \"ok\": true, \"ms\": 812}, {\"name\": \"assign_licence\", \"ok\": true, \"ms\": 433}, {\"name\": \"add_groups\", \"ok\": true, \"ms\": 951}, {\"name\": \"send_welcome\", \"ok\": true, \"ms\": 120}], \"warnings\": [], \"mailbox\": {\"provisioned\": true, \"quotaGB\": 50, \"archive\": false, \"aliases\": [\"j.doe@contoso.example\", \"jane@contoso.example\"]}, \"location\": \"London\", \"costCentre\": \"FIN-2201\", \"audit\": {\"ticket\": \"HD-20431\", \"approvedBy\": \"bob@contoso.example\", \"approvedAt\": \"2025-11-20T13:58:01\"}, \"elapsed\": 2.316}",` +
 	`"ResultInBlob":false,"ErrorMessage":"","DurationMs":2316,` +
 	`"StartedAt":"2025-11-20T14:03:12.345678","CompletedAt":"2025-11-20T14:03:14.661678"}`
 
@@ -51,4 +51,12 @@ func BenchmarkDecodeEntity(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The benchmark row is "a typical ~2 KB execution row".
+func TestBenchExecutionRowSize(t *testing.T) {
+	if n := len(benchExecutionRow); n < 1900 || n > 2200 {
+		t.Errorf("benchmark row is %d bytes, want about 2 KB", n)
+	}
+	t.Logf("benchmark row: %d bytes", len(benchExecutionRow))
 }
