@@ -26,16 +26,19 @@ import (
 // (the service's maximum).
 const ListPageSize = 5000
 
-// DefaultBlobRetry is the retry policy BlobStore uses when given none:
-// azblob's own (azcore) policy, which retries 408, 429, 500, 502, 503, 504
-// and connection errors and honours Retry-After / x-ms-retry-after-ms,
-// with more tries than its default of 3 and a longer acceptable
-// Retry-After (azcore gives up at once on one longer than MaxRetryDelay).
-var DefaultBlobRetry = policy.RetryOptions{
-	MaxRetries:    10,
-	TryTimeout:    2 * time.Minute,
-	RetryDelay:    200 * time.Millisecond,
-	MaxRetryDelay: 2 * time.Minute,
+// DefaultBlobRetry returns the retry policy BlobStore uses when given
+// none: azblob's own (azcore) policy, which retries 408, 429, 500, 502,
+// 503, 504 and connection errors with exponential backoff and jitter and
+// honours Retry-After / x-ms-retry-after-ms, here with 10 retries instead
+// of 3 and a Retry-After of up to 2 minutes accepted (azcore gives up at
+// once on one longer than MaxRetryDelay).
+func DefaultBlobRetry() policy.RetryOptions {
+	return policy.RetryOptions{
+		MaxRetries:    10,
+		TryTimeout:    2 * time.Minute,
+		RetryDelay:    200 * time.Millisecond,
+		MaxRetryDelay: 2 * time.Minute,
+	}
 }
 
 // BlobStore is one blob container (execution-data) as the run pipeline
@@ -53,13 +56,13 @@ type BlobStore struct {
 }
 
 // NewBlobStore returns a BlobStore over c (see NewBlobContainerClient).
-// retry replaces DefaultBlobRetry for every call when not nil.
+// retry replaces DefaultBlobRetry() for every call when not nil.
 func NewBlobStore(c *container.Client, retry *policy.RetryOptions) *BlobStore {
 	name := c.URL()
 	if u, err := url.Parse(c.URL()); err == nil {
 		name = path.Base(u.Path)
 	}
-	s := &BlobStore{c: c, name: name, retry: DefaultBlobRetry}
+	s := &BlobStore{c: c, name: name, retry: DefaultBlobRetry()}
 	if retry != nil {
 		s.retry = *retry
 	}
@@ -135,14 +138,14 @@ func (s *BlobStore) PutIfAbsent(ctx context.Context, name string, data []byte, c
 	if !blobExists(err) {
 		return false, fmt.Errorf("upload blob %s/%s: %w", s.name, name, scrubError(err))
 	}
-	theirs, err := s.existingMD5(ctx, bb, int64(len(data)))
+	theirs, size, err := s.existingMD5(ctx, bb, int64(len(data)))
 	if err != nil {
 		return false, fmt.Errorf("blob %s/%s exists; reading it: %w", s.name, name, scrubError(err))
 	}
-	if theirs == nil || !bytes.Equal(theirs, sum[:]) {
-		desc := "a different size"
+	if !bytes.Equal(theirs, sum[:]) {
+		desc := fmt.Sprintf("%d bytes", size)
 		if theirs != nil {
-			desc = "Content-MD5 " + base64.StdEncoding.EncodeToString(theirs)
+			desc += " with Content-MD5 " + base64.StdEncoding.EncodeToString(theirs)
 		}
 		return false, fmt.Errorf("blob %s/%s exists with %s, ours is %d bytes with Content-MD5 %s: %w",
 			s.name, name, desc, len(data), base64.StdEncoding.EncodeToString(sum[:]), ErrBlobConflict)
@@ -160,28 +163,32 @@ func blobExists(err error) bool {
 	return asResponseError(err, &re) && (re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusPreconditionFailed)
 }
 
-// existingMD5 returns the MD5 of the existing blob: its stored Content-MD5,
-// or, when it has none, the MD5 of its bytes. A blob whose size differs
-// from ours returns nil (it cannot be the same).
-func (s *BlobStore) existingMD5(ctx context.Context, bb *blockblob.Client, size int64) ([]byte, error) {
+// existingMD5 returns the MD5 and size of the existing blob: its stored
+// Content-MD5, or, when it has none, the MD5 of its bytes. A blob whose
+// size differs from ours has a nil MD5 (it cannot be the same).
+func (s *BlobStore) existingMD5(ctx context.Context, bb *blockblob.Client, ours int64) (sum []byte, size int64, err error) {
 	props, err := bb.GetProperties(ctx, nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if props.ContentLength != nil && *props.ContentLength != size {
-		return nil, nil
+	size = -1
+	if props.ContentLength != nil {
+		size = *props.ContentLength
+	}
+	if size != ours {
+		return nil, size, nil
 	}
 	if len(props.ContentMD5) > 0 {
-		return props.ContentMD5, nil
+		return props.ContentMD5, size, nil
 	}
 	resp, err := bb.DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, err
+		return nil, size, err
 	}
 	defer resp.Body.Close()
 	h := md5.New() //nolint:gosec // see import
 	if _, err := io.Copy(h, resp.Body); err != nil {
-		return nil, err
+		return nil, size, err
 	}
-	return h.Sum(nil), nil
+	return h.Sum(nil), size, nil
 }

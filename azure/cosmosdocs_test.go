@@ -237,6 +237,24 @@ func TestCosmosDocsRetryLoopIsTheOnlyOneRetrying(t *testing.T) {
 	}
 }
 
+// azcore gives up at once on a Retry-After longer than its MaxRetryDelay
+// (60 s); our loop waits it out. The sleep is recorded, not slept.
+func TestCosmosDocsHonoursRetryAfterBeyondTheSDKMaximum(t *testing.T) {
+	f := newCosmosFixture(t, &faultproxy.Config{Rules: []faultproxy.Rule{
+		{Kind: faultproxy.Throttle, Share: 1, Count: 2, Run: 2, RetryAfter: 90 * time.Second}}})
+	var waits []time.Duration
+	w := f.docs(t, azure.RetryOptions{Sleep: func(_ context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return nil
+	}})
+	if _, err := w.Upsert(context.Background(), "entities", "GLOBAL", "x", testDoc("x", "GLOBAL", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{90 * time.Second, 90 * time.Second}; !reflect.DeepEqual(waits, want) || f.proxy.Requests("x") != 3 {
+		t.Errorf("waits %v over %d requests, want %v over 3", waits, f.proxy.Requests("x"), want)
+	}
+}
+
 func TestCosmosDocsPermanentErrorIsNotRetried(t *testing.T) {
 	f := newCosmosFixture(t, nil)
 	w := f.docs(t, azure.RetryOptions{})
