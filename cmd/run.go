@@ -1,31 +1,487 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/spf13/cobra"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/fixtures"
+	provision "github.com/bifrost/bifrost-migrate/init"
+	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// RunOptions are the flags of `bifrost-migrate run`.
-type RunOptions struct{}
+// RunOptions are the flags and dependencies of `bifrost-migrate run`.
+type RunOptions struct {
+	Out    io.Writer // the summary: a table, or one JSON object (after JSON progress lines)
+	ErrOut io.Writer // status and progress bars
+	JSON   bool
+	Quiet  bool
+	// ErrIsTerminal says whether ErrOut is a terminal (progress bars).
+	ErrIsTerminal bool
+	Now           func() time.Time
+
+	Database string
+	// Migrate carries the pipeline's options; its Transform is filled
+	// from the fields below.
+	Migrate       migrate.RunOptions
+	ExecutionTTL  string
+	BlobThreshold int
+	Relationships string
+	Strict        bool
+	// BlobContainer is the container of execution blobs (a hidden flag for
+	// tests; execution-data otherwise).
+	BlobContainer string
+
+	// Connect connects to the accounts. It returns the pipeline's
+	// services, a description of the targets without secrets, and the
+	// containers that are missing ("database/container" or "blob
+	// container NAME").
+	Connect func(ctx context.Context) (runServices, error)
+}
+
+// runServices is what Connect returns.
+type runServices struct {
+	deps    migrate.Deps
+	where   string   // for status output, no secrets
+	target  string   // for the state fingerprint, no secrets
+	missing []string // containers that do not exist
+	// noBlobContainer: the blob container is missing, so a dry run lists
+	// nothing.
+	noBlobContainer bool
+}
 
 // NewCmdRun builds `bifrost-migrate run`. runF replaces the command's
 // work in tests; nil means runRun.
 func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra.Command {
 	opts := &RunOptions{}
-	return &cobra.Command{
-		Use:   "run",
-		Short: "Stream the tables into Cosmos DB (resumable) (not implemented yet)",
-		Args:  cobra.NoArgs,
+	var tables string
+	c := &cobra.Command{
+		Use:   "run [--dry-run] [flags]",
+		Short: "Stream the tables into Cosmos DB (resumable)",
+		Long: `Migrate the tables Config, Entities and Relationships (--tables to choose;
+always read in that order, rows in key order) into the Cosmos DB containers
+entities and executions, page by page. Every row ends in one disposition:
+doc, dropped-index, kept-in-tables, expired or dead-letter. Inline results
+above --blob-threshold and legacy inline logs, variables and snapshots are
+uploaded to the blob container execution-data first (create-only; an
+existing blob with other content dead-letters the row). Docs are upserted
+through --concurrency workers; throttling, timeouts, 5xx and dropped
+connections are retried.
+
+State: --state-dir (default .bifrost-migrate) holds state.json, replaced
+atomically after every page whose writes are all acknowledged, and
+dead-letter.jsonl, one JSON line per dead-lettered row
+{table, partitionKey, rowKey, reason, row} with the row in the Table
+service's annotated JSON and secrets shown as "***". A run that finds an
+unfinished state with the same options resumes where it stopped (it reads
+the rows before the checkpoint again, without writing, so that id
+collisions and dangling indexes are judged as in one run); other options
+are refused; --restart discards the state and the dead letters and starts
+over. A run whose state is complete does nothing and says so.
+
+--dry-run reads and transforms everything and writes nothing: not to Cosmos
+DB, not to Blob Storage, not to the state directory. It prints the same
+summary plus the plan: id collisions, sanitized ids, results that would
+move to blobs, dead letters with reasons, estimated request units (5 RU per
+started KB of each doc) and stored size, and with --show N, N redacted
+sample docs per kind.
+
+Progress bars (one per table) appear on stderr when it is a terminal,
+unless --quiet; with --output json, stdout gets {"type":"progress"} lines
+and one {"type":"summary"} object. The summary counts rows per table, kind
+and disposition, warnings by reason, blobs uploaded, request units, elapsed
+time and docs/s.
+
+Exit 3 when rows were dead-lettered (a dry run too: it predicts them),
+1 when --max-errors stopped the run or on any fatal error, 130 when
+interrupted; in both cases the state is saved and a rerun resumes.
+The containers must exist: run 'bifrost-migrate init' first.`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			opts.Out, opts.ErrOut = f.Out, f.ErrOut
+			opts.JSON, opts.Quiet = f.Global.JSON(), f.Global.Quiet
+			opts.ErrIsTerminal = f.ErrIsTerminal != nil && f.ErrIsTerminal()
+			opts.Now = f.Now
+			opts.Database = f.Global.Database
+			if tables != "" {
+				var err error
+				if opts.Migrate.Tables, err = parseTables(tables); err != nil {
+					return UsageError(err)
+				}
+			}
+			opts.Connect = func(ctx context.Context) (runServices, error) { return connectRun(ctx, f, opts) }
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
 			return runRun(c.Context(), opts)
 		},
 	}
+	fl := c.Flags()
+	fl.BoolVar(&opts.Migrate.DryRun, "dry-run", false, "read and transform everything, write nothing, print the plan")
+	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to migrate (default: Config,Entities,Relationships)")
+	fl.IntVar(&opts.Migrate.Concurrency, "concurrency", migrate.DefaultConcurrency, "rows written at once")
+	fl.StringVar(&opts.Migrate.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of state.json and dead-letter.jsonl")
+	fl.BoolVar(&opts.Migrate.Restart, "restart", false, "discard the saved state and dead letters and start over")
+	fl.IntVar(&opts.Migrate.MaxErrors, "max-errors", 0, "stop after `N` dead-lettered rows (0: never)")
+	fl.IntVar(&opts.Migrate.Show, "show", 0, "with --dry-run, print `N` redacted sample docs per kind")
+	fl.IntVar(&opts.BlobThreshold, "blob-threshold", transform.DefaultBlobThreshold, "inline results longer than this many `bytes` move to a blob")
+	fl.StringVar(&opts.ExecutionTTL, "execution-ttl", string(transform.TTLRemaining), "execution ttl: remaining, full or none")
+	fl.StringVar(&opts.Relationships, "relationships", string(transform.RelationshipsKeep), "non-index relationships: keep (in Table Storage) or migrate")
+	fl.BoolVar(&opts.Strict, "strict", false, "dead-letter rows of unknown kinds instead of migrating them")
+	fl.StringVar(&opts.Migrate.TablePrefix, "table-prefix", "", "put this before every table name (tests, benchmarks side by side)")
+	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
+	for _, hidden := range []string{"table-prefix", "blob-container"} {
+		_ = fl.MarkHidden(hidden)
+	}
+	return c
 }
 
+// connectRun builds the pipeline's services for the accounts of f and
+// checks that the containers exist.
+func connectRun(ctx context.Context, f *Factory, opts *RunOptions) (runServices, error) {
+	var s runServices
+	tablesAcct, err := f.Storage()
+	if err != nil {
+		return s, err
+	}
+	blobAcct, err := f.BlobStorage()
+	if err != nil {
+		return s, err
+	}
+	cosmosAcct, err := f.Cosmos()
+	if err != nil {
+		return s, err
+	}
+	client, err := azure.NewCosmosClient(cosmosAcct, f.Transport)
+	if err != nil {
+		return s, err
+	}
+	cc, err := azure.NewBlobContainerClient(blobAcct, opts.BlobContainer, f.Transport)
+	if err != nil {
+		return s, err
+	}
+	s.deps = migrate.Deps{
+		Source: azure.NewTableReader(tablesAcct, f.Transport),
+		Docs:   azure.NewCosmosDocs(client, opts.Database, nil),
+		Blobs:  azure.NewBlobStore(cc, nil),
+		Now:    opts.Now,
+	}
+	s.where = fmt.Sprintf("tables %s → database %q in %s, blob container %q", tablesAcct, opts.Database, cosmosAcct, opts.BlobContainer)
+	s.target = fmt.Sprintf("cosmos=%s;database=%s;tables=%s;blobs=%s/%s", cosmosAcct.Endpoint, opts.Database, tablesAcct.TableEndpoint, blobAcct.BlobEndpoint, opts.BlobContainer)
+
+	cosmos := provision.NewCosmos(client)
+	for _, name := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
+		c, err := cosmos.ReadContainer(ctx, opts.Database, name)
+		if err != nil {
+			return s, fmt.Errorf("read container %s/%s: %w", opts.Database, name, err)
+		}
+		if c == nil {
+			s.missing = append(s.missing, fmt.Sprintf("container %s/%s", opts.Database, name))
+		}
+	}
+	blobs := provision.NewBlobs(func(name string) (*container.Client, error) {
+		return azure.NewBlobContainerClient(blobAcct, name, f.Transport)
+	})
+	ok, err := blobs.ContainerExists(ctx, opts.BlobContainer)
+	if err != nil {
+		return s, fmt.Errorf("blob container %s: %w", opts.BlobContainer, err)
+	}
+	if !ok {
+		s.missing = append(s.missing, "blob container "+opts.BlobContainer)
+		s.noBlobContainer = true
+	}
+	return s, nil
+}
+
+// emptyBlobs is the blob container of a dry run when it does not exist
+// yet: no blobs, and uploads are not attempted (the dry run wraps it).
+type emptyBlobs struct{}
+
+func (emptyBlobs) List(context.Context, func(string, int64) error) error { return nil }
+func (emptyBlobs) PutIfAbsent(context.Context, string, []byte, string) (bool, error) {
+	return false, errors.New("blob container does not exist")
+}
+
+// runRun validates the options, connects, runs the pipeline and prints the
+// summary. Dead letters return a PartialError (exit 3).
 func runRun(ctx context.Context, opts *RunOptions) error {
-	return notBuilt("run")
+	m := opts.Migrate
+	switch {
+	case strings.TrimSpace(opts.Database) == "":
+		return UsageError(errors.New("--database must not be empty"))
+	case m.Concurrency < 1:
+		return UsageError(fmt.Errorf("--concurrency must be at least 1, got %d", m.Concurrency))
+	case m.MaxErrors < 0:
+		return UsageError(fmt.Errorf("--max-errors must not be negative, got %d", m.MaxErrors))
+	case m.Show < 0:
+		return UsageError(fmt.Errorf("--show must not be negative, got %d", m.Show))
+	case m.Show > 0 && !m.DryRun:
+		return UsageError(errors.New("--show needs --dry-run"))
+	case m.DryRun && m.Restart:
+		return UsageError(errors.New("--restart and --dry-run exclude each other (a dry run never reads or writes the state)"))
+	case strings.TrimSpace(m.StateDir) == "":
+		return UsageError(errors.New("--state-dir must not be empty"))
+	}
+	m.Transform = transform.Options{
+		Now:           opts.Now().UTC(),
+		BlobThreshold: opts.BlobThreshold,
+		ExecutionTTL:  transform.TTLMode(opts.ExecutionTTL),
+		Relationships: transform.RelationshipsMode(opts.Relationships),
+		Strict:        opts.Strict,
+	}
+	if opts.BlobThreshold <= 0 {
+		return UsageError(fmt.Errorf("--blob-threshold must be positive, got %d", opts.BlobThreshold))
+	}
+	if err := m.Transform.Validate(); err != nil {
+		return UsageError(err)
+	}
+
+	status := func(format string, args ...any) {
+		if !opts.Quiet {
+			fmt.Fprintf(opts.ErrOut, "run: "+format+"\n", args...)
+		}
+	}
+	svc, err := opts.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	status("%s", svc.where)
+	if len(svc.missing) > 0 {
+		if !m.DryRun {
+			return fmt.Errorf("%s missing: run `bifrost-migrate init` first", strings.Join(svc.missing, ", "))
+		}
+		status("dry run: %s missing (run `bifrost-migrate init` before the real run)", strings.Join(svc.missing, ", "))
+		if svc.noBlobContainer {
+			svc.deps.Blobs = emptyBlobs{}
+		}
+	}
+	m.Target = svc.target
+
+	// Progress: bars on a terminal, JSON lines with --output json, else
+	// status messages only; nothing with --quiet.
+	var (
+		ps   fanOut
+		bars *barProgress
+	)
+	if !opts.Quiet {
+		if opts.ErrIsTerminal {
+			bars = newBarProgress(opts.ErrOut)
+			ps = append(ps, bars)
+		}
+		if opts.JSON {
+			ps = append(ps, newJSONProgress(opts.Out, opts.ErrOut, time.Now))
+		}
+		m.CountRows = len(ps) > 0
+		if len(ps) == 0 {
+			ps = append(ps, statusProgress{opts.ErrOut})
+		}
+		svc.deps.Progress = ps
+	}
+	if m.DryRun {
+		status("dry run: nothing will be written (not even %s)", m.StateDir)
+	}
+
+	s, err := migrate.Run(ctx, m, svc.deps)
+	if bars != nil {
+		bars.finish()
+	}
+	if s.Tables != nil {
+		var werr error
+		if opts.JSON {
+			werr = writeRunJSON(opts.Out, s)
+		} else {
+			werr = writeRunText(opts.Out, s)
+		}
+		if err == nil {
+			err = werr
+		}
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("state saved in %s; run again to resume (%w)", m.StateDir, err)
+	case errors.Is(err, migrate.ErrTooManyDeadLetters):
+		return fmt.Errorf("%w; see %s; raise --max-errors (or fix the rows and use --restart) and run again", err, s.DeadLetterFile)
+	case err != nil:
+		return err
+	case s.DeadLetters > 0 && m.DryRun:
+		return PartialError(fmt.Errorf("dry run: %d row(s) would be dead-lettered", s.DeadLetters))
+	case s.DeadLetters > 0:
+		return PartialError(fmt.Errorf("%d row(s) dead-lettered; see %s", s.DeadLetters, s.DeadLetterFile))
+	}
+	return nil
+}
+
+// dispositionColumns are the summary's columns, in SPEC §5 order.
+var dispositionColumns = []transform.Disposition{
+	transform.DispositionDoc, transform.DispositionDroppedIndex, transform.DispositionKeptInTables,
+	transform.DispositionExpired, transform.DispositionDeadLetter,
+}
+
+// writeRunText prints the summary as tables (and the plan of a dry run).
+func writeRunText(w io.Writer, s migrate.Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "TABLE\tKIND\tROWS\t")
+	for _, d := range dispositionColumns {
+		fmt.Fprintf(tw, "%s\t", strings.ToUpper(string(d)))
+	}
+	fmt.Fprintln(tw)
+	var total int64
+	for _, ts := range s.Tables {
+		kinds := make([]string, 0, len(ts.Kinds))
+		for k := range ts.Kinds {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		for _, k := range kinds {
+			var rows int64
+			for _, n := range ts.Kinds[k] {
+				rows += n
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t", ts.Table, k, rows)
+			for _, d := range dispositionColumns {
+				fmt.Fprintf(tw, "%d\t", ts.Kinds[k][string(d)])
+			}
+			fmt.Fprintln(tw)
+		}
+		state := "done"
+		if !ts.Done {
+			state = "not done"
+		}
+		fmt.Fprintf(tw, "%s\t(%s)\t%d\t", ts.Table, state, ts.Rows)
+		for _, d := range dispositionColumns {
+			fmt.Fprintf(tw, "%d\t", sumDisposition(ts.Kinds, string(d)))
+		}
+		fmt.Fprintln(tw)
+		total += ts.Rows
+	}
+	fmt.Fprintf(tw, "TOTAL\t\t%d\t", total)
+	for _, d := range dispositionColumns {
+		fmt.Fprintf(tw, "%d\t", s.Dispositions[string(d)])
+	}
+	fmt.Fprintln(tw)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	if len(s.Warnings) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "WARNING\tCOUNT")
+		for _, r := range sortedKeys(s.Warnings) {
+			fmt.Fprintf(tw, "%s\t%d\n", r, s.Warnings[r])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	verb := "uploaded"
+	if s.DryRun {
+		verb = "to upload"
+	}
+	fmt.Fprintf(w, "blobs %s: %d (%d bytes)\n", verb, s.BlobsUploaded, s.BlobBytes)
+	if !s.DryRun {
+		fmt.Fprintf(w, "request units: %.2f\n", s.RequestCharge)
+		fmt.Fprintf(w, "docs written: %d in %.1fs (%.0f docs/s)\n", s.DocsWritten, s.ElapsedSeconds, s.DocsPerSecond)
+	}
+	switch {
+	case s.DeadLetters > 0 && s.DeadLetterFile != "":
+		fmt.Fprintf(w, "dead letters: %d in %s\n", s.DeadLetters, s.DeadLetterFile)
+	default:
+		fmt.Fprintf(w, "dead letters: %d\n", s.DeadLetters)
+	}
+	switch {
+	case s.AlreadyComplete:
+		fmt.Fprintf(w, "run %s was already complete: nothing done (use --restart to run again)\n", s.RunID)
+	case s.Resumed && s.Complete:
+		fmt.Fprintf(w, "run %s resumed and complete\n", s.RunID)
+	case s.Complete && !s.DryRun:
+		fmt.Fprintf(w, "run %s complete\n", s.RunID)
+	case !s.Complete:
+		fmt.Fprintf(w, "run %s not complete: run again to resume\n", s.RunID)
+	}
+	if s.Plan != nil {
+		return writePlanText(w, s)
+	}
+	return nil
+}
+
+func sumDisposition(kinds map[string]map[string]int64, d string) int64 {
+	var n int64
+	for _, ds := range kinds {
+		n += ds[d]
+	}
+	return n
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// writePlanText prints what only a dry run reports.
+func writePlanText(w io.Writer, s migrate.Summary) error {
+	p := s.Plan
+	fmt.Fprintf(w, "\nDRY RUN: nothing was written.\n")
+	fmt.Fprintf(w, "estimated write cost: %d RU (5 RU per started KB of each doc)\n", p.EstimatedRU)
+	fmt.Fprintf(w, "estimated stored size: %d bytes of doc JSON\n", p.EstimatedBytes)
+	fmt.Fprintf(w, "results that would move to blobs: %d (%d bytes)\n", p.ResultsToBlob, p.ResultsToBlobBytes)
+	more := func(listed int, n int64) {
+		if int64(listed) < n {
+			fmt.Fprintf(w, "  … and %d more\n", n-int64(listed))
+		}
+	}
+	fmt.Fprintf(w, "\nid collisions: %d\n", p.CollisionCount)
+	for _, c := range p.Collisions {
+		fmt.Fprintf(w, "  %s %s/%s → %s scope %q id %q (already taken by an earlier row)\n", c.Table, c.PartitionKey, c.RowKey, c.Container, c.Scope, c.ID)
+	}
+	more(len(p.Collisions), p.CollisionCount)
+	fmt.Fprintf(w, "\nsanitized ids: %d\n", p.SanitizedCount)
+	for _, sid := range p.SanitizedIDs {
+		fmt.Fprintf(w, "  %s %s/%s: %q → %q\n", sid.Table, sid.PartitionKey, sid.RowKey, sid.RawID, sid.ID)
+	}
+	more(len(p.SanitizedIDs), p.SanitizedCount)
+	fmt.Fprintf(w, "\ndead letters: %d\n", s.DeadLetters)
+	for _, dl := range p.DeadLetters {
+		fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
+	}
+	more(len(p.DeadLetters), s.DeadLetters)
+	if len(p.Samples) > 0 {
+		fmt.Fprintf(w, "\nsamples (redacted):\n")
+		for _, sm := range p.Samples {
+			var js bytes.Buffer
+			if err := json.Indent(&js, sm.Doc, "  ", "  "); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "  # %s %s\n  %s\n", sm.Table, sm.Kind, js.Bytes())
+		}
+	}
+	return nil
+}
+
+// writeRunJSON prints the summary as one {"type":"summary"} object.
+func writeRunJSON(w io.Writer, s migrate.Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(struct {
+		Type string `json:"type"`
+		migrate.Summary
+	}{"summary", s})
 }

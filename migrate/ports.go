@@ -22,13 +22,11 @@ type RowSource interface {
 	Count(ctx context.Context, table, filter string) (int64, error)
 }
 
-// WriteResult is what a successful write reports.
-type WriteResult struct {
-	// RequestCharge is the sum of the request units of every attempt.
-	RequestCharge float64
-	// ETag is the doc's new _etag, when the service returned it.
-	ETag string
-}
+// WriteResult is what a successful write reports: RequestCharge is the
+// sum of the request units of every attempt, ETag the doc's new _etag
+// when the service returned it. It is azure.WriteResult, so that
+// *azure.CosmosDocs implements DocWriter without an import cycle.
+type WriteResult = azure.WriteResult
 
 // DocWriter writes docs to Cosmos DB containers. Implementations retry
 // transient failures themselves (SPEC §11: 429 honouring

@@ -61,6 +61,9 @@ type RunOptions struct {
 	// Show is the number of sample docs per table and kind a dry run
 	// reports.
 	Show int
+	// CountRows pre-counts the selected tables (keys only, in parallel
+	// with the run) so that Progress gets totals.
+	CountRows bool
 	// Target describes where the run writes (database, accounts, blob
 	// container), without secrets; it is part of the fingerprint, so a
 	// saved state is never resumed against another target.
@@ -72,7 +75,7 @@ type Deps struct {
 	Source RowSource
 	Docs   DocWriter
 	Blobs  BlobStore
-	// Progress may be nil (no progress, and no pre-count of the rows).
+	// Progress may be nil.
 	Progress Progress
 	Now      func() time.Time
 }
@@ -295,7 +298,7 @@ func (r *runner) run(ctx context.Context) (Summary, error) {
 
 	countCtx, stopCount := context.WithCancel(ctx)
 	defer stopCount()
-	if _, nop := r.progress.(nopProgress); !nop {
+	if r.opts.CountRows {
 		go r.count(countCtx)
 	}
 

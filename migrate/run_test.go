@@ -39,7 +39,7 @@ func newEnv(t *testing.T, pageSize int) *env {
 }
 
 func (e *env) opts() RunOptions {
-	return RunOptions{StateDir: e.dir, Concurrency: 4}
+	return RunOptions{StateDir: e.dir, Concurrency: 4, CountRows: true}
 }
 
 func (e *env) run(ctx context.Context, opts RunOptions) (Summary, error) {
