@@ -500,7 +500,7 @@ func (b *builder) extras() {
 	if b.fail != "" {
 		return // a dead letter: the rest does not matter
 	}
-	names := make([]string, 0, len(b.row.Props))
+	var names []string
 	for name := range b.row.Props {
 		if !slices.Contains(b.used, name) {
 			names = append(names, name)
