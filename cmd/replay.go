@@ -2,30 +2,466 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/spf13/cobra"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/fixtures"
+	provision "github.com/bifrost/bifrost-migrate/init"
+	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// ReplayOptions are the flags of `bifrost-migrate replay`.
-type ReplayOptions struct{}
+// ReplayOptions are the flags and dependencies of `bifrost-migrate replay`.
+type ReplayOptions struct {
+	Out    io.Writer // the summary and conflicts: text, or one JSON object
+	ErrOut io.Writer // status and progress bars
+	JSON   bool
+	Quiet  bool
+	// ErrIsTerminal says whether ErrOut is a terminal (progress bars).
+	ErrIsTerminal bool
+	Now           func() time.Time
+
+	Database string
+	// Since is the --since flag as given (RFC 3339).
+	Since string
+	// Replay carries the engine's options; Since and Transform are
+	// filled from the fields here.
+	Replay        migrate.ReplayOptions
+	ExecutionTTL  string
+	BlobThreshold int
+	Relationships string
+	Strict        bool
+	// BlobContainer is the container of execution blobs (a hidden flag
+	// for tests; execution-data otherwise).
+	BlobContainer string
+
+	// Connect connects to the accounts and returns the engine's services,
+	// a description of the targets without secrets, and the containers
+	// that are missing.
+	Connect func(ctx context.Context) (replayServices, error)
+}
+
+// replayServices is what ReplayOptions.Connect returns.
+type replayServices struct {
+	deps    migrate.ReplayDeps
+	where   string
+	missing []string
+}
+
+// maxConflictsShown is how many conflicts the text output lists.
+const maxConflictsShown = 20
+
+// sinceExample is the example of an RFC 3339 time in messages.
+const sinceExample = "2025-11-20T14:00:00Z"
 
 // NewCmdReplay builds `bifrost-migrate replay`. runF replaces the command's
 // work in tests; nil means replayRun.
 func NewCmdReplay(f *Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
 	opts := &ReplayOptions{}
-	return &cobra.Command{
-		Use:   "replay",
-		Short: "Rollback replay: re-apply rows changed in the tables since a time (not implemented yet)",
-		Args:  cobra.NoArgs,
+	var tables string
+	c := &cobra.Command{
+		Use:   "replay --since TIME [--prune] [--force] [--dry-run]",
+		Short: "Rollback replay: re-apply rows changed in the tables since a time",
+		Long: `After a cutover to Cosmos DB was rolled back and the application ran on
+Table Storage again, bring Cosmos DB up to date from the tables: read the
+rows whose Timestamp is at or after --since (RFC 3339, e.g.
+` + sinceExample + `; the Table service filters them), transform them as run
+does (pass run's --execution-ttl, --blob-threshold, --relationships and
+--strict), and write each doc with optimistic concurrency on its _etag:
+
+  no doc                      create it (409: start over)
+  doc already as the row      nothing
+  doc the tool wrote, nobody  replace it with If-Match when its
+  changed it since            _migration.timestamp is older than the row's
+                              (412: read again and start over)
+  doc the application changed a conflict: not written, listed with its
+  (no _migration, or its      differing fields (the tables' and Cosmos DB's
+  _migration.hash does not    values, secrets as "***"); exit 4.
+  match its content)          --force overwrites it (still with If-Match)
+
+A doc whose _migration names another row is an id collision: the row is
+dead-lettered. Start-overs are bounded (5 per doc); a doc that keeps
+changing is dead-lettered. Blobs follow run's rules (create-only; a
+different existing blob dead-letters the row). Dead letters go to
+replay-dead-letter.jsonl in --state-dir, replaced by every replay.
+
+--prune also deletes docs carrying _migration whose source row no longer
+exists, when they are unchanged (If-Match); changed ones are conflicts
+(exit 4) unless --force. Without --prune nothing is deleted.
+
+Replay keeps no checkpoint: every decision is made from what Cosmos DB
+holds now, so after an interruption run it again; replaying the same
+window twice writes nothing the second time.
+
+--dry-run reads the tables and Cosmos DB and writes nothing anywhere; the
+summary says what would be created, replaced, pruned, and lists the
+conflicts. With --output json stdout gets one {"type":"summary"} object.
+
+Exit 4 when conflicts are left unresolved, else 3 when rows were
+dead-lettered.`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			opts.Out, opts.ErrOut = f.Out, f.ErrOut
+			opts.JSON, opts.Quiet = f.Global.JSON(), f.Global.Quiet
+			opts.ErrIsTerminal = f.ErrIsTerminal != nil && f.ErrIsTerminal()
+			opts.Now = f.Now
+			opts.Database = f.Global.Database
+			if tables != "" {
+				var err error
+				if opts.Replay.Tables, err = parseTables(tables); err != nil {
+					return UsageError(err)
+				}
+			}
+			opts.Connect = func(ctx context.Context) (replayServices, error) { return connectReplay(ctx, f, opts) }
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
 			return replayRun(c.Context(), opts)
 		},
 	}
+	fl := c.Flags()
+	fl.StringVar(&opts.Since, "since", "", "replay rows whose Timestamp is at or after this RFC 3339 `TIME` (e.g. "+sinceExample+")")
+	fl.BoolVar(&opts.Replay.Prune, "prune", false, "also delete unchanged migrated docs whose source row no longer exists")
+	fl.BoolVar(&opts.Replay.Force, "force", false, "overwrite (and with --prune delete) docs the application changed, still with If-Match")
+	fl.BoolVar(&opts.Replay.DryRun, "dry-run", false, "read everything, write nothing, print what would happen")
+	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to replay (default: Config,Entities,Relationships)")
+	fl.IntVar(&opts.Replay.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs replayed at once")
+	fl.StringVar(&opts.Replay.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of replay-dead-letter.jsonl")
+	fl.IntVar(&opts.BlobThreshold, "blob-threshold", transform.DefaultBlobThreshold, "the inline result limit run used, in `bytes`")
+	fl.StringVar(&opts.ExecutionTTL, "execution-ttl", string(transform.TTLRemaining), "the ttl mode run used: remaining, full or none")
+	fl.StringVar(&opts.Relationships, "relationships", string(transform.RelationshipsKeep), "the relationships mode run used: keep or migrate")
+	fl.BoolVar(&opts.Strict, "strict", false, "run used --strict (unknown kinds were dead-lettered)")
+	fl.StringVar(&opts.Replay.TablePrefix, "table-prefix", "", "put this before every table name (tests)")
+	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
+	for _, hidden := range []string{"table-prefix", "blob-container"} {
+		_ = fl.MarkHidden(hidden)
+	}
+	return c
 }
 
+// parseSince parses --since.
+func parseSince(s string) (time.Time, error) {
+	if strings.TrimSpace(s) == "" {
+		return time.Time{}, fmt.Errorf("--since is required: an RFC 3339 time such as %s", sinceExample)
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--since %q is not an RFC 3339 time such as %s", s, sinceExample)
+	}
+	return t.UTC(), nil
+}
+
+// connectReplay builds the engine's services for the accounts of f and
+// checks that the containers exist.
+func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replayServices, error) {
+	var s replayServices
+	tablesAcct, err := f.Storage()
+	if err != nil {
+		return s, err
+	}
+	blobAcct, err := f.BlobStorage()
+	if err != nil {
+		return s, err
+	}
+	cosmosAcct, err := f.Cosmos()
+	if err != nil {
+		return s, err
+	}
+	client, err := azure.NewCosmosClient(cosmosAcct, f.Transport)
+	if err != nil {
+		return s, err
+	}
+	reader, err := azure.NewDocReader(client, opts.Database)
+	if err != nil {
+		return s, err
+	}
+	cc, err := azure.NewBlobContainerClient(blobAcct, opts.BlobContainer, f.Transport)
+	if err != nil {
+		return s, err
+	}
+	s.deps = migrate.ReplayDeps{
+		Source: azure.NewTableReader(tablesAcct, f.Transport),
+		Docs:   azure.NewCosmosDocs(client, opts.Database, nil),
+		Blobs:  azure.NewBlobStore(cc, nil),
+		Query:  reader,
+		Now:    opts.Now,
+	}
+	s.where = fmt.Sprintf("tables %s → database %q in %s, blob container %q", tablesAcct, opts.Database, cosmosAcct, opts.BlobContainer)
+	cosmos := provision.NewCosmos(client)
+	for _, name := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
+		c, err := cosmos.ReadContainer(ctx, opts.Database, name)
+		if err != nil {
+			return s, fmt.Errorf("read container %s/%s: %w", opts.Database, name, err)
+		}
+		if c == nil {
+			s.missing = append(s.missing, fmt.Sprintf("container %s/%s", opts.Database, name))
+		}
+	}
+	blobs := provision.NewBlobs(func(name string) (*container.Client, error) {
+		return azure.NewBlobContainerClient(blobAcct, name, f.Transport)
+	})
+	ok, err := blobs.ContainerExists(ctx, opts.BlobContainer)
+	if err != nil {
+		return s, fmt.Errorf("blob container %s: %w", opts.BlobContainer, err)
+	}
+	if !ok {
+		s.missing = append(s.missing, "blob container "+opts.BlobContainer)
+	}
+	return s, nil
+}
+
+// replayRun validates the options, connects, replays and prints the
+// summary and the conflicts. Unresolved conflicts return a ConflictError
+// (exit 4); otherwise dead letters a PartialError (exit 3).
 func replayRun(ctx context.Context, opts *ReplayOptions) error {
-	return notBuilt("replay")
+	m := opts.Replay
+	since, err := parseSince(opts.Since)
+	if err != nil {
+		return UsageError(err)
+	}
+	m.Since = since
+	switch {
+	case strings.TrimSpace(opts.Database) == "":
+		return UsageError(errors.New("--database must not be empty"))
+	case m.Concurrency < 1:
+		return UsageError(fmt.Errorf("--concurrency must be at least 1, got %d", m.Concurrency))
+	case strings.TrimSpace(m.StateDir) == "":
+		return UsageError(errors.New("--state-dir must not be empty"))
+	case opts.BlobThreshold <= 0:
+		return UsageError(fmt.Errorf("--blob-threshold must be positive, got %d", opts.BlobThreshold))
+	}
+	m.Transform = transform.Options{
+		Now:           opts.Now().UTC(),
+		BlobThreshold: opts.BlobThreshold,
+		ExecutionTTL:  transform.TTLMode(opts.ExecutionTTL),
+		Relationships: transform.RelationshipsMode(opts.Relationships),
+		Strict:        opts.Strict,
+	}
+	if err := m.Transform.Validate(); err != nil {
+		return UsageError(err)
+	}
+
+	status := func(format string, args ...any) {
+		if !opts.Quiet {
+			fmt.Fprintf(opts.ErrOut, "replay: "+format+"\n", args...)
+		}
+	}
+	svc, err := opts.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	status("%s", svc.where)
+	if len(svc.missing) > 0 {
+		return fmt.Errorf("%s missing: run `bifrost-migrate init` (and `run`) first", strings.Join(svc.missing, ", "))
+	}
+	var bars *barProgress
+	if !opts.Quiet {
+		var ps fanOut
+		if opts.ErrIsTerminal {
+			bars = newBarProgress(opts.ErrOut)
+			ps = append(ps, bars)
+		}
+		m.CountRows = len(ps) > 0
+		if len(ps) == 0 {
+			ps = append(ps, statusProgress{opts.ErrOut})
+		}
+		svc.deps.Progress = ps
+	}
+	status("rows changed since %s", since.Format(time.RFC3339Nano))
+	if m.DryRun {
+		status("dry run: nothing will be written")
+	}
+
+	s, err := migrate.Replay(ctx, m, svc.deps)
+	if bars != nil {
+		bars.finish()
+	}
+	if s.Tables != nil {
+		var werr error
+		if opts.JSON {
+			werr = writeReplayJSON(opts.Out, s)
+		} else {
+			werr = writeReplayText(opts.Out, s)
+		}
+		if err == nil {
+			err = werr
+		}
+	}
+	dry := ""
+	if m.DryRun {
+		dry = "dry run: "
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("replay interrupted; it keeps no checkpoint: run it again with the same --since to finish (%w)", err)
+	case err != nil:
+		return err
+	case s.Totals.Conflicts > 0:
+		return ConflictError(fmt.Errorf("%s%d conflict(s) left unresolved: docs the application changed were not written; see the list, then rerun with --force to overwrite them with the tables' version", dry, s.Totals.Conflicts))
+	case s.Totals.DeadLetters > 0 && m.DryRun:
+		return PartialError(fmt.Errorf("dry run: %d row(s) would be dead-lettered", s.Totals.DeadLetters))
+	case s.Totals.DeadLetters > 0:
+		return PartialError(fmt.Errorf("%d row(s) dead-lettered; see %s", s.Totals.DeadLetters, s.DeadLetterFile))
+	}
+	return nil
+}
+
+// replayColumns are the count columns of the text summary.
+var replayColumns = []struct {
+	name string
+	get  func(migrate.ReplayCounts) int64
+}{
+	{"ROWS", func(c migrate.ReplayCounts) int64 { return c.Rows }},
+	{"CREATED", func(c migrate.ReplayCounts) int64 { return c.Created }},
+	{"REPLACED", func(c migrate.ReplayCounts) int64 { return c.Replaced }},
+	{"UNCHANGED", func(c migrate.ReplayCounts) int64 { return c.Unchanged }},
+	{"CONFLICTS", func(c migrate.ReplayCounts) int64 { return c.Conflicts }},
+	{"FORCED", func(c migrate.ReplayCounts) int64 { return c.Forced }},
+	{"PRUNED", func(c migrate.ReplayCounts) int64 { return c.Pruned }},
+	{"RETRIED-412", func(c migrate.ReplayCounts) int64 { return c.PreconditionFailed }},
+	{"RETRIED-409", func(c migrate.ReplayCounts) int64 { return c.CreateConflicts }},
+	{"DROPPED-INDEX", func(c migrate.ReplayCounts) int64 { return c.DroppedIndex }},
+	{"KEPT-IN-TABLES", func(c migrate.ReplayCounts) int64 { return c.KeptInTables }},
+	{"EXPIRED", func(c migrate.ReplayCounts) int64 { return c.Expired }},
+	{"DEAD-LETTER", func(c migrate.ReplayCounts) int64 { return c.DeadLetters }},
+}
+
+// writeReplayText prints the summary table, the totals and the first
+// conflicts.
+func writeReplayText(w io.Writer, s migrate.ReplaySummary) error {
+	if s.DryRun {
+		fmt.Fprintf(w, "DRY RUN: nothing was written; the counts say what replay would do.\n")
+	}
+	fmt.Fprintf(w, "replay of rows changed since %s\n\n", s.Since)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "TABLE\tKIND\t")
+	for _, col := range replayColumns {
+		fmt.Fprintf(tw, "%s\t", col.name)
+	}
+	fmt.Fprintln(tw)
+	line := func(table, kind string, c migrate.ReplayCounts) {
+		fmt.Fprintf(tw, "%s\t%s\t", table, kind)
+		for _, col := range replayColumns {
+			fmt.Fprintf(tw, "%d\t", col.get(c))
+		}
+		fmt.Fprintln(tw)
+	}
+	for _, ts := range s.Tables {
+		kinds := make([]string, 0, len(ts.Kinds))
+		for k := range ts.Kinds {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		for _, k := range kinds {
+			line(ts.Table, k, ts.Kinds[k])
+		}
+		line(ts.Table, "(all)", ts.ReplayCounts)
+	}
+	line("TOTAL", "", s.Totals)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(s.Warnings) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "WARNING\tCOUNT")
+		for _, r := range sortedKeys(s.Warnings) {
+			fmt.Fprintf(tw, "%s\t%d\n", r, s.Warnings[r])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	t := s.Totals
+	fmt.Fprintln(w)
+	verb, written := "uploaded", "docs written"
+	if s.DryRun {
+		verb, written = "to upload", "docs that would be written"
+	}
+	fmt.Fprintf(w, "blobs %s: %d (%d bytes)\n", verb, s.BlobsUploaded, s.BlobBytes)
+	fmt.Fprintf(w, "%s: %d (created %d, replaced %d, forced %d, pruned %d) in %.1fs\n",
+		written, t.Writes(), t.Created, t.Replaced, t.Forced, t.Pruned, s.ElapsedSeconds)
+	fmt.Fprintf(w, "start-overs: %d after 412 (changed since read), %d after 409 (created meanwhile), %d after 404 (deleted meanwhile)\n",
+		t.PreconditionFailed, t.CreateConflicts, t.DocVanished)
+	fmt.Fprintf(w, "request units: %.2f\n", s.RequestCharge)
+	switch {
+	case t.DeadLetters > 0 && s.DeadLetterFile != "":
+		fmt.Fprintf(w, "dead letters: %d in %s\n", t.DeadLetters, s.DeadLetterFile)
+	default:
+		fmt.Fprintf(w, "dead letters: %d\n", t.DeadLetters)
+		for _, dl := range s.DeadLetters {
+			fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
+		}
+	}
+	fmt.Fprintf(w, "conflicts: %d left unresolved, %d overwritten or deleted with --force\n", t.Conflicts, t.Forced+countForcedPrunes(s.Conflicts))
+	for i, c := range s.Conflicts {
+		if i == maxConflictsShown {
+			fmt.Fprintf(w, "  … and %d more (--output json lists up to 1000)\n", len(s.Conflicts)-maxConflictsShown)
+			break
+		}
+		writeConflict(w, c)
+	}
+	switch {
+	case t.Conflicts > 0:
+		fmt.Fprintf(w, "replay: %d conflict(s) left unresolved\n", t.Conflicts)
+	case t.DeadLetters > 0:
+		fmt.Fprintf(w, "replay: %d dead letter(s)\n", t.DeadLetters)
+	default:
+		fmt.Fprintf(w, "replay: OK\n")
+	}
+	return nil
+}
+
+func countForcedPrunes(cs []migrate.Conflict) int64 {
+	var n int64
+	for _, c := range cs {
+		if c.Resolution == "deleted (--force)" {
+			n++
+		}
+	}
+	return n
+}
+
+// writeConflict prints one conflict: the doc, its row, why, what was
+// done, and the differing fields with the tables' and Cosmos DB's values.
+func writeConflict(w io.Writer, c migrate.Conflict) {
+	fmt.Fprintf(w, "  %s/%s/%s ← %s %s/%s\n", c.Container, c.Scope, c.ID, c.Table, c.PartitionKey, c.RowKey)
+	fmt.Fprintf(w, "    %s; %s\n", c.Reason, c.Resolution)
+	for _, d := range c.Fields {
+		fmt.Fprintf(w, "    %s: tables %s, cosmos %s\n", d.Path, valueText(d.Tables), valueText(d.Cosmos))
+	}
+	if n := c.FieldCount - len(c.Fields); n > 0 {
+		fmt.Fprintf(w, "    … and %d more field(s)\n", n)
+	}
+}
+
+func valueText(v json.RawMessage) string {
+	if v == nil {
+		return "(absent)"
+	}
+	const maxValue = 120
+	if len(v) > maxValue {
+		return string(v[:maxValue]) + "…"
+	}
+	return string(v)
+}
+
+// writeReplayJSON prints the summary as one {"type":"summary"} object.
+func writeReplayJSON(w io.Writer, s migrate.ReplaySummary) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(struct {
+		Type string `json:"type"`
+		migrate.ReplaySummary
+	}{"summary", s})
 }

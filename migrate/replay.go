@@ -1,0 +1,1036 @@
+package migrate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// ReplayDeadLetterFile is the dead-letter file of the last replay in the
+// state directory: the format of dead-letter.jsonl (DeadLetter, one JSON
+// line per row), in a file of its own so that a resumed run, which
+// truncates dead-letter.jsonl to its checkpoint, never loses replay's
+// lines. Each replay replaces it.
+const ReplayDeadLetterFile = "replay-dead-letter.jsonl"
+
+// DefaultReplayAttempts is the default of ReplayOptions.MaxAttempts.
+const DefaultReplayAttempts = 5
+
+// DocStore is what replay needs of Cosmos DB: point reads and conditional
+// writes (SPEC §13). *azure.CosmosDocs implements it. Implementations
+// retry transient failures themselves, return a *PermanentError for what
+// retrying cannot fix, and are safe for concurrent use.
+type DocStore interface {
+	// Read point-reads a doc; found is false (and err nil) when it does
+	// not exist. etag is its _etag.
+	Read(ctx context.Context, container, scope, id string) (doc []byte, etag string, found bool, charge float64, err error)
+	// Create creates the doc; an existing doc gives an error wrapping
+	// ErrExists.
+	Create(ctx context.Context, container, scope, id string, doc []byte) (WriteResult, error)
+	// Replace replaces the doc if its _etag is ifMatch: otherwise the
+	// error wraps ErrPreconditionFailed, or ErrNotFound when it is gone.
+	Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (WriteResult, error)
+	// Delete deletes the doc if its _etag is ifMatch, with the errors of
+	// Replace.
+	Delete(ctx context.Context, container, scope, id, ifMatch string) (WriteResult, error)
+}
+
+// DocQuerier lists the docs of a container in bulk (replay --prune).
+// *azure.DocReader implements it; it is safe for concurrent use.
+type DocQuerier interface {
+	// QueryAll runs query over every partition of container and calls fn
+	// with each doc's raw JSON, page by page.
+	QueryAll(ctx context.Context, container, query string, params []azure.QueryParam, pageSize int, fn func(doc []byte) error) error
+}
+
+// The outcomes of DocStore's conditional operations (defined in package
+// azure, which returns them).
+var (
+	ErrExists             = azure.ErrExists
+	ErrPreconditionFailed = azure.ErrPreconditionFailed
+	ErrNotFound           = azure.ErrNotFound
+)
+
+// ReplayOptions say what a replay reads and how it writes (SPEC §13).
+type ReplayOptions struct {
+	// Since selects the rows whose Timestamp is at or after it (a filter
+	// the Table service evaluates). Required.
+	Since time.Time
+	// Tables to replay, read in the order Config, Entities,
+	// Relationships; empty means all three.
+	Tables []string
+	// TablePrefix is put before each table name when reading (tests).
+	TablePrefix string
+	// Transform must be the options of the run that migrated the data;
+	// Transform.Now zero means Deps.Now() at the start.
+	Transform transform.Options
+	// Concurrency is the number of docs being replayed at once; 0 means
+	// DefaultConcurrency.
+	Concurrency int
+	// StateDir receives ReplayDeadLetterFile; "" means DefaultStateDir.
+	StateDir string
+	// DryRun reads everything, Cosmos DB included, and writes nothing
+	// anywhere; the summary says what would have been written.
+	DryRun bool
+	// Force overwrites (and with Prune deletes) docs the application
+	// changed, still with If-Match on the _etag read.
+	Force bool
+	// Prune deletes docs carrying _migration whose source row no longer
+	// exists, when they are unchanged since the tool wrote them.
+	Prune bool
+	// MaxAttempts bounds the read-decide-write attempts per doc when
+	// concurrent writers keep changing it (409, 412, 404 start over); 0
+	// means DefaultReplayAttempts. A doc that runs out is dead-lettered.
+	MaxAttempts int
+	// CountRows pre-counts the rows since Since, keys only, so that
+	// Progress gets totals.
+	CountRows bool
+}
+
+// ReplayDeps are the services and the clock a replay uses.
+type ReplayDeps struct {
+	Source RowSource
+	Docs   DocStore
+	Blobs  BlobStore
+	// Query is needed with Prune only.
+	Query DocQuerier
+	// Progress may be nil.
+	Progress Progress
+	Now      func() time.Time
+}
+
+// ReplayCounts are what a replay did with the rows (and, for Pruned, the
+// docs) of one table and kind.
+type ReplayCounts struct {
+	// Rows is the number of rows read (Timestamp ≥ since).
+	Rows int64 `json:"rows"`
+	// Created counts docs that did not exist; Replaced docs the tool had
+	// written and nobody had changed, older than their row (or holding
+	// its content under other provenance); Forced docs the application
+	// had changed, overwritten because of --force.
+	Created  int64 `json:"created"`
+	Replaced int64 `json:"replaced"`
+	Forced   int64 `json:"forced"`
+	// Unchanged counts docs already as replay would write them, or
+	// untouched docs not older than their row: nothing written.
+	Unchanged int64 `json:"unchanged"`
+	// Conflicts counts docs the application changed that were left as
+	// they were (without --force): each is listed in ReplaySummary.Conflicts.
+	Conflicts int64 `json:"conflicts"`
+	// Pruned counts docs deleted because their row is gone (--prune):
+	// unchanged ones, and with --force changed ones too (those are also
+	// listed in ReplaySummary.Conflicts).
+	Pruned int64 `json:"pruned"`
+	// Start-overs: a 412 (the doc changed between read and write), a 409
+	// (it was created meanwhile) or a 404 (it was deleted meanwhile).
+	PreconditionFailed int64 `json:"preconditionFailed"`
+	CreateConflicts    int64 `json:"createConflicts"`
+	DocVanished        int64 `json:"docVanished"`
+	// The other dispositions of the rows read (SPEC §5).
+	DroppedIndex int64 `json:"droppedIndex"`
+	KeptInTables int64 `json:"keptInTables"`
+	Expired      int64 `json:"expired"`
+	DeadLetters  int64 `json:"deadLetters"`
+}
+
+func (c *ReplayCounts) add(o ReplayCounts) {
+	c.Rows += o.Rows
+	c.Created += o.Created
+	c.Replaced += o.Replaced
+	c.Forced += o.Forced
+	c.Unchanged += o.Unchanged
+	c.Conflicts += o.Conflicts
+	c.Pruned += o.Pruned
+	c.PreconditionFailed += o.PreconditionFailed
+	c.CreateConflicts += o.CreateConflicts
+	c.DocVanished += o.DocVanished
+	c.DroppedIndex += o.DroppedIndex
+	c.KeptInTables += o.KeptInTables
+	c.Expired += o.Expired
+	c.DeadLetters += o.DeadLetters
+}
+
+// Writes returns the number of docs written: created, replaced, forced
+// and pruned.
+func (c ReplayCounts) Writes() int64 { return c.Created + c.Replaced + c.Forced + c.Pruned }
+
+// ReplayTableSummary is one table's part of a ReplaySummary: its totals
+// and its counts per kind.
+type ReplayTableSummary struct {
+	Table string                  `json:"table"`
+	Kinds map[string]ReplayCounts `json:"kinds"`
+	ReplayCounts
+}
+
+// Conflict is a doc the application changed (or wrote) that replay did
+// not overwrite, or overwrote only because of --force.
+type Conflict struct {
+	// The source row's keys.
+	Table        string `json:"table"`
+	PartitionKey string `json:"partitionKey"`
+	RowKey       string `json:"rowKey"`
+	// The doc.
+	Container string `json:"container"`
+	Scope     string `json:"scope"`
+	ID        string `json:"id"`
+	// Migrated is false when the doc carries no _migration (the
+	// application wrote it).
+	Migrated bool `json:"migrated"`
+	// Reason says why the doc is a conflict; Resolution what replay did
+	// ("not written", "overwritten (--force)", "not deleted", "deleted
+	// (--force)").
+	Reason     string `json:"reason"`
+	Resolution string `json:"resolution"`
+	// Fields are the differing fields (at most maxConflictFields; their
+	// number is FieldCount). Empty for a doc whose row is gone.
+	Fields     []FieldDiff `json:"fields"`
+	FieldCount int         `json:"fieldCount"`
+}
+
+// FieldDiff is one differing field of a conflict: the value the row gives
+// (Tables) and the value in Cosmos DB (Cosmos), as JSON; nil when absent
+// on that side. Redacted properties (SPEC §1) show "***".
+type FieldDiff struct {
+	Path   string          `json:"path"`
+	Tables json.RawMessage `json:"tables,omitempty"`
+	Cosmos json.RawMessage `json:"cosmos,omitempty"`
+}
+
+// ReplaySummary is what a replay did (SPEC §13).
+type ReplaySummary struct {
+	// Since is the window's start, in RFC 3339.
+	Since  string               `json:"since"`
+	DryRun bool                 `json:"dryRun"`
+	Force  bool                 `json:"force"`
+	Prune  bool                 `json:"prune"`
+	Tables []ReplayTableSummary `json:"tables"`
+	Totals ReplayCounts         `json:"totals"`
+	// Warnings are the transform's warnings by reason, plus replay's own.
+	Warnings map[string]int64 `json:"warnings"`
+	// Conflicts lists the first 1,000 conflicts (unresolved and forced),
+	// in row key order; Totals.Conflicts and Totals.Forced count them
+	// all.
+	Conflicts []Conflict `json:"conflicts"`
+	// DeadLetterFile holds the dead letters (empty in a dry run, which
+	// lists them, without their rows, in DeadLetters).
+	DeadLetterFile string       `json:"deadLetterFile,omitempty"`
+	DeadLetters    []DeadLetter `json:"deadLetters,omitempty"`
+	// BlobsUploaded and BlobBytes count the blobs created (in a dry run:
+	// that would be created).
+	BlobsUploaded int64 `json:"blobsUploaded"`
+	BlobBytes     int64 `json:"blobBytes"`
+	// RequestCharge sums the request units of reads and writes.
+	RequestCharge  float64 `json:"requestCharge"`
+	ElapsedSeconds float64 `json:"elapsedSeconds"`
+}
+
+// maxConflictFields bounds the fields kept per conflict.
+const maxConflictFields = 50
+
+// Replay brings Cosmos DB up to date from the rows changed in the tables
+// since opts.Since (SPEC §13). For each doc of a row it reads the doc and
+// decides, with optimistic concurrency on its _etag:
+//
+//   - no doc: create it; a 409 starts over;
+//   - the doc already holds the row's content and provenance: nothing;
+//   - the doc holds the row's content under other provenance, or the tool
+//     wrote it, nobody changed it since (its _migration.hash matches its
+//     content) and its _migration.timestamp is older than the row's:
+//     replace it with If-Match; a 412 or 404 starts over;
+//   - the doc's _migration names another row: dead letter (an id
+//     collision with a row outside the window);
+//   - the application changed it (no _migration, or the hash does not
+//     match): a conflict, left as it is, unless opts.Force.
+//
+// Start-overs are bounded by opts.MaxAttempts; a doc that runs out is
+// dead-lettered. With opts.Prune it then deletes unchanged migrated docs
+// whose row no longer exists. Blobs are uploaded (create-only) just
+// before the doc that needs them is written. Replay keeps no checkpoint:
+// every decision is made from what is in Cosmos DB now, so running it
+// again after an interruption simply finishes the work, and a second
+// replay of the same window writes nothing.
+//
+// It returns the summary and an error when it could not finish (a read
+// failed, a write failed in a way retrying did not fix, ctx was
+// cancelled); conflicts and dead letters are in the summary, not errors.
+// It is safe to run alongside the application.
+func Replay(ctx context.Context, opts ReplayOptions, deps ReplayDeps) (ReplaySummary, error) {
+	r, err := newReplayer(opts, deps)
+	if err != nil {
+		return ReplaySummary{}, err
+	}
+	return r.run(ctx)
+}
+
+// replayer is one invocation of Replay.
+type replayer struct {
+	opts     ReplayOptions
+	tables   []string
+	topts    transform.Options
+	start    time.Time
+	now      func() time.Time
+	src      RowSource
+	docs     DocStore
+	blobs    BlobStore
+	query    DocQuerier
+	progress Progress
+
+	blobIdx blobIndex
+	ids     *transform.IDSet // used by the reading goroutine only
+
+	mu        sync.Mutex // guards everything below
+	sink      deadLetterSink
+	counts    map[string]map[string]*ReplayCounts // table → kind
+	warnings  map[string]int64
+	conflicts []Conflict
+	blobsUp   int64
+	blobBytes int64
+	ru        float64
+}
+
+func newReplayer(opts ReplayOptions, deps ReplayDeps) (*replayer, error) {
+	tables, err := readOrder(opts.Tables)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case opts.Since.IsZero():
+		return nil, errors.New("migrate: ReplayOptions.Since is required")
+	case deps.Source == nil || deps.Docs == nil || deps.Blobs == nil:
+		return nil, errors.New("migrate: Source, Docs and Blobs are required")
+	case opts.Prune && deps.Query == nil:
+		return nil, errors.New("migrate: Query is required with Prune")
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = DefaultStateDir
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultReplayAttempts
+	}
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	topts := opts.Transform
+	if topts.Now.IsZero() {
+		topts.Now = start
+	}
+	topts = topts.WithDefaults()
+	if err := topts.Validate(); err != nil {
+		return nil, err
+	}
+	r := &replayer{
+		opts: opts, tables: tables, topts: topts, start: start, now: now,
+		src: deps.Source, docs: deps.Docs, blobs: deps.Blobs, query: deps.Query, progress: deps.Progress,
+		ids: transform.NewIDSet(), counts: map[string]map[string]*ReplayCounts{}, warnings: map[string]int64{},
+	}
+	if r.progress == nil {
+		r.progress = nopProgress{}
+	}
+	if opts.DryRun {
+		r.docs = dryRunStore{inner: deps.Docs}
+		r.blobs = newDryRunBlobs(deps.Blobs)
+		r.sink = &memorySink{}
+	}
+	return r, nil
+}
+
+func (r *replayer) run(ctx context.Context) (ReplaySummary, error) {
+	if !r.opts.DryRun {
+		if err := os.MkdirAll(r.opts.StateDir, 0o700); err != nil {
+			return ReplaySummary{}, fmt.Errorf("state directory: %w", err)
+		}
+		sink, err := openReplayDeadLetters(r.opts.StateDir)
+		if err != nil {
+			return ReplaySummary{}, err
+		}
+		r.sink = sink
+	}
+	defer r.sink.Close()
+
+	var err error
+	if r.blobIdx, err = listBlobs(ctx, r.blobs); err != nil {
+		return r.summary(), err
+	}
+	filter := azure.TimestampFilter(r.opts.Since)
+	if r.opts.CountRows {
+		countCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			for _, t := range r.tables {
+				n, err := r.src.Count(countCtx, r.opts.TablePrefix+t, filter)
+				if err != nil {
+					return
+				}
+				r.progress.Total(t, n)
+			}
+		}()
+	}
+	for _, table := range r.tables {
+		if err := r.replayTable(ctx, table, filter); err != nil {
+			return r.summary(), err
+		}
+		r.progress.TableDone(table)
+	}
+	if r.opts.Prune {
+		if err := r.prune(ctx); err != nil {
+			return r.summary(), err
+		}
+	}
+	return r.summary(), nil
+}
+
+// openReplayDeadLetters creates (or empties) ReplayDeadLetterFile.
+func openReplayDeadLetters(dir string) (*fileSink, error) {
+	f, err := os.OpenFile(filepath.Join(dir, ReplayDeadLetterFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	return &fileSink{f: f}, nil
+}
+
+// scan reads table (its prefixed name) from the start with q, calling fn
+// per page; fn may end it with errStopScan.
+func (r *replayer) scan(ctx context.Context, table string, q azure.Query, fn func(azure.Page) error) error {
+	var from azure.Continuation
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		page, err := r.src.ReadPage(ctx, r.opts.TablePrefix+table, q, from)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", table, err)
+		}
+		for i := range page.Rows {
+			page.Rows[i].Table = table
+		}
+		if err := fn(page); err != nil {
+			if errors.Is(err, errStopScan) {
+				return nil
+			}
+			return err
+		}
+		if page.Next.IsZero() {
+			return nil
+		}
+		from = page.Next
+	}
+}
+
+// replayTable replays the rows of table matching filter: transforms them
+// in read order (collisions within the window are judged as run judges
+// them) and applies their docs through the pool.
+func (r *replayer) replayTable(ctx context.Context, table, filter string) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.opts.Concurrency)
+	err := r.scan(gctx, table, azure.Query{Filter: filter}, func(p azure.Page) error {
+		for _, row := range p.Rows {
+			var facts transform.BlobFacts
+			if table == transform.TableEntities {
+				facts = r.blobIdx.facts(blobExecutionID(row))
+			}
+			o := r.ids.Check(transform.Transform(row, facts, r.topts))
+			if o.Disposition != transform.DispositionDoc {
+				r.record(row, o, applied{})
+				continue
+			}
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			g.Go(func() error {
+				res, err := r.apply(gctx, row, o)
+				if err != nil {
+					return err
+				}
+				r.record(row, o, res)
+				return nil
+			})
+		}
+		return nil
+	})
+	werr := g.Wait()
+	if werr != nil {
+		return werr
+	}
+	return err
+}
+
+// replayAction is what apply did with one doc.
+type replayAction int
+
+const (
+	actUnchanged replayAction = iota
+	actCreated
+	actReplaced
+	actForced
+	actConflict
+	actDeadLetter
+	actPruned
+	actForcedPrune // a changed doc whose row is gone, deleted because of --force
+	actNone        // prune: nothing to do after all
+)
+
+// applied is the result of apply or pruneOne for one doc.
+type applied struct {
+	action     replayAction
+	deadLetter string
+	conflict   *Conflict
+	warning    string
+	// Start-overs.
+	e412, e409, e404 int64
+	blobs, bytes     int64
+	ru               float64
+}
+
+// docState is what replay knows of a doc it read.
+type docState struct {
+	m           map[string]any
+	hasMig      bool
+	mig         map[string]any
+	contentHash string
+	untouched   bool // the tool wrote it and nobody changed it since
+}
+
+func readDocState(raw []byte) (docState, error) {
+	m, err := replayDecode(raw)
+	if err != nil {
+		return docState{}, err
+	}
+	s := docState{m: m}
+	s.mig, s.hasMig = m["_migration"].(map[string]any)
+	if s.contentHash, err = transform.Hash(m); err != nil {
+		s.contentHash = "unhashable" // cannot have come from the tool
+	}
+	s.untouched = s.hasMig && replayString(s.mig["hash"]) == s.contentHash
+	return s, nil
+}
+
+// sourceIs reports whether the doc's _migration names the row.
+func (s docState) sourceIs(table, pk, rk string) bool {
+	return replayString(s.mig["table"]) == table && replayString(s.mig["partitionKey"]) == pk && replayString(s.mig["rowKey"]) == rk
+}
+
+// apply replays one doc: read, decide, write conditionally; start over
+// on 409, 412 and 404, at most opts.MaxAttempts times.
+func (r *replayer) apply(ctx context.Context, row transform.Row, o transform.Outcome) (applied, error) {
+	var res applied
+	newMig, _ := o.Doc.Get("_migration")
+	newHash := ""
+	if md, ok := newMig.(transform.Doc); ok {
+		h, _ := md.Get("hash")
+		newHash, _ = h.(string)
+	}
+	newMigCanon, err := transform.Canonical(newMig)
+	if err != nil {
+		return res, fmt.Errorf("%s %s/%s: _migration: %w", row.Table, row.PartitionKey, row.RowKey, err)
+	}
+	where := func(op string) string {
+		return fmt.Sprintf("%s %s/%s: %s %s/%s", row.Table, row.PartitionKey, row.RowKey, op, o.Container, o.ID)
+	}
+	uploaded := false
+	upload := func() (bool, error) {
+		if uploaded {
+			return true, nil
+		}
+		for _, u := range o.Uploads {
+			created, err := r.blobs.PutIfAbsent(ctx, u.Path, u.Data, u.ContentType)
+			switch {
+			case errors.Is(err, ErrBlobConflict):
+				res.action, res.deadLetter = actDeadLetter, fmt.Sprintf("blob %s already exists with different content", u.Path)
+				return false, nil
+			case err != nil:
+				return false, fmt.Errorf("%s: %w", where("upload blob "+u.Path+" for"), err)
+			}
+			if created {
+				res.blobs++
+				res.bytes += int64(len(u.Data))
+			}
+		}
+		uploaded = true
+		return true, nil
+	}
+	// written handles the error of a write: done, start over, dead
+	// letter, or fail.
+	written := func(op string, wr WriteResult, err error, action replayAction) (done bool, ferr error) {
+		res.ru += wr.RequestCharge
+		var pe *PermanentError
+		switch {
+		case err == nil:
+			res.action = action
+			return true, nil
+		case errors.Is(err, ErrExists):
+			res.e409++
+			return false, nil
+		case errors.Is(err, ErrPreconditionFailed):
+			res.e412++
+			return false, nil
+		case errors.Is(err, ErrNotFound):
+			res.e404++
+			return false, nil
+		case errors.As(err, &pe):
+			res.action, res.deadLetter = actDeadLetter, fmt.Sprintf("Cosmos DB rejected the doc (%d): %s", pe.StatusCode, pe.Reason)
+			return true, nil
+		}
+		return true, fmt.Errorf("%s: %w", where(op), err)
+	}
+
+	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		raw, etag, found, ru, err := r.docs.Read(ctx, o.Container, o.Scope, o.ID)
+		res.ru += ru
+		var pe *PermanentError
+		switch {
+		case errors.As(err, &pe):
+			res.action, res.deadLetter = actDeadLetter, fmt.Sprintf("Cosmos DB refused to read the doc (%d): %s", pe.StatusCode, pe.Reason)
+			return res, nil
+		case err != nil:
+			return res, fmt.Errorf("%s: %w", where("read"), err)
+		}
+		if !found {
+			if ok, err := upload(); !ok || err != nil {
+				return res, err
+			}
+			wr, err := r.docs.Create(ctx, o.Container, o.Scope, o.ID, o.DocJSON)
+			if done, ferr := written("create", wr, err, actCreated); done || ferr != nil {
+				return res, ferr
+			}
+			continue
+		}
+		s, err := readDocState(raw)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", where("decode"), err)
+		}
+		action := actReplaced
+		switch {
+		case s.hasMig && !s.sourceIs(row.Table, row.PartitionKey, row.RowKey):
+			res.action = actDeadLetter
+			res.deadLetter = fmt.Sprintf("%s; the doc there was migrated from %s %s/%s",
+				transform.CollisionReason(o.Container, o.Scope, o.ID),
+				replayString(s.mig["table"]), replayString(s.mig["partitionKey"]), replayString(s.mig["rowKey"]))
+			return res, nil
+		case s.contentHash == newHash:
+			mc, err := transform.Canonical(s.mig)
+			if s.hasMig && err == nil && bytes.Equal(mc, newMigCanon) {
+				res.action = actUnchanged
+				return res, nil
+			}
+			// The row's content under other provenance (an older row
+			// Timestamp, or written by the application): only the
+			// provenance changes.
+		case s.untouched && olderThan(s.mig["timestamp"], row.Timestamp):
+		case s.untouched:
+			res.action = actUnchanged
+			res.warning = "doc differs but is not older than its row (other transform options?)"
+			return res, nil
+		default:
+			c := r.conflict(row, o, s)
+			res.conflict = c
+			if !r.opts.Force {
+				c.Resolution = "not written"
+				res.action = actConflict
+				return res, nil
+			}
+			c.Resolution = "overwritten (--force)"
+			action = actForced
+		}
+		if ok, err := upload(); !ok || err != nil {
+			return res, err
+		}
+		wr, err := r.docs.Replace(ctx, o.Container, o.Scope, o.ID, o.DocJSON, etag)
+		if done, ferr := written("replace", wr, err, action); done || ferr != nil {
+			return res, ferr
+		}
+		res.conflict = nil // judged again on the next attempt
+	}
+	res.action = actDeadLetter
+	res.deadLetter = fmt.Sprintf("the doc kept changing during replay: gave up after %d attempts (%d × 412, %d × 409, %d × 404); replay again",
+		r.opts.MaxAttempts, res.e412, res.e409, res.e404)
+	return res, nil
+}
+
+// olderThan reports whether a _migration.timestamp is older than the
+// row's Timestamp; a missing or unparseable one counts as older.
+func olderThan(ts any, rowTime time.Time) bool {
+	s, ok := ts.(string)
+	if !ok {
+		return true
+	}
+	t, ok := transform.ParseTimestamp(s)
+	if !ok {
+		return true
+	}
+	return t.Before(rowTime)
+}
+
+// conflict describes a doc the application changed, with its differing
+// fields against the row's doc.
+func (r *replayer) conflict(row transform.Row, o transform.Outcome, s docState) *Conflict {
+	c := &Conflict{
+		Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey,
+		Container: o.Container, Scope: o.Scope, ID: o.ID, Migrated: s.hasMig,
+		Reason: "the application changed the doc after it was migrated",
+	}
+	if !s.hasMig {
+		c.Reason = "the application wrote the doc (it has no _migration)"
+	}
+	want, err := replayDecode(o.DocJSON)
+	if err != nil { // cannot happen: Transform wrote it
+		return c
+	}
+	diffs := diffDocs(want, s.m)
+	c.FieldCount = len(diffs)
+	c.Fields = diffs[:min(len(diffs), maxConflictFields)]
+	return c
+}
+
+// record counts the result of one row.
+func (r *replayer) record(row transform.Row, o transform.Outcome, res applied) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.count(row.Table, o.Kind)
+	c.Rows++
+	reason := ""
+	switch o.Disposition {
+	case transform.DispositionDroppedIndex:
+		c.DroppedIndex++
+	case transform.DispositionKeptInTables:
+		c.KeptInTables++
+	case transform.DispositionExpired:
+		c.Expired++
+	case transform.DispositionDeadLetter:
+		reason = o.DeadLetter
+	case transform.DispositionDoc:
+		r.tally(c, res)
+		reason = res.deadLetter
+	}
+	for _, w := range o.Warnings {
+		r.warnings[w.Reason]++
+	}
+	if reason != "" {
+		c.DeadLetters++
+		// A failed append loses only the line, not the count; the error
+		// cannot be returned from a worker without stopping the replay.
+		if _, err := r.sink.Append([]DeadLetter{newDeadLetter(row, row.Table, reason)}); err != nil {
+			r.warnings["dead letter not recorded: "+err.Error()]++
+		}
+	}
+	r.progress.Advance(row.Table, 1)
+}
+
+// tally adds a doc's result to c (the caller holds mu).
+func (r *replayer) tally(c *ReplayCounts, res applied) {
+	switch res.action {
+	case actCreated:
+		c.Created++
+	case actReplaced:
+		c.Replaced++
+	case actForced:
+		c.Forced++
+	case actUnchanged:
+		c.Unchanged++
+	case actConflict:
+		c.Conflicts++
+	case actPruned, actForcedPrune:
+		c.Pruned++
+	}
+	c.PreconditionFailed += res.e412
+	c.CreateConflicts += res.e409
+	c.DocVanished += res.e404
+	if res.conflict != nil && len(r.conflicts) < maxListed {
+		r.conflicts = append(r.conflicts, *res.conflict)
+	}
+	if res.warning != "" {
+		r.warnings[res.warning]++
+	}
+	r.blobsUp += res.blobs
+	r.blobBytes += res.bytes
+	r.ru += res.ru
+}
+
+func (r *replayer) count(table, kind string) *ReplayCounts {
+	if r.counts[table] == nil {
+		r.counts[table] = map[string]*ReplayCounts{}
+	}
+	c := r.counts[table][kind]
+	if c == nil {
+		c = &ReplayCounts{}
+		r.counts[table][kind] = c
+	}
+	return c
+}
+
+func (r *replayer) summary() ReplaySummary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := ReplaySummary{
+		Since: r.opts.Since.UTC().Format(time.RFC3339Nano), DryRun: r.opts.DryRun, Force: r.opts.Force, Prune: r.opts.Prune,
+		Tables: []ReplayTableSummary{}, Warnings: r.warnings, Conflicts: slices.Clone(r.conflicts),
+		BlobsUploaded: r.blobsUp, BlobBytes: r.blobBytes, RequestCharge: r.ru,
+	}
+	if s.Conflicts == nil {
+		s.Conflicts = []Conflict{}
+	}
+	slices.SortFunc(s.Conflicts, func(a, b Conflict) int {
+		if c := tableIndex(a.Table) - tableIndex(b.Table); c != 0 {
+			return c
+		}
+		return compareKeys(a.PartitionKey, a.RowKey, b.PartitionKey, b.RowKey)
+	})
+	for _, t := range r.tables {
+		ts := ReplayTableSummary{Table: t, Kinds: map[string]ReplayCounts{}}
+		for k, c := range r.counts[t] {
+			ts.Kinds[k] = *c
+			ts.ReplayCounts.add(*c)
+		}
+		s.Totals.add(ts.ReplayCounts)
+		s.Tables = append(s.Tables, ts)
+	}
+	if ms, ok := r.sink.(*memorySink); ok {
+		s.DeadLetters = slices.Clone(ms.list)
+	} else if r.sink != nil {
+		s.DeadLetterFile = filepath.Join(r.opts.StateDir, ReplayDeadLetterFile)
+	}
+	s.ElapsedSeconds = r.now().Sub(r.start).Seconds()
+	return s
+}
+
+func tableIndex(t string) int {
+	return slices.Index([]string{transform.TableConfig, transform.TableEntities, transform.TableRelationships}, t)
+}
+
+// pruneCandidate is a migrated doc whose row was not found.
+type pruneCandidate struct {
+	table, pk, rk    string
+	container, scope string
+	id               string
+}
+
+// prune deletes unchanged migrated docs whose source row no longer
+// exists. It reads the keys of every selected table into a compact set,
+// lists the migrated docs of both containers in bulk, and for each doc
+// whose row is not in the set checks the row once more (it may have been
+// added since) before deleting the doc with If-Match.
+func (r *replayer) prune(ctx context.Context) error {
+	r.progress.Message("prune: reading the keys of the tables")
+	rows := map[[16]byte]struct{}{}
+	keysOnly := azure.Query{Select: []string{"PartitionKey", "RowKey"}}
+	for _, t := range r.tables {
+		err := r.scan(ctx, t, keysOnly, func(p azure.Page) error {
+			for _, row := range p.Rows {
+				rows[rowKeyHash(t, row.PartitionKey, row.RowKey)] = struct{}{}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	r.progress.Message("prune: listing migrated docs")
+	var cands []pruneCandidate
+	for _, c := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
+		err := r.query.QueryAll(ctx, c, "SELECT * FROM c", nil, 0, func(raw []byte) error {
+			m, err := replayDecode(raw)
+			if err != nil {
+				return fmt.Errorf("container %s: undecodable doc: %w", c, err)
+			}
+			mig, ok := m["_migration"].(map[string]any)
+			if !ok {
+				return nil
+			}
+			t, pk, rk := replayString(mig["table"]), replayString(mig["partitionKey"]), replayString(mig["rowKey"])
+			if !slices.Contains(r.tables, t) {
+				return nil
+			}
+			if _, ok := rows[rowKeyHash(t, pk, rk)]; ok {
+				return nil
+			}
+			cands = append(cands, pruneCandidate{table: t, pk: pk, rk: rk, container: c, scope: replayString(m["scope"]), id: replayString(m["id"])})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	clear(rows)
+	r.progress.Message(fmt.Sprintf("prune: %d migrated doc(s) whose row is gone", len(cands)))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.opts.Concurrency)
+	for _, pc := range cands {
+		g.Go(func() error {
+			res, err := r.pruneOne(gctx, pc)
+			if err != nil {
+				return err
+			}
+			if res.action == actNone && res.e412+res.e404 == 0 {
+				return nil
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			c := r.count(pc.table, transform.Kind(pc.rk))
+			r.tally(c, res)
+			if res.deadLetter != "" {
+				c.DeadLetters++
+				row := transform.Row{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk}
+				if _, err := r.sink.Append([]DeadLetter{newDeadLetter(row, pc.table, res.deadLetter)}); err != nil {
+					r.warnings["dead letter not recorded: "+err.Error()]++
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// pruneOne deletes one candidate when its row is still gone and the doc
+// is unchanged (or --force), starting over on 412.
+func (r *replayer) pruneOne(ctx context.Context, pc pruneCandidate) (applied, error) {
+	var res applied
+	where := fmt.Sprintf("prune %s/%s/%s", pc.container, pc.scope, pc.id)
+	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
+		exists, err := r.rowExists(ctx, pc.table, pc.pk, pc.rk)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", where, err)
+		}
+		if exists {
+			res.action = actNone
+			return res, nil
+		}
+		raw, etag, found, ru, err := r.docs.Read(ctx, pc.container, pc.scope, pc.id)
+		res.ru += ru
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", where, err)
+		}
+		if !found {
+			res.action = actNone
+			return res, nil
+		}
+		s, err := readDocState(raw)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", where, err)
+		}
+		if !s.hasMig || !s.sourceIs(pc.table, pc.pk, pc.rk) {
+			res.action = actNone // replaced meanwhile by another doc
+			return res, nil
+		}
+		action := actPruned
+		if !s.untouched {
+			c := &Conflict{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk, Container: pc.container, Scope: pc.scope, ID: pc.id,
+				Migrated: true, Reason: "its row was deleted from the tables, but the application changed the doc after it was migrated", Fields: []FieldDiff{}}
+			res.conflict = c
+			if !r.opts.Force {
+				c.Resolution = "not deleted"
+				res.action = actConflict
+				return res, nil
+			}
+			c.Resolution = "deleted (--force)"
+			action = actForcedPrune
+		}
+		wr, err := r.docs.Delete(ctx, pc.container, pc.scope, pc.id, etag)
+		res.ru += wr.RequestCharge
+		var pe *PermanentError
+		switch {
+		case err == nil:
+			res.action = action
+			return res, nil
+		case errors.Is(err, ErrPreconditionFailed):
+			res.e412++
+			res.conflict = nil
+			continue
+		case errors.Is(err, ErrNotFound):
+			res.e404++
+			res.action = actNone
+			return res, nil
+		case errors.As(err, &pe):
+			res.action, res.deadLetter = actDeadLetter, fmt.Sprintf("prune: Cosmos DB refused to delete %s/%s/%s (%d): %s", pc.container, pc.scope, pc.id, pe.StatusCode, pe.Reason)
+			return res, nil
+		default:
+			return res, fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	res.action = actDeadLetter
+	res.deadLetter = fmt.Sprintf("prune: the doc %s/%s/%s kept changing: gave up after %d attempts", pc.container, pc.scope, pc.id, r.opts.MaxAttempts)
+	return res, nil
+}
+
+// rowExists looks one row up by its keys.
+func (r *replayer) rowExists(ctx context.Context, table, pk, rk string) (bool, error) {
+	q := azure.Query{
+		Filter: "PartitionKey eq '" + replayQuote(pk) + "' and RowKey eq '" + replayQuote(rk) + "'",
+		Select: []string{"PartitionKey", "RowKey"},
+	}
+	found := false
+	err := r.scan(ctx, table, q, func(p azure.Page) error {
+		if len(p.Rows) > 0 {
+			found = true
+			return errStopScan
+		}
+		return nil
+	})
+	return found, err
+}
+
+func replayQuote(s string) string { return strings.ReplaceAll(s, "'", "''") }
+
+func rowKeyHash(table, pk, rk string) [16]byte {
+	return blobKey(table + "\x00" + pk + "\x00" + rk)
+}
+
+// replayString returns a decoded JSON string's value, or "" for anything
+// else.
+func replayString(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// replayDecode decodes a doc's JSON with numbers as json.Number.
+func replayDecode(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, errors.New("doc is not a JSON object")
+	}
+	return m, nil
+}
+
+// dryRunStore is the DocStore of a dry run: reads go to the real store,
+// writes do nothing and succeed. It is safe for concurrent use.
+type dryRunStore struct{ inner DocStore }
+
+func (d dryRunStore) Read(ctx context.Context, container, scope, id string) ([]byte, string, bool, float64, error) {
+	return d.inner.Read(ctx, container, scope, id)
+}
+
+func (dryRunStore) Create(context.Context, string, string, string, []byte) (WriteResult, error) {
+	return WriteResult{}, nil
+}
+
+func (dryRunStore) Replace(context.Context, string, string, string, []byte, string) (WriteResult, error) {
+	return WriteResult{}, nil
+}
+
+func (dryRunStore) Delete(context.Context, string, string, string, string) (WriteResult, error) {
+	return WriteResult{}, nil
+}
