@@ -47,9 +47,9 @@ func NewDocReader(client *azcosmos.Client, database string) (*DocReader, error) 
 // scope, since the stand-in ignores the partition key header) and calls fn
 // with each doc's raw JSON, page by page, following the continuation until
 // the service has no more. pageSize is the most docs per page (the
-// x-ms-max-item-count header); 0 means DefaultQueryPageSize. fn must not
-// keep the slice. It stops at the first error, from the service or fn;
-// errors name the container.
+// x-ms-max-item-count header); 0 means DefaultQueryPageSize. Each slice
+// is fn's to keep (it shares no memory with other docs). It stops at the
+// first error, from the service or fn; errors name the container.
 func (r *DocReader) QueryAll(ctx context.Context, container, query string, params []QueryParam, pageSize int, fn func(doc []byte) error) error {
 	c, err := r.db.NewContainer(container)
 	if err != nil {

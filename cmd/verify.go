@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/spf13/cobra"
 
 	"github.com/bifrost/bifrost-migrate/azure"
@@ -163,43 +162,29 @@ func newVerifier(f *Factory, opts *VerifyOptions) (*verify.Verifier, string, err
 	v := &verify.Verifier{
 		Rows:  azure.NewTableReader(tablesAcct, f.Transport),
 		Docs:  docs,
-		Blobs: blobLister{c: blobs, name: opts.BlobContainer},
+		Blobs: azure.NewBlobStore(blobs, nil),
 	}
 	where := fmt.Sprintf("tables %s, database %q in %s", tablesAcct, opts.Database, cosmosAcct)
 	return v, where, nil
 }
 
-// blobLister lists a blob container in name order, 5,000 names a request.
-type blobLister struct {
-	c    *container.Client
-	name string
+// stderrProgress prints verify's phases on stderr: text lines, or with
+// --output json {"type":"progress","step":…} lines.
+type stderrProgress struct {
+	w    io.Writer
+	json bool
 }
 
-func (l blobLister) List(ctx context.Context, fn func(name string, size int64) error) error {
-	max := int32(5000)
-	pager := l.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{MaxResults: &max})
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("list blob container %s: %w", l.name, err)
-		}
-		for _, b := range page.Segment.BlobItems {
-			var size int64
-			if b.Properties != nil && b.Properties.ContentLength != nil {
-				size = *b.Properties.ContentLength
-			}
-			if err := fn(*b.Name, size); err != nil {
-				return err
-			}
-		}
+func (p stderrProgress) Step(msg string) {
+	if p.json {
+		_ = verify.WriteJSON(p.w, struct {
+			Type string `json:"type"`
+			Step string `json:"step"`
+		}{"progress", msg})
+		return
 	}
-	return nil
+	fmt.Fprintf(p.w, "verify: %s\n", msg)
 }
-
-// stderrProgress prints verify's phases on stderr.
-type stderrProgress struct{ w io.Writer }
-
-func (p stderrProgress) Step(msg string) { fmt.Fprintf(p.w, "verify: %s\n", msg) }
 
 // verifyRun runs the engine and prints the report; mismatches return a
 // PartialError (exit 3).
@@ -222,8 +207,8 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	if !opts.Quiet {
-		fmt.Fprintf(opts.ErrOut, "verify: %s\n", where)
-		v.Progress = stderrProgress{opts.ErrOut}
+		v.Progress = stderrProgress{opts.ErrOut, opts.JSON}
+		v.Progress.Step(where)
 	}
 	r, err := v.Run(ctx, verify.Options{
 		Transform:   topts,
@@ -237,7 +222,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	if !opts.Quiet {
-		fmt.Fprintf(opts.ErrOut, "verify: %d rows in %.1fs (%.0f rows/s)\n", r.Totals.Rows, r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9))
+		v.Progress.Step(fmt.Sprintf("%d rows in %.1fs (%.0f rows/s)", r.Totals.Rows, r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9)))
 	}
 	if opts.ReportFile != "" {
 		if err := writeReportFile(opts.ReportFile, r); err != nil {

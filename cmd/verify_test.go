@@ -127,7 +127,7 @@ func (e *verifyEnv) migrate() {
 		e.t.Fatal(err)
 	}
 	facts := map[string]transform.BlobFacts{}
-	err = (blobLister{c: bc, name: e.blobs}).List(ctx, func(name string, size int64) error {
+	err = azure.NewBlobStore(bc, nil).List(ctx, func(name string, size int64) error {
 		exec, file, _ := strings.Cut(name, "/")
 		if b, ok := transform.ParseBlobName(file); ok {
 			f := facts[exec]
@@ -639,4 +639,66 @@ func TestVerifyReadsInBulk(t *testing.T) {
 		t.Errorf("%d requests to Cosmos DB for 2,000 executions, want 1..199 (by method: %v)", cosmos, rec.ByMethod())
 	}
 	t.Logf("%d Cosmos DB requests, %d in all (%v)", cosmos, len(rec.Requests()), rec.ByMethod())
+}
+
+func TestVerifyJSONOutputAndNoSecrets(t *testing.T) {
+	e := migratedFixtures(t)
+	e.deleteDoc("executions", e03Scope, e03ID)
+	code, stdout, stderr := e.cli("verify", "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs, "--output", "json")
+	if code != ExitPartial {
+		t.Fatalf("exit %d, want 3: %s", code, stderr)
+	}
+	if strings.Count(stdout, "\n") != 1 {
+		t.Fatalf("stdout is not one JSON line:\n%s", stdout)
+	}
+	var r verify.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Type != "verify" || r.OK || r.Totals.Missing != 1 || len(r.Missing) != 1 || r.Missing[0].ID != e03ID || len(r.Tables) != 28 {
+		t.Errorf("summary %s", stdout)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for _, line := range lines[:len(lines)-1] { // the last line is the error
+		var p struct{ Type, Step string }
+		if err := json.Unmarshal([]byte(line), &p); err != nil || p.Type != "progress" || p.Step == "" {
+			t.Errorf("stderr line is not a progress object: %q", line)
+		}
+	}
+	if last := lines[len(lines)-1]; last != "bifrost-migrate: verify found 1 missing, 0 different and 0 orphan doc(s)" {
+		t.Errorf("last stderr line %q", last)
+	}
+	for _, secret := range []string{"AccountKey", "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1", "C2y6yDjf5"} {
+		if strings.Contains(stdout+stderr, secret) {
+			t.Errorf("output contains %q", secret)
+		}
+	}
+}
+
+// TestVerifyAfterRunEndToEnd runs the real pipeline: fixtures load, init,
+// run, then verify; verify is clean and its counts are the inventory's.
+// Then a doc is tampered with and verify fails.
+func TestVerifyAfterRunEndToEnd(t *testing.T) {
+	t.Parallel()
+	e := newVerifyEnv(t)
+	e.loadFixtures()
+	code, _, stderr := e.cli("run", "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs,
+		"--state-dir", t.TempDir(), "--quiet")
+	if code != ExitPartial { // the fixtures have dead letters
+		t.Fatalf("run: exit %d, want 3: %s", code, stderr)
+	}
+	code, stdout, r := e.verify()
+	if code != ExitOK || stdout != cleanFixturesText {
+		t.Fatalf("verify after run: exit %d, stdout:\n%s\nwant:\n%s", code, stdout, cleanFixturesText)
+	}
+	if r.Totals.Matched != 60 || r.Totals.Rows != 140 {
+		t.Errorf("totals %+v", r.Totals)
+	}
+	doc := e.readDoc("entities", "GLOBAL", "config-smtp-port")
+	doc["description"] = "tampered"
+	e.replaceDoc("entities", doc)
+	code, _, r = e.verify()
+	if code != ExitPartial || len(r.Differences) != 1 || r.Differences[0].Path != "description" {
+		t.Errorf("after tampering: exit %d differences %s, want 3 and the path description", code, jsonText(r.Differences))
+	}
 }

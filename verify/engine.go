@@ -272,7 +272,7 @@ func (s *state) blobExists(path string) bool {
 func (s *state) readDocs(ctx context.Context) error {
 	for _, c := range containers {
 		s.v.Progress.Step("reading docs of container " + c)
-		docs := make(chan []byte, 2*azure.DefaultQueryPageSize)
+		docs := make(chan []byte, 256)
 		var wg sync.WaitGroup
 		var workErr error
 		var errOnce sync.Once
