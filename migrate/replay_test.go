@@ -1,0 +1,348 @@
+package migrate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// Unit tests of replay's decisions with an in-memory DocStore that keeps
+// etags like the service. The whole command runs against the emulators
+// in cmd/replay_test.go.
+
+// fakeStore is a DocStore in memory: each write gives the doc a new etag;
+// Replace and Delete check If-Match. before, when set, runs before each
+// conditional write and may change the store (a concurrent writer).
+type fakeStore struct {
+	mu     sync.Mutex
+	docs   map[string][]byte
+	etags  map[string]int
+	next   int
+	writes int
+	before func(op, id string)
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{docs: map[string][]byte{}, etags: map[string]int{}}
+}
+
+func (s *fakeStore) put(id string, doc []byte) {
+	s.next++
+	s.docs[id], s.etags[id] = bytes.Clone(doc), s.next
+}
+
+func (s *fakeStore) Read(ctx context.Context, container, scope, id string) ([]byte, string, bool, float64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.docs[id]
+	if !ok {
+		return nil, "", false, 1, nil
+	}
+	return bytes.Clone(d), strconv.Itoa(s.etags[id]), true, 1, nil
+}
+
+func (s *fakeStore) Create(ctx context.Context, container, scope, id string, doc []byte) (WriteResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.docs[id]; ok {
+		return WriteResult{}, fmt.Errorf("create %s: %w", id, ErrExists)
+	}
+	s.writes++
+	s.put(id, doc)
+	return WriteResult{RequestCharge: 5}, nil
+}
+
+func (s *fakeStore) check(op, id, ifMatch string) error {
+	if s.before != nil {
+		s.mu.Unlock()
+		s.before(op, id)
+		s.mu.Lock()
+	}
+	if _, ok := s.docs[id]; !ok {
+		return fmt.Errorf("%s %s: %w", op, id, ErrNotFound)
+	}
+	if ifMatch == "" || strconv.Itoa(s.etags[id]) != ifMatch {
+		return fmt.Errorf("%s %s: %w", op, id, ErrPreconditionFailed)
+	}
+	return nil
+}
+
+func (s *fakeStore) Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (WriteResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("replace", id, ifMatch); err != nil {
+		return WriteResult{}, err
+	}
+	s.writes++
+	s.put(id, doc)
+	return WriteResult{RequestCharge: 5}, nil
+}
+
+func (s *fakeStore) Delete(ctx context.Context, container, scope, id, ifMatch string) (WriteResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check("delete", id, ifMatch); err != nil {
+		return WriteResult{}, err
+	}
+	s.writes++
+	delete(s.docs, id)
+	return WriteResult{RequestCharge: 5}, nil
+}
+
+func (s *fakeStore) doc(t *testing.T, id string) map[string]any {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := replayDecode(s.docs[id])
+	if err != nil {
+		t.Fatalf("doc %s: %v", id, err)
+	}
+	return m
+}
+
+var (
+	migratedAt = time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)  // the run
+	changedAt  = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC) // on tables, after the rollback
+)
+
+func configRow(key, value string, ts time.Time) transform.Row {
+	return transform.Row{Table: transform.TableConfig, PartitionKey: "GLOBAL", RowKey: "config:" + key, Timestamp: ts,
+		Props: map[string]transform.Value{"Value": transform.String(value), "Type": transform.String("string"), "Description": transform.String("d")}}
+}
+
+// docOf is the doc run wrote for row.
+func docOf(t *testing.T, row transform.Row) []byte {
+	t.Helper()
+	o := transform.Transform(row, transform.BlobFacts{}, transform.Options{Now: goldenNow})
+	if o.Disposition != transform.DispositionDoc {
+		t.Fatalf("%s: %s %s", row.RowKey, o.Disposition, o.DeadLetter)
+	}
+	return o.DocJSON
+}
+
+// edit changes a doc as the application does (keeping _migration).
+func edit(t *testing.T, doc []byte, fn func(map[string]any)) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	fn(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type replayFixture struct {
+	src   *fakeSource
+	store *fakeStore
+	blobs *fakeBlobs
+	dir   string
+}
+
+func newReplayFixture(t *testing.T) *replayFixture {
+	return &replayFixture{
+		src:   &fakeSource{pageSize: 2, tables: map[string][]transform.Row{}, reads: map[string]int{}},
+		store: newFakeStore(), blobs: &fakeBlobs{blobs: map[string][]byte{}}, dir: filepath.Join(t.TempDir(), "state"),
+	}
+}
+
+func (f *replayFixture) replay(t *testing.T, opts ReplayOptions) ReplaySummary {
+	t.Helper()
+	opts.Since, opts.StateDir, opts.Concurrency = migratedAt, f.dir, 3
+	s, err := Replay(context.Background(), opts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Now: func() time.Time { return goldenNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestReplayDecisions covers every branch of the decision table on one
+// replay, then checks that a second replay writes nothing.
+func TestReplayDecisions(t *testing.T) {
+	f := newReplayFixture(t)
+	add := func(row transform.Row, doc []byte) {
+		f.src.add(row.Table, row)
+		if doc != nil {
+			f.store.put("config-"+strings.TrimPrefix(row.RowKey, "config:"), doc)
+		}
+	}
+	// new: no doc → created.
+	add(configRow("new", "v", changedAt), nil)
+	// same: the doc is what replay would write → unchanged.
+	same := configRow("same", "v", changedAt)
+	add(same, docOf(t, same))
+	// older: untouched doc of an older row version → replaced.
+	add(configRow("older", "v2", changedAt), docOf(t, configRow("older", "v1", migratedAt)))
+	// reprov: the row was saved again without changes → the provenance
+	// is refreshed (verify expects the row's Timestamp).
+	add(configRow("reprov", "v", changedAt), docOf(t, configRow("reprov", "v", migratedAt)))
+	// appchanged: the application changed the doc → conflict.
+	add(configRow("appchanged", "tables", changedAt), edit(t, docOf(t, configRow("appchanged", "v1", migratedAt)), func(m map[string]any) {
+		m["description"] = "app"
+		m["value"] = "cosmos"
+	}))
+	// notolder: untouched, as new as its row, but different → left.
+	add(configRow("notolder", "v2", changedAt), docOf(t, configRow("notolder", "v1", changedAt)))
+	// collision: the doc there was migrated from another row.
+	other := configRow("collision", "v", migratedAt)
+	other.PartitionKey = "SYSTEM"
+	add(configRow("collision", "v", changedAt), edit(t, docOf(t, other), func(m map[string]any) { m["scope"] = "GLOBAL" }))
+
+	appDoc := bytes.Clone(f.store.docs["config-appchanged"])
+	s := f.replay(t, ReplayOptions{})
+	want := ReplayCounts{Rows: 7, Created: 1, Replaced: 2, Unchanged: 2, Conflicts: 1, DeadLetters: 1}
+	if s.Totals != want {
+		t.Errorf("totals\n got %+v\nwant %+v", s.Totals, want)
+	}
+	if !bytes.Equal(f.store.docs["config-appchanged"], appDoc) {
+		t.Errorf("the conflicting doc was changed")
+	}
+	if len(s.Conflicts) != 1 || jsonOf(s.Conflicts[0].Fields) != `[{"path":"description","tables":"d","cosmos":"app"},{"path":"value","tables":"***","cosmos":"***"}]` {
+		t.Errorf("conflicts %s", jsonOf(s.Conflicts))
+	}
+	if s.Warnings["doc differs but is not older than its row (other transform options?)"] != 1 {
+		t.Errorf("warnings %v", s.Warnings)
+	}
+	if got := f.store.doc(t, "config-older")["value"]; got != "v2" {
+		t.Errorf("older: value %v, want v2", got)
+	}
+	mig := f.store.doc(t, "config-reprov")["_migration"].(map[string]any)
+	if mig["timestamp"] != transform.FormatTimestamp(changedAt) {
+		t.Errorf("reprov: provenance %v, want the row's Timestamp", mig)
+	}
+	dls := readReplayDeadLetters(t, f.dir)
+	if len(dls) != 1 || dls[0].RowKey != "config:collision" ||
+		!strings.Contains(dls[0].Reason, "the doc there was migrated from Config SYSTEM/config:collision") || strings.Contains(string(dls[0].Row), `"v"`) {
+		t.Errorf("dead letters %s", jsonOf(dls))
+	}
+
+	// Again: nothing to write.
+	writes := f.store.writes
+	s = f.replay(t, ReplayOptions{})
+	want = ReplayCounts{Rows: 7, Unchanged: 5, Conflicts: 1, DeadLetters: 1}
+	if s.Totals != want || f.store.writes != writes {
+		t.Errorf("second replay: %d writes, totals %+v, want none and %+v", f.store.writes-writes, s.Totals, want)
+	}
+
+	// --force overwrites the conflict only.
+	s = f.replay(t, ReplayOptions{Force: true})
+	if s.Totals.Forced != 1 || s.Totals.Conflicts != 0 || s.Conflicts[0].Resolution != "overwritten (--force)" {
+		t.Errorf("--force: totals %+v conflicts %s", s.Totals, jsonOf(s.Conflicts))
+	}
+	if got := f.store.doc(t, "config-appchanged")["value"]; got != "tables" {
+		t.Errorf("--force: value %v", got)
+	}
+}
+
+// TestReplayGivesUpOnADocThatKeepsChanging: a writer that changes the doc
+// before every replace makes replay start over MaxAttempts times, then
+// dead-letter the row rather than loop or fail.
+func TestReplayGivesUpOnADocThatKeepsChanging(t *testing.T) {
+	f := newReplayFixture(t)
+	row := configRow("busy", "v2", changedAt)
+	f.src.add(row.Table, row)
+	f.store.put("config-busy", docOf(t, configRow("busy", "v1", migratedAt)))
+	f.store.before = func(op, id string) {
+		f.store.mu.Lock()
+		f.store.next++
+		f.store.etags[id] = f.store.next // same content, new etag
+		f.store.mu.Unlock()
+	}
+	s := f.replay(t, ReplayOptions{MaxAttempts: 3})
+	if want := (ReplayCounts{Rows: 1, PreconditionFailed: 3, DeadLetters: 1}); s.Totals != want {
+		t.Errorf("totals\n got %+v\nwant %+v", s.Totals, want)
+	}
+	if dls := readReplayDeadLetters(t, f.dir); len(dls) != 1 || !strings.Contains(dls[0].Reason, "gave up after 3 attempts (3 × 412") {
+		t.Errorf("dead letters %s", jsonOf(dls))
+	}
+	// One concurrent change only: the second attempt succeeds.
+	n := 0
+	f.store.before = func(op, id string) {
+		if n++; n == 1 {
+			f.store.mu.Lock()
+			f.store.next++
+			f.store.etags[id] = f.store.next
+			f.store.mu.Unlock()
+		}
+	}
+	s = f.replay(t, ReplayOptions{})
+	if want := (ReplayCounts{Rows: 1, Replaced: 1, PreconditionFailed: 1}); s.Totals != want {
+		t.Errorf("totals\n got %+v\nwant %+v", s.Totals, want)
+	}
+}
+
+// TestReplayDryRunAndBlobs: a dry run writes nothing (docs, blobs, state
+// directory); blobs are uploaded only for docs that are written, not for
+// conflicts.
+func TestReplayDryRunAndBlobs(t *testing.T) {
+	f := newReplayFixture(t)
+	big := strings.Repeat("x", transform.DefaultBlobThreshold+1)
+	row := transform.Row{Table: transform.TableEntities, PartitionKey: "GLOBAL", RowKey: "execution:8204981199999_e1", Timestamp: changedAt,
+		Props: map[string]transform.Value{"ExecutionId": transform.String("e1"), "Status": transform.String("Success"),
+			"StartedAt": transform.String("2026-11-20T10:00:00"), "CompletedAt": transform.String("2026-11-20T10:00:01"), "Result": transform.String(big)}}
+	f.src.add(row.Table, row)
+	old := row
+	old.Timestamp = migratedAt
+	old.Props = map[string]transform.Value{"ExecutionId": transform.String("e1"), "Status": transform.String("Running"), "StartedAt": transform.String("2026-11-20T10:00:00")}
+	appDoc := edit(t, docOf(t, old), func(m map[string]any) { m["status"] = "Cancelled" })
+	f.store.put("e1", appDoc)
+
+	s := f.replay(t, ReplayOptions{DryRun: true, Force: true})
+	if s.Totals.Forced != 1 || s.BlobsUploaded != 1 || f.store.writes != 0 || len(f.blobs.blobs) != 0 {
+		t.Errorf("dry run: totals %+v blobs %d; store writes %d, blobs %d: want 1 forced and 1 blob predicted, nothing written",
+			s.Totals, s.BlobsUploaded, f.store.writes, len(f.blobs.blobs))
+	}
+	if s.DeadLetterFile != "" {
+		t.Errorf("dry run names a dead-letter file %q", s.DeadLetterFile)
+	}
+	if _, err := os.Stat(f.dir); !os.IsNotExist(err) {
+		t.Errorf("dry run created the state directory (%v)", err)
+	}
+
+	s = f.replay(t, ReplayOptions{})
+	if s.Totals.Conflicts != 1 || len(f.blobs.blobs) != 0 {
+		t.Errorf("conflict: totals %+v, %d blobs uploaded, want 1 conflict and none", s.Totals, len(f.blobs.blobs))
+	}
+	s = f.replay(t, ReplayOptions{Force: true})
+	if s.Totals.Forced != 1 || s.BlobsUploaded != 1 || string(f.blobs.blobs["e1/result.txt"]) != big {
+		t.Errorf("--force: totals %+v, blobs %v", s.Totals, f.blobs.snapshot()["e1/result.txt"] == big)
+	}
+}
+
+func readReplayDeadLetters(t *testing.T, dir string) []DeadLetter {
+	t.Helper()
+	var out []DeadLetter
+	b, err := os.ReadFile(filepath.Join(dir, ReplayDeadLetterFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var dl DeadLetter
+		if err := json.Unmarshal(line, &dl); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, dl)
+	}
+	return out
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
