@@ -15,31 +15,28 @@ import (
 // barProgress shows one progress bar per table on a terminal (stderr):
 // rows done/total, rows/s and the ETA. Tables are migrated one after the
 // other, so one bar is live at a time; a finished bar stays on its line.
-// Status messages are printed above the live bar. It is safe for
-// concurrent use.
+// A table's bar appears once its total (the keys-only pre-count, which
+// runs alongside) is known: progressbar's unknown-length mode cannot count
+// past its width. Status messages are printed above the live bar. It is
+// safe for concurrent use.
 type barProgress struct {
 	w io.Writer
 
 	mu     sync.Mutex
 	totals map[string]int64
+	done   map[string]int64 // rows done before the bar appeared
 	bars   map[string]*progressbar.ProgressBar
 	live   *progressbar.ProgressBar
 }
 
 func newBarProgress(w io.Writer) *barProgress {
-	return &barProgress{w: w, totals: map[string]int64{}, bars: map[string]*progressbar.ProgressBar{}}
+	return &barProgress{w: w, totals: map[string]int64{}, done: map[string]int64{}, bars: map[string]*progressbar.ProgressBar{}}
 }
 
-// bar returns table's bar, creating it (the caller holds mu).
-func (p *barProgress) bar(table string) *progressbar.ProgressBar {
-	if b, ok := p.bars[table]; ok {
-		return b
-	}
-	total, ok := p.totals[table]
-	if !ok {
-		total = -1 // unknown until the pre-count arrives: a spinner
-	}
-	b := progressbar.NewOptions64(total,
+// show creates table's bar with max rows, at the rows done so far (the
+// caller holds mu).
+func (p *barProgress) show(table string, max int64) *progressbar.ProgressBar {
+	b := progressbar.NewOptions64(max,
 		progressbar.OptionSetWriter(p.w),
 		progressbar.OptionSetDescription(fmt.Sprintf("%-13s", table)),
 		progressbar.OptionSetWidth(30),
@@ -53,32 +50,53 @@ func (p *barProgress) bar(table string) *progressbar.ProgressBar {
 	)
 	p.bars[table] = b
 	p.live = b
+	if n := p.done[table]; n > 0 {
+		p.add(b, n)
+	}
 	return b
+}
+
+// add advances b by n, raising its max first when the table grew since
+// the pre-count (the caller holds mu).
+func (p *barProgress) add(b *progressbar.ProgressBar, n int64) {
+	if cur := b.State().CurrentNum; cur+n > b.GetMax64() {
+		b.ChangeMax64(cur + n + 1) // set exactly by TableDone
+	}
+	_ = b.Add64(n)
 }
 
 func (p *barProgress) Total(table string, n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.totals[table] = n
-	if b, ok := p.bars[table]; ok && !b.IsFinished() {
-		b.ChangeMax64(n)
+	if _, ok := p.bars[table]; !ok && p.done[table] > 0 {
+		p.show(table, n)
 	}
 }
 
 func (p *barProgress) Advance(table string, n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_ = p.bar(table).Add64(n)
+	if b, ok := p.bars[table]; ok {
+		p.add(b, n)
+		return
+	}
+	p.done[table] += n
+	if total, ok := p.totals[table]; ok {
+		p.show(table, total)
+	}
 }
 
 func (p *barProgress) TableDone(table string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	b := p.bar(table)
-	if b.GetMax64() < 0 || b.State().CurrentNum != b.GetMax64() {
-		// The table changed since the pre-count (or it never arrived):
-		// the bar ends at what was done.
-		b.ChangeMax64(b.State().CurrentNum)
+	b, ok := p.bars[table]
+	if !ok {
+		// Done before its total was known: a bar of what was done.
+		b = p.show(table, p.done[table])
+	}
+	if cur := b.State().CurrentNum; cur != b.GetMax64() {
+		b.ChangeMax64(cur) // finishes it at what was done
 	}
 	_ = b.Finish()
 	p.live = nil
