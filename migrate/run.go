@@ -297,9 +297,11 @@ func (r *runner) run(ctx context.Context) (Summary, error) {
 	}
 
 	countCtx, stopCount := context.WithCancel(ctx)
+	var counting sync.WaitGroup
+	defer counting.Wait()
 	defer stopCount()
 	if r.opts.CountRows {
-		go r.count(countCtx)
+		counting.Go(func() { r.count(countCtx) })
 	}
 
 	for _, table := range []string{transform.TableConfig, transform.TableEntities, transform.TableRelationships} {
