@@ -46,6 +46,10 @@ type killTrigger struct {
 	write int
 	// state: when state.json first satisfies it.
 	state func(*migrate.State) bool
+	// writeDelay, when set, holds every doc write that long in the proxy
+	// before forwarding it, so that writes are still in flight whenever a
+	// checkpoint is saved; one killed meanwhile is never forwarded.
+	writeDelay time.Duration
 }
 
 func (k killTrigger) String() string {
@@ -84,7 +88,13 @@ func newResProc(t *testing.T, src *resSource, bin string) *resProc {
 		Target: src.cosmos.Endpoint,
 		// No rules: Match only counts and fires the trigger.
 		Match: func(r *http.Request) bool {
-			p.onRequest(faultproxy.IsDocWrite(r))
+			w := faultproxy.IsDocWrite(r)
+			if d := p.onRequest(w); d > 0 && w {
+				select {
+				case <-time.After(d):
+				case <-r.Context().Done(): // the client is gone: forwarding fails
+				}
+			}
 			return false
 		},
 	})
@@ -95,7 +105,9 @@ func newResProc(t *testing.T, src *resSource, bin string) *resProc {
 	return p
 }
 
-func (p *resProc) onRequest(docWrite bool) {
+// onRequest counts a request, fires the trigger when it is due and
+// returns the delay of doc writes.
+func (p *resProc) onRequest(docWrite bool) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests++
@@ -106,6 +118,7 @@ func (p *resProc) onRequest(docWrite bool) {
 	if (k.request > 0 && p.requests == k.request) || (k.write > 0 && docWrite && p.writes == k.write) {
 		p.fire()
 	}
+	return k.writeDelay
 }
 
 // fire signals the process once (the caller holds mu).
@@ -244,6 +257,11 @@ func TestRunKillAndResume(t *testing.T) {
 		{"first doc write, before the first checkpoint", []killTrigger{{write: 1}}},
 		{"mid page, first Entities pages", []killTrigger{{write: 500}}},
 		{"mid page, later Entities pages", []killTrigger{{write: 2200}}},
+		// The checkpoint must come after the page's writes are
+		// acknowledged: kill the moment it is saved.
+		{"just after the first Entities checkpoint, writes slowed", []killTrigger{{writeDelay: 150 * time.Millisecond, state: func(st *migrate.State) bool {
+			return tableRows(st, transform.TableEntities) > 0
+		}}}},
 		{"Entities done, Relationships not begun", []killTrigger{{state: entitiesDone}}},
 		{"mid Relationships (reads only)", []killTrigger{{state: func(st *migrate.State) bool {
 			return tableRows(st, transform.TableRelationships) >= 5000
