@@ -1,0 +1,399 @@
+package cmd_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/cmd"
+	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// TestRunBenchmark measures `run` and `run --dry-run` against the emulators
+// on generated executions with their index rows, next to the ceilings the
+// acceptance criteria compare them with, and the binary's peak RSS at two
+// sizes. It is a benchmark, not a test: it asserts nothing about speed and
+// only runs with BIFROST_BENCH=1 (test.sh does not set it). It prints a
+// table; migrate/BENCHMARKS.md has the figures and the command.
+//
+// Environment: BIFROST_BENCH_N executions (default 100,000; each has 4
+// index rows); BIFROST_BENCH_RSS=0 skips the RSS runs (4,000 and 40,000
+// executions, i.e. 20,000 and 200,000 rows); BIFROST_BENCH_ONLY=speed or
+// rss runs one part.
+func TestRunBenchmark(t *testing.T) {
+	if os.Getenv("BIFROST_BENCH") != "1" {
+		t.Skip("benchmark: set BIFROST_BENCH=1 (see migrate/BENCHMARKS.md)")
+	}
+	n := 100000
+	if s := os.Getenv("BIFROST_BENCH_N"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("BIFROST_BENCH_N: %v", err)
+		}
+	}
+	only := os.Getenv("BIFROST_BENCH_ONLY")
+	b := newBench(t)
+	if only == "" || only == "speed" {
+		b.speed(n)
+	}
+	if (only == "" && os.Getenv("BIFROST_BENCH_RSS") != "0") || only == "rss" {
+		b.rss()
+	}
+	t.Logf("results:\n%s", b.report.String())
+}
+
+type bench struct {
+	t       *testing.T
+	bin     string
+	storage azure.StorageAccount
+	cosmos  azure.CosmosAccount
+	client  *azcosmos.Client
+	report  bytes.Buffer
+}
+
+func newBench(t *testing.T) *bench {
+	b := &bench{t: t, bin: resBuild(t), storage: testenv.Storage(t), cosmos: testenv.Cosmos(t)}
+	var err error
+	if b.client, err = azure.NewCosmosClient(b.cosmos, nil); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (b *bench) logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	b.t.Log(line)
+	fmt.Fprintln(&b.report, line)
+}
+
+// load generates n executions (seed 1, based now) into fresh tables and
+// a fresh blob container; it returns the prefix, the container and the
+// row count.
+func (b *bench) load(n int) (prefix, blobs string, rows int) {
+	b.t.Helper()
+	prefix, blobs = testenv.Name("bench"), testenv.Name("benchblobs")
+	tw, err := azure.NewTableWriter(b.storage, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	bw, err := azure.NewBlobWriter(b.storage, blobs, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	start := time.Now()
+	res, err := fixtures.LoadGenerated(context.Background(), tw, bw,
+		fixtures.GenerateOptions{N: n, Seed: 1, Base: time.Now().UTC()},
+		fixtures.LoadOptions{TablePrefix: prefix, Concurrency: 16})
+	if err != nil {
+		b.t.Fatalf("load: %v", err)
+	}
+	for _, r := range res.Rows {
+		rows += r
+	}
+	b.logf("loaded %d executions: %d rows, %d blobs in %s", n, rows, res.Blobs, time.Since(start).Round(time.Second))
+	return prefix, blobs, rows
+}
+
+// newDatabase creates a database with the containers through `init`.
+func (b *bench) newDatabase() string {
+	db := testenv.Name("benchdb")
+	env := map[string]string{"BIFROST_TABLES_CONNECTION": testenv.StorageConnection(b.t), "CosmosDBConnection": testenv.CosmosConnection(b.t)}
+	if code, _, stderr := resExecute(env, nil, "init", "--database", db, "--quiet"); code != cmd.ExitOK {
+		b.t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	return db
+}
+
+// dropDatabase deletes db, so the stand-in does not grow run after run.
+func (b *bench) dropDatabase(db string) {
+	if d, err := b.client.NewDatabase(db); err == nil {
+		_, _ = d.Delete(context.Background(), nil)
+	}
+}
+
+// binRun runs the built binary and returns its summary, the wall-clock
+// time and the peak RSS in bytes.
+func (b *bench) binRun(args ...string) (migrate.Summary, time.Duration, int64) {
+	b.t.Helper()
+	c := exec.Command(b.bin, args...)
+	c.Env = append(os.Environ(), "CosmosDBConnection="+testenv.CosmosConnection(b.t))
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	start := time.Now()
+	err := c.Run()
+	wall := time.Since(start)
+	if err != nil {
+		b.t.Fatalf("%v: %v: %s", args[:2], err, errOut.String())
+	}
+	rss := c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024 // Linux: kilobytes
+	return resSummary(b.t, out.String()), wall, rss
+}
+
+func (b *bench) runArgs(db, prefix, blobs string, extra ...string) []string {
+	return append([]string{"run", "--database", db, "--table-prefix", prefix, "--blob-container", blobs,
+		"--tables", "Entities,Relationships", "--state-dir", filepath.Join(b.t.TempDir(), "state"),
+		"--output", "json", "--quiet"}, extra...)
+}
+
+// speed compares run with a minimal concurrent upserter of the same docs,
+// and the dry run with a raw page-by-page listing, each measured twice
+// around the tool.
+func (b *bench) speed(n int) {
+	prefix, blobs, rows := b.load(n)
+	ctx := context.Background()
+
+	docs := b.docs(prefix, blobs)
+	b.logf("docs to write: %d (executions)", len(docs))
+
+	var rawDocs []float64
+	raw := func() {
+		db := b.newDatabase()
+		defer b.dropDatabase(db)
+		d := b.rawUpsert(ctx, db, docs)
+		rate := float64(len(docs)) / d.Seconds()
+		rawDocs = append(rawDocs, rate)
+		b.logf("raw upserter (%d writers): %d docs in %.1fs = %.0f docs/s", migrate.DefaultConcurrency, len(docs), d.Seconds(), rate)
+	}
+	tool := func(extra ...string) float64 {
+		db := b.newDatabase()
+		defer b.dropDatabase(db)
+		s, wall, rss := b.binRun(b.runArgs(db, prefix, blobs, extra...)...)
+		rate := float64(s.DocsWritten) / wall.Seconds()
+		b.logf("run %s: %d docs, %d rows in %.1fs wall (%.1fs in summary) = %.0f docs/s, %.0f rows/s; peak RSS %.0f MB",
+			strings.Join(extra, " "), s.DocsWritten, rowsOf(s), wall.Seconds(), s.ElapsedSeconds, rate, float64(rowsOf(s))/wall.Seconds(), float64(rss)/1e6)
+		return rate
+	}
+	raw()
+	run := tool()
+	raw()
+	ceiling := (rawDocs[0] + rawDocs[1]) / 2
+	b.logf("RUN: %.0f docs/s vs raw ceiling %.0f docs/s (mean of %.0f and %.0f): ratio %.2f (target ≥ 0.85)", run, ceiling, rawDocs[0], rawDocs[1], run/ceiling)
+
+	// Listing.
+	var rawRows []float64
+	list := func() {
+		start := time.Now()
+		got := 0
+		for _, table := range []string{"Entities", "Relationships"} {
+			got += b.rawList(ctx, prefix+table)
+		}
+		d := time.Since(start)
+		if got != rows {
+			b.t.Fatalf("raw listing: %d rows, loaded %d", got, rows)
+		}
+		rate := float64(got) / d.Seconds()
+		rawRows = append(rawRows, rate)
+		b.logf("raw listing: %d rows in %.1fs = %.0f rows/s", got, d.Seconds(), rate)
+	}
+	list()
+	s, wall, rss := b.binRun(b.runArgs("bifrost", prefix, blobs, "--dry-run")...)
+	if rowsOf(s) != int64(rows) {
+		b.t.Fatalf("dry run read %d rows, loaded %d", rowsOf(s), rows)
+	}
+	dry := float64(rowsOf(s)) / wall.Seconds()
+	b.logf("dry run: %d rows in %.1fs wall (%.1fs in summary) = %.0f rows/s; peak RSS %.0f MB", rowsOf(s), wall.Seconds(), s.ElapsedSeconds, dry, float64(rss)/1e6)
+	list()
+	lc := (rawRows[0] + rawRows[1]) / 2
+	b.logf("DRY RUN: %.0f rows/s vs raw listing %.0f rows/s (mean of %.0f and %.0f): ratio %.2f (target ≥ 0.7)", dry, lc, rawRows[0], rawRows[1], dry/lc)
+}
+
+func rowsOf(s migrate.Summary) int64 {
+	var n int64
+	for _, t := range s.Tables {
+		n += t.Rows
+	}
+	return n
+}
+
+// benchDoc is one doc the raw upserter writes.
+type benchDoc struct {
+	container, scope string
+	json             []byte
+}
+
+// docs returns the docs run writes for the tables: the rows transformed
+// as run transforms them (blob facts from one listing, default options).
+// Uploads are left out: about one doc in 1,000 has one.
+func (b *bench) docs(prefix, blobs string) []benchDoc {
+	b.t.Helper()
+	ctx := context.Background()
+	bc, err := azure.NewBlobContainerClient(b.storage, blobs, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	facts := map[string]transform.BlobFacts{}
+	err = azure.NewBlobStore(bc, nil).List(ctx, func(name string, size int64) error {
+		exec, file, _ := strings.Cut(name, "/")
+		if k, ok := transform.ParseBlobName(file); ok {
+			f := facts[exec]
+			f.Set(k, size)
+			facts[exec] = f
+		}
+		return nil
+	})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	r := azure.NewTableReader(b.storage, nil)
+	opts := transform.Options{Now: time.Now().UTC()}
+	ids := transform.NewIDSet()
+	var out []benchDoc
+	for _, table := range []string{"Entities", "Relationships"} {
+		err := r.Scan(ctx, prefix+table, azure.Query{}, azure.Continuation{}, func(p azure.Page) error {
+			for _, row := range p.Rows {
+				row.Table = table
+				var f transform.BlobFacts
+				if v, ok := row.Props["ExecutionId"]; ok {
+					f = facts[v.Str]
+				}
+				o := ids.Check(transform.Transform(row, f, opts))
+				if o.Disposition == transform.DispositionDoc {
+					out = append(out, benchDoc{o.Container, o.Scope, o.DocJSON})
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// rawUpsert writes docs into db with DefaultConcurrency goroutines calling
+// the SDK's UpsertItem directly (its own retry policy), and returns the
+// time it took.
+func (b *bench) rawUpsert(ctx context.Context, db string, docs []benchDoc) time.Duration {
+	b.t.Helper()
+	containers := map[string]*azcosmos.ContainerClient{}
+	for _, name := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
+		c, err := b.client.NewContainer(db, name)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		containers[name] = c
+	}
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		errs = make(chan error, migrate.DefaultConcurrency)
+	)
+	start := time.Now()
+	for range migrate.DefaultConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(docs)) {
+					return
+				}
+				d := docs[i]
+				if _, err := containers[d.container].UpsertItem(ctx, azcosmos.NewPartitionKeyString(d.scope), d.json, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(start)
+	close(errs)
+	for err := range errs {
+		b.t.Fatalf("raw upsert: %v", err)
+	}
+	return d
+}
+
+// rawList lists table page by page (1,000 rows) with plain signed HTTP
+// GETs, decoding only the list of rows, and returns the row count.
+func (b *bench) rawList(ctx context.Context, table string) int {
+	b.t.Helper()
+	key, err := base64.StdEncoding.DecodeString(b.storage.Key)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	client := &http.Client{}
+	var nextPK, nextRK string
+	rows := 0
+	for {
+		v := url.Values{"$top": {"1000"}}
+		if nextPK != "" {
+			v.Set("NextPartitionKey", nextPK)
+		}
+		if nextRK != "" {
+			v.Set("NextRowKey", nextRK)
+		}
+		u := b.storage.TableEndpoint + "/" + table + "()?" + v.Encode()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		date := time.Now().UTC().Format(http.TimeFormat)
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(date + "\n/" + b.storage.Name + req.URL.EscapedPath()))
+		req.Header.Set("x-ms-date", date)
+		req.Header.Set("x-ms-version", "2019-02-02")
+		req.Header.Set("Accept", "application/json;odata=minimalmetadata")
+		req.Header.Set("Authorization", "SharedKeyLite "+b.storage.Name+":"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+		resp, err := client.Do(req)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.t.Fatalf("list %s: %d %v", table, resp.StatusCode, err)
+		}
+		var page struct {
+			Value []json.RawMessage `json:"value"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			b.t.Fatal(err)
+		}
+		rows += len(page.Value)
+		nextPK, nextRK = resp.Header.Get("x-ms-continuation-NextPartitionKey"), resp.Header.Get("x-ms-continuation-NextRowKey")
+		if nextPK == "" && nextRK == "" {
+			return rows
+		}
+	}
+}
+
+// rss runs the binary (a real run) over 20,000 and 200,000 rows and
+// compares the peak RSS.
+func (b *bench) rss() {
+	var peaks []int64
+	for _, execs := range []int{4000, 40000} {
+		prefix, blobs, rows := b.load(execs)
+		db := b.newDatabase()
+		s, wall, rss := b.binRun(b.runArgs(db, prefix, blobs)...)
+		b.dropDatabase(db)
+		peaks = append(peaks, rss)
+		b.logf("RSS: run over %d rows (%d docs) in %.1fs: peak RSS %.1f MB", rows, s.DocsWritten, wall.Seconds(), float64(rss)/1e6)
+	}
+	b.logf("RSS: 200,000 rows / 20,000 rows = %.2f (target ≤ 1.25); peak %.1f MB (target ≤ 150 MB)",
+		float64(peaks[1])/float64(peaks[0]), float64(max(peaks[0], peaks[1]))/1e6)
+}
