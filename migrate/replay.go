@@ -371,9 +371,15 @@ func (r *replayer) run(ctx context.Context) (ReplaySummary, error) {
 	}
 	filter := azure.TimestampFilter(r.opts.Since)
 	if r.opts.CountRows {
+		// The pre-count ends (cancelled, if need be) before Replay
+		// returns, so Progress hears nothing afterwards.
 		countCtx, stop := context.WithCancel(ctx)
+		var counting sync.WaitGroup
+		defer counting.Wait()
 		defer stop()
+		counting.Add(1)
 		go func() {
+			defer counting.Done()
 			for _, t := range r.tables {
 				n, err := r.src.Count(countCtx, r.opts.TablePrefix+t, filter)
 				if err != nil {
