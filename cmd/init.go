@@ -61,11 +61,7 @@ init then writes nothing and exits 1. Invalid definitions exit 2.
 			opts.JSON, opts.Quiet = f.Global.JSON(), f.Global.Quiet
 			opts.Database = f.Global.Database
 			opts.Cosmos = func() (provision.Cosmos, string, error) {
-				acct, err := f.Cosmos()
-				if err != nil {
-					return nil, "", err
-				}
-				client, err := azure.NewCosmosClient(acct, f.Transport)
+				acct, client, err := connectCosmos(f)
 				if err != nil {
 					return nil, "", err
 				}

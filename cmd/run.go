@@ -13,12 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/spf13/cobra"
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
-	provision "github.com/bifrost/bifrost-migrate/init"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -153,57 +151,20 @@ The containers must exist: run 'bifrost-migrate init' first.`,
 // checks that the containers exist.
 func connectRun(ctx context.Context, f *Factory, opts *RunOptions) (runServices, error) {
 	var s runServices
-	tablesAcct, err := f.Storage()
-	if err != nil {
-		return s, err
-	}
-	blobAcct, err := f.BlobStorage()
-	if err != nil {
-		return s, err
-	}
-	cosmosAcct, err := f.Cosmos()
-	if err != nil {
-		return s, err
-	}
-	client, err := azure.NewCosmosClient(cosmosAcct, f.Transport)
-	if err != nil {
-		return s, err
-	}
-	cc, err := azure.NewBlobContainerClient(blobAcct, opts.BlobContainer, f.Transport)
+	t, err := connectTarget(f, opts.Database, opts.BlobContainer)
 	if err != nil {
 		return s, err
 	}
 	s.deps = migrate.Deps{
-		Source: azure.NewTableReader(tablesAcct, f.Transport),
-		Docs:   azure.NewCosmosDocs(client, opts.Database, nil),
-		Blobs:  azure.NewBlobStore(cc, nil),
+		Source: azure.NewTableReader(t.tables, f.Transport),
+		Docs:   azure.NewCosmosDocs(t.client, opts.Database, nil),
+		Blobs:  azure.NewBlobStore(t.blobContainer, nil),
 		Now:    opts.Now,
 	}
-	s.where = fmt.Sprintf("tables %s → database %q in %s, blob container %q", tablesAcct, opts.Database, cosmosAcct, opts.BlobContainer)
-	s.target = fmt.Sprintf("cosmos=%s;database=%s;tables=%s;blobs=%s/%s", cosmosAcct.Endpoint, opts.Database, tablesAcct.TableEndpoint, blobAcct.BlobEndpoint, opts.BlobContainer)
-
-	cosmos := provision.NewCosmos(client)
-	for _, name := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
-		c, err := cosmos.ReadContainer(ctx, opts.Database, name)
-		if err != nil {
-			return s, fmt.Errorf("read container %s/%s: %w", opts.Database, name, err)
-		}
-		if c == nil {
-			s.missing = append(s.missing, fmt.Sprintf("container %s/%s", opts.Database, name))
-		}
-	}
-	blobs := provision.NewBlobs(func(name string) (*container.Client, error) {
-		return azure.NewBlobContainerClient(blobAcct, name, f.Transport)
-	})
-	ok, err := blobs.ContainerExists(ctx, opts.BlobContainer)
-	if err != nil {
-		return s, fmt.Errorf("blob container %s: %w", opts.BlobContainer, err)
-	}
-	if !ok {
-		s.missing = append(s.missing, "blob container "+opts.BlobContainer)
-		s.noBlobContainer = true
-	}
-	return s, nil
+	s.where = t.where()
+	s.target = t.fingerprint()
+	s.missing, s.noBlobContainer, err = t.missing(ctx)
+	return s, err
 }
 
 // emptyBlobs is the blob container of a dry run when it does not exist

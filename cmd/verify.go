@@ -135,36 +135,20 @@ func parseTables(list string) ([]string, error) {
 
 // newVerifier connects the engine to the accounts of f.
 func newVerifier(f *Factory, opts *VerifyOptions) (*verify.Verifier, string, error) {
-	tablesAcct, err := f.Storage()
+	t, err := connectTarget(f, opts.Database, opts.BlobContainer)
 	if err != nil {
 		return nil, "", err
 	}
-	blobAcct, err := f.BlobStorage()
-	if err != nil {
-		return nil, "", err
-	}
-	cosmosAcct, err := f.Cosmos()
-	if err != nil {
-		return nil, "", err
-	}
-	client, err := azure.NewCosmosClient(cosmosAcct, f.Transport)
-	if err != nil {
-		return nil, "", err
-	}
-	docs, err := azure.NewDocReader(client, opts.Database)
-	if err != nil {
-		return nil, "", err
-	}
-	blobs, err := azure.NewBlobContainerClient(blobAcct, opts.BlobContainer, f.Transport)
+	docs, err := azure.NewDocReader(t.client, opts.Database)
 	if err != nil {
 		return nil, "", err
 	}
 	v := &verify.Verifier{
-		Rows:  azure.NewTableReader(tablesAcct, f.Transport),
+		Rows:  azure.NewTableReader(t.tables, f.Transport),
 		Docs:  docs,
-		Blobs: azure.NewBlobStore(blobs, nil),
+		Blobs: azure.NewBlobStore(t.blobContainer, nil),
 	}
-	where := fmt.Sprintf("tables %s, database %q in %s", tablesAcct, opts.Database, cosmosAcct)
+	where := fmt.Sprintf("tables %s, database %q in %s", t.tables, opts.Database, t.cosmos)
 	return v, where, nil
 }
 
