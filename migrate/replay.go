@@ -515,7 +515,7 @@ type docState struct {
 }
 
 func readDocState(raw []byte) (docState, error) {
-	m, err := replayDecode(raw)
+	m, err := transform.DecodeDoc(raw)
 	if err != nil {
 		return docState{}, err
 	}
@@ -698,7 +698,7 @@ func (r *replayer) conflict(row transform.Row, o transform.Outcome, s docState) 
 	if !s.hasMig {
 		c.Reason = "the application wrote the doc (it has no _migration)"
 	}
-	want, err := replayDecode(o.DocJSON)
+	want, err := transform.DecodeDoc(o.DocJSON)
 	if err != nil { // cannot happen: Transform wrote it
 		return c
 	}
@@ -854,7 +854,7 @@ func (r *replayer) prune(ctx context.Context) error {
 	var cands []pruneCandidate
 	for _, c := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
 		err := r.query.QueryAll(ctx, c, "SELECT * FROM c", nil, 0, func(raw []byte) error {
-			m, err := replayDecode(raw)
+			m, err := transform.DecodeDoc(raw)
 			if err != nil {
 				return fmt.Errorf("container %s: undecodable doc: %w", c, err)
 			}
@@ -1005,20 +1005,6 @@ func rowKeyHash(table, pk, rk string) [16]byte {
 func replayString(v any) string {
 	s, _ := v.(string)
 	return s
-}
-
-// replayDecode decodes a doc's JSON with numbers as json.Number.
-func replayDecode(b []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return nil, err
-	}
-	if m == nil {
-		return nil, errors.New("doc is not a JSON object")
-	}
-	return m, nil
 }
 
 // dryRunStore is the DocStore of a dry run: reads go to the real store,

@@ -103,7 +103,7 @@ func (s *fakeStore) doc(t *testing.T, id string) map[string]any {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, err := replayDecode(s.docs[id])
+	m, err := transform.DecodeDoc(s.docs[id])
 	if err != nil {
 		t.Fatalf("doc %s: %v", id, err)
 	}

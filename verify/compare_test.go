@@ -8,6 +8,9 @@ import (
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
+// TestCompareDocs checks what verify adds to transform.DiffDocs (tested
+// there: paths, numbers, nulls, redaction): which properties are ignored
+// and the problem of each difference.
 func TestCompareDocs(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
@@ -19,29 +22,23 @@ func TestCompareDocs(t *testing.T) {
 			`{"id":"a","n":5,"big":1000,"ttl":99,"_rid":"x","_self":"y","_etag":"z","_ts":1,"_attachments":"a/"}`, nil},
 		{"scalar", `{"status":"Success"}`, `{"status":"Failed"}`,
 			[]fieldDiff{{"status", ProblemValue, raw(`"Success"`), raw(`"Failed"`)}}},
-		{"nested", `{"inputData":{"customer":{"name":"Ann","age":3}}}`, `{"inputData":{"customer":{"name":"Bob","age":3.0}}}`,
-			[]fieldDiff{{"inputData.customer.name", ProblemValue, raw(`"Ann"`), raw(`"Bob"`)}}},
 		{"array element and length", `{"tags":["a","b","c"]}`, `{"tags":["a","x"]}`,
 			[]fieldDiff{{"tags[1]", ProblemValue, raw(`"b"`), raw(`"x"`)}, {"tags[2]", ProblemMissing, raw(`"c"`), nil}}},
 		{"missing and unexpected fields", `{"a":null,"b":1}`, `{"b":1,"c":{"d":true}}`,
 			[]fieldDiff{{"a", ProblemMissing, raw(`null`), nil}, {"c", ProblemUnexpected, nil, raw(`{"d":true}`)}}},
 		{"null is not absent, types differ", `{"a":null,"b":"1"}`, `{"a":false,"b":1}`,
 			[]fieldDiff{{"a", ProblemValue, raw(`null`), raw(`false`)}, {"b", ProblemValue, raw(`"1"`), raw(`1`)}}},
-		{"object against scalar", `{"settings":{"x":1}}`, `{"settings":"x"}`,
-			[]fieldDiff{{"settings", ProblemValue, raw(`{"x":1}`), raw(`"x"`)}}},
-		{"names that are not identifiers", `{"m":{"a.b":1,"with space":[1]}}`, `{"m":{"a.b":2,"with space":[2]}}`,
-			[]fieldDiff{{`m["a.b"]`, ProblemValue, raw(`1`), raw(`2`)}, {`m["with space"][0]`, ProblemValue, raw(`1`), raw(`2`)}}},
 		{"_migration compared", `{"_migration":{"timestamp":"2026-01-01T00:00:00.0000000Z"}}`, `{"_migration":{"timestamp":"2026-01-02T00:00:00.0000000Z"}}`,
 			[]fieldDiff{{"_migration.timestamp", ProblemValue, raw(`"2026-01-01T00:00:00.0000000Z"`), raw(`"2026-01-02T00:00:00.0000000Z"`)}}},
 		{"secrets redacted, null kept", `{"value":"s3cret","secretRef":null,"hashedKey":{"k":"v"}}`, `{"value":"other","secretRef":"kv-name","hashedKey":{"k":"w"}}`,
 			[]fieldDiff{{"hashedKey.k", ProblemValue, raw(`"***"`), raw(`"***"`)}, {"secretRef", ProblemValue, raw(`null`), raw(`"***"`)}, {"value", ProblemValue, raw(`"***"`), raw(`"***"`)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := decodeDoc([]byte(tc.expected))
+			e, err := transform.DecodeDoc([]byte(tc.expected))
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := decodeDoc([]byte(tc.actual))
+			a, err := transform.DecodeDoc([]byte(tc.actual))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,12 +76,12 @@ func TestHashAgreesWithCompare(t *testing.T) {
 		{`{"nested":{"a":[1,"c"]},"i":7,"n":5,"id":"x"}`, false},
 		{`{"nested":{"a":[1,"b"]},"i":7,"n":5,"id":"x","extra":null}`, false},
 	} {
-		a, err := decodeDoc([]byte(tc.actual))
+		a, err := transform.DecodeDoc([]byte(tc.actual))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, _ := transform.Hash(a)
-		e, _ := decodeDoc(b)
+		e, _ := transform.DecodeDoc(b)
 		diffs := compareDocs(e, a)
 		if (got == want) != tc.same || (len(diffs) == 0) != tc.same {
 			t.Errorf("%s: hash equal %v, %d differences; want same=%v", tc.actual, got == want, len(diffs), tc.same)

@@ -323,7 +323,7 @@ func (s *state) readDocs(ctx context.Context) error {
 
 // indexDoc builds the compact entry of one doc of container c.
 func (s *state) indexDoc(c string, raw []byte) (actualDoc, key, error) {
-	m, err := decodeDoc(raw)
+	m, err := transform.DecodeDoc(raw)
 	if err != nil {
 		return actualDoc{}, key{}, fmt.Errorf("container %s: undecodable doc: %w", c, err)
 	}
@@ -819,7 +819,7 @@ func (s *state) readAndCompare(ctx context.Context, exp, act DocRef) ([]fieldDif
 	if o.Disposition != transform.DispositionDoc {
 		return nil, nil
 	}
-	want, err := decodeDoc(o.DocJSON)
+	want, err := transform.DecodeDoc(o.DocJSON)
 	if err != nil {
 		return nil, fmt.Errorf("expected doc %s: %w", exp, err)
 	}
@@ -827,7 +827,7 @@ func (s *state) readAndCompare(ctx context.Context, exp, act DocRef) ([]fieldDif
 	if err != nil || !found {
 		return nil, err
 	}
-	got, err := decodeDoc(raw)
+	got, err := transform.DecodeDoc(raw)
 	if err != nil {
 		return nil, fmt.Errorf("doc %s/%s/%s: %w", act.Container, act.Scope, act.ID, err)
 	}
