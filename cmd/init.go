@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/spf13/cobra"
 
 	"github.com/bifrost/bifrost-migrate/azure"
@@ -65,16 +64,14 @@ init then writes nothing and exits 1. Invalid definitions exit 2.
 				if err != nil {
 					return nil, "", err
 				}
-				return provision.NewCosmos(client), acct.String(), nil
+				return azure.NewProvisionCosmos(client), acct.String(), nil
 			}
 			opts.Blobs = func() (provision.Blobs, error) {
 				acct, err := f.BlobStorage()
 				if err != nil {
 					return nil, err
 				}
-				return provision.NewBlobs(func(name string) (*container.Client, error) {
-					return azure.NewBlobContainerClient(acct, name, f.Transport)
-				}), nil
+				return azure.NewProvisionBlobs(acct, f.Transport), nil
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)

@@ -142,7 +142,7 @@ func assertMatchesDefinitions(t *testing.T, db, file string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cosmos := provision.NewCosmos(cosmosClient(t))
+	cosmos := azure.NewProvisionCosmos(cosmosClient(t))
 	for _, want := range l.Containers {
 		got, err := cosmos.ReadContainer(context.Background(), db, want.ID)
 		if err != nil || got == nil {
@@ -178,7 +178,7 @@ func blobContainerExists(t *testing.T, name string) bool {
 
 func databaseExists(t *testing.T, name string) bool {
 	t.Helper()
-	ok, err := provision.NewCosmos(cosmosClient(t)).DatabaseExists(context.Background(), name)
+	ok, err := azure.NewProvisionCosmos(cosmosClient(t)).DatabaseExists(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/bifrost/bifrost-migrate/azure"
-	provision "github.com/bifrost/bifrost-migrate/init"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -75,7 +74,7 @@ func (t target) fingerprint() string {
 // "blob container NAME"), in that order, and whether the blob container
 // is among them; an error when a check itself failed.
 func (t target) missing(ctx context.Context) (missing []string, noBlobContainer bool, err error) {
-	cosmos := provision.NewCosmos(t.client)
+	cosmos := azure.NewProvisionCosmos(t.client)
 	for _, name := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
 		c, err := cosmos.ReadContainer(ctx, t.database, name)
 		if err != nil {
@@ -85,10 +84,7 @@ func (t target) missing(ctx context.Context) (missing []string, noBlobContainer 
 			missing = append(missing, fmt.Sprintf("container %s/%s", t.database, name))
 		}
 	}
-	blobs := provision.NewBlobs(func(name string) (*container.Client, error) {
-		return azure.NewBlobContainerClient(t.blobs, name, t.transport)
-	})
-	ok, err := blobs.ContainerExists(ctx, t.blobName)
+	ok, err := azure.NewProvisionBlobs(t.blobs, t.transport).ContainerExists(ctx, t.blobName)
 	if err != nil {
 		return missing, false, fmt.Errorf("blob container %s: %w", t.blobName, err)
 	}

@@ -19,11 +19,23 @@ type normalPolicy struct {
 	composites []string
 }
 
-func normalize(ip IndexingPolicy) normalPolicy {
-	n := normalPolicy{mode: strings.ToLower(ip.IndexingMode), automatic: ip.Automatic == nil || *ip.Automatic}
-	if n.mode == "" {
-		n.mode = "consistent"
+// EffectiveMode returns the indexing mode in lower case: "consistent"
+// when the policy does not set one.
+func (ip IndexingPolicy) EffectiveMode() string {
+	if ip.IndexingMode == "" {
+		return "consistent"
 	}
+	return strings.ToLower(ip.IndexingMode)
+}
+
+// EffectiveAutomatic reports whether indexing is automatic: true when the
+// policy does not say.
+func (ip IndexingPolicy) EffectiveAutomatic() bool {
+	return ip.Automatic == nil || *ip.Automatic
+}
+
+func normalize(ip IndexingPolicy) normalPolicy {
+	n := normalPolicy{mode: ip.EffectiveMode(), automatic: ip.EffectiveAutomatic()}
 	for _, p := range ip.IncludedPaths {
 		n.included = append(n.included, p.Path)
 	}
@@ -112,11 +124,13 @@ func ttlString(ttl *int64) string {
 // definition (this tool's default).
 func SamePartitionKey(current, desired PartitionKey) bool {
 	return slices.Equal(current.Paths, desired.Paths) &&
-		pkKind(current) == pkKind(desired) &&
-		pkVersion(current, 1) == pkVersion(desired, 2)
+		current.EffectiveKind() == desired.EffectiveKind() &&
+		current.EffectiveVersion(1) == desired.EffectiveVersion(2)
 }
 
-func pkKind(pk PartitionKey) string {
+// EffectiveKind returns the partition key's kind: Kind when set, else
+// Hash for one path and MultiHash for more.
+func (pk PartitionKey) EffectiveKind() string {
 	switch {
 	case pk.Kind != "":
 		return pk.Kind
@@ -127,7 +141,9 @@ func pkKind(pk PartitionKey) string {
 	}
 }
 
-func pkVersion(pk PartitionKey, def int) int {
+// EffectiveVersion returns the partition key's version, or def when it
+// has none (1 on a container read from the service, 2 in a definition).
+func (pk PartitionKey) EffectiveVersion(def int) int {
 	if pk.Version == 0 {
 		return def
 	}
@@ -136,5 +152,5 @@ func pkVersion(pk PartitionKey, def int) int {
 
 // pkString renders a partition key for a message, e.g. "/scope (Hash, version 2)".
 func pkString(pk PartitionKey, defVersion int) string {
-	return fmt.Sprintf("%s (%s, version %d)", strings.Join(pk.Paths, ","), pkKind(pk), pkVersion(pk, defVersion))
+	return fmt.Sprintf("%s (%s, version %d)", strings.Join(pk.Paths, ","), pk.EffectiveKind(), pk.EffectiveVersion(defVersion))
 }

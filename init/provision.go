@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// Cosmos is what provisioning needs from a Cosmos DB account. NewCosmos
-// adapts the Azure SDK client to it.
+// Cosmos is what provisioning needs from a Cosmos DB account.
+// azure.NewProvisionCosmos adapts the Azure SDK client to it.
 type Cosmos interface {
 	// DatabaseExists reports whether the database exists.
 	DatabaseExists(ctx context.Context, database string) (bool, error)
@@ -25,8 +25,8 @@ type Cosmos interface {
 	ReplaceContainer(ctx context.Context, database string, c Container) error
 }
 
-// Blobs is what provisioning needs from a Blob Storage account. NewBlobs
-// adapts the Azure SDK client to it.
+// Blobs is what provisioning needs from a Blob Storage account.
+// azure.NewProvisionBlobs adapts the Azure SDK client to it.
 type Blobs interface {
 	// ContainerExists reports whether the blob container exists.
 	ContainerExists(ctx context.Context, name string) (bool, error)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
@@ -198,8 +197,7 @@ func loadBench(b *testing.B, acct azure.StorageAccount, cosmos *azcosmos.Client,
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := provision.Provisioner{Cosmos: provision.NewCosmos(cosmos), Database: db,
-		Blobs: provision.NewBlobs(func(name string) (*container.Client, error) { return azure.NewBlobContainerClient(acct, name, nil) })}
+	p := provision.Provisioner{Cosmos: azure.NewProvisionCosmos(cosmos), Database: db, Blobs: azure.NewProvisionBlobs(acct, nil)}
 	plan, err := p.Plan(ctx, layout)
 	if err != nil {
 		b.Fatal(err)
