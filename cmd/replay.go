@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -320,12 +319,7 @@ func writeReplayText(w io.Writer, s migrate.ReplaySummary) error {
 		fmt.Fprintln(tw)
 	}
 	for _, ts := range s.Tables {
-		kinds := make([]string, 0, len(ts.Kinds))
-		for k := range ts.Kinds {
-			kinds = append(kinds, k)
-		}
-		sort.Strings(kinds)
-		for _, k := range kinds {
+		for _, k := range sortedKeys(ts.Kinds) {
 			line(ts.Table, k, ts.Kinds[k])
 		}
 		line(ts.Table, "(all)", ts.ReplayCounts)
@@ -334,16 +328,8 @@ func writeReplayText(w io.Writer, s migrate.ReplaySummary) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(s.Warnings) > 0 {
-		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "WARNING\tCOUNT")
-		for _, r := range sortedKeys(s.Warnings) {
-			fmt.Fprintf(tw, "%s\t%d\n", r, s.Warnings[r])
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	if err := writeWarnings(w, s.Warnings); err != nil {
+		return err
 	}
 	t := s.Totals
 	fmt.Fprintln(w)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -301,12 +300,7 @@ func writeRunText(w io.Writer, s migrate.Summary) error {
 	fmt.Fprintln(tw)
 	var total int64
 	for _, ts := range s.Tables {
-		kinds := make([]string, 0, len(ts.Kinds))
-		for k := range ts.Kinds {
-			kinds = append(kinds, k)
-		}
-		sort.Strings(kinds)
-		for _, k := range kinds {
+		for _, k := range sortedKeys(ts.Kinds) {
 			var rows int64
 			for _, n := range ts.Kinds[k] {
 				rows += n
@@ -337,16 +331,8 @@ func writeRunText(w io.Writer, s migrate.Summary) error {
 		return err
 	}
 
-	if len(s.Warnings) > 0 {
-		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "WARNING\tCOUNT")
-		for _, r := range sortedKeys(s.Warnings) {
-			fmt.Fprintf(tw, "%s\t%d\n", r, s.Warnings[r])
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	if err := writeWarnings(w, s.Warnings); err != nil {
+		return err
 	}
 	fmt.Fprintln(w)
 	verb := "uploaded"
@@ -388,6 +374,22 @@ func sumDisposition(kinds map[string]map[string]int64, d string) int64 {
 	return n
 }
 
+// writeWarnings prints the table of warnings by reason, after an empty
+// line; nothing when there are none.
+func writeWarnings(w io.Writer, warnings map[string]int64) error {
+	if len(warnings) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WARNING\tCOUNT")
+	for _, r := range sortedKeys(warnings) {
+		fmt.Fprintf(tw, "%s\t%d\n", r, warnings[r])
+	}
+	return tw.Flush()
+}
+
+// sortedKeys returns the keys of m in order.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
