@@ -102,20 +102,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, x...), nil
 	case Doc:
-		b = append(b, '{')
-		for i, f := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendString(b, f.Name); err != nil {
-				return b, err
-			}
-			b = append(b, ':')
-			if b, err = appendValue(b, f.Value); err != nil {
-				return b, err
-			}
-		}
-		return append(b, '}'), nil
+		return appendDoc(b, x)
 	case []any:
 		b = append(b, '[')
 		for i, e := range x {
@@ -134,6 +121,25 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	default:
 		return b, fmt.Errorf("unsupported doc value type %T", v)
 	}
+}
+
+// appendDoc appends the JSON form of d, properties in order.
+func appendDoc(b []byte, d Doc) ([]byte, error) {
+	var err error
+	b = append(b, '{')
+	for i, f := range d {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendString(b, f.Name); err != nil {
+			return b, err
+		}
+		b = append(b, ':')
+		if b, err = appendValue(b, f.Value); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 const hexDigits = "0123456789abcdef"

@@ -172,7 +172,6 @@ func (b *builder) result(id string) {
 // snapshot.json when it exists; a legacy inline property src is uploaded
 // there when the blob does not exist, and never copied into the doc.
 func (b *builder) legacyBlob(id, name, src string, blob BlobName) {
-	path := id + "/" + blob.File()
 	size, exists := b.blobs.Size(blob)
 	v, has := b.prop(src)
 	if has && v.Type != EdmString {
@@ -180,6 +179,10 @@ func (b *builder) legacyBlob(id, name, src string, blob BlobName) {
 		return
 	}
 	has = has && v.Str != ""
+	var path string
+	if exists || has {
+		path = id + "/" + blob.File()
+	}
 	switch {
 	case exists:
 		if has && size != int64(len(v.Str)) {

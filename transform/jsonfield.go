@@ -105,7 +105,7 @@ func (j *JSON) appendNode(b []byte, i int32, canonical bool) ([]byte, error) {
 	case jsonTrue:
 		return append(b, "true"...), nil
 	case jsonNumber:
-		if !canonical {
+		if !canonical || shortInteger(n.s) {
 			return append(b, n.s...), nil
 		}
 		f, err := strconv.ParseFloat(n.s, 64)
@@ -154,6 +154,27 @@ func (j *JSON) appendNode(b []byte, i int32, canonical bool) ([]byte, error) {
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// shortInteger reports whether a JSON number's text is an integer of at
+// most 15 digits other than -0: a double holds it exactly and its RFC 8785
+// form is the text itself, so it needs no conversion.
+func shortInteger(s string) bool {
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+		if s == "0" {
+			return false
+		}
+	}
+	if len(s) == 0 || len(s) > 15 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeJSONField decodes the text of a JSON-valued property strictly by

@@ -15,8 +15,32 @@ func FormatTimestamp(t time.Time) string {
 	if y := t.Year(); y < 1 || y > 9999 {
 		return ""
 	}
+	// By hand rather than with AppendFormat: this runs for several
+	// properties of every row.
+	year, month, day := t.Date()
+	hour, minute, sec := t.Clock()
 	var buf [28]byte
-	return string(t.Truncate(100*time.Nanosecond).AppendFormat(buf[:0], TimestampLayout))
+	put := func(i, n, v int) {
+		for j := i + n - 1; j >= i; j-- {
+			buf[j] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, 4, year)
+	buf[4] = '-'
+	put(5, 2, int(month))
+	buf[7] = '-'
+	put(8, 2, day)
+	buf[10] = 'T'
+	put(11, 2, hour)
+	buf[13] = ':'
+	put(14, 2, minute)
+	buf[16] = ':'
+	put(17, 2, sec)
+	buf[19] = '.'
+	put(20, 7, t.Nanosecond()/100)
+	buf[27] = 'Z'
+	return string(buf[:])
 }
 
 // ParseTimestamp parses a timestamp as Bifrost writes it and reports

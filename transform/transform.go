@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -247,8 +248,10 @@ func Transform(row Row, blobs BlobFacts, opts Options) Outcome {
 	if err := opts.Validate(); err != nil {
 		return out.deadLetter("invalid options: " + err.Error())
 	}
-	opts = opts.WithDefaults()
-	b := &builder{row: &row, opts: &opts, blobs: blobs, out: &out, used: make([]string, 0, 40)}
+	// One allocation for the builder and its scratch space.
+	b := &builder{row: row, opts: opts.WithDefaults(), blobs: blobs, out: out}
+	b.used = b.usedBuf[:0]
+	b.scratch = jsonScratch{members: b.membersBuf[:0], elems: b.elemsBuf[:0]}
 	switch row.Table {
 	case TableConfig:
 		b.isTimestamp = isConfigTimestamp
@@ -263,15 +266,15 @@ func Transform(row Row, blobs BlobFacts, opts Options) Outcome {
 		return out.deadLetter(fmt.Sprintf("unknown table %q", row.Table))
 	}
 	if b.fail != "" {
-		return out.deadLetter(b.fail)
+		return b.out.deadLetter(b.fail)
 	}
-	if out.Disposition == DispositionDoc {
+	if b.out.Disposition == DispositionDoc {
 		b.finish()
 		if b.fail != "" {
-			return out.deadLetter(b.fail)
+			return b.out.deadLetter(b.fail)
 		}
 	}
-	return out
+	return b.out
 }
 
 // isConfigTimestamp reports the Config table's timestamp properties (§6).
@@ -295,17 +298,23 @@ func isEntitiesTimestamp(src string) bool {
 }
 
 // builder assembles one doc in SPEC order and tracks the source
-// properties it has used; the rest are copied by extras.
+// properties it has used; the rest are copied by extras. It holds the row,
+// options and outcome by value, and the first few entries of its slices,
+// so that one Transform allocates it once.
 type builder struct {
-	row         *Row
-	opts        *Options
+	row         Row
+	opts        Options
 	blobs       BlobFacts
-	out         *Outcome
+	out         Outcome
 	doc         Doc
 	used        []string
 	isTimestamp func(string) bool
 	fail        string // first dead-letter reason
 	scratch     jsonScratch
+
+	usedBuf    [48]string
+	membersBuf [32]jsonMember
+	elemsBuf   [32]int32
 }
 
 func (b *builder) warn(reason, detail string) {
@@ -320,7 +329,9 @@ func (b *builder) deadLetter(reason string) {
 
 // start makes the outcome a doc in container with the given raw id and
 // scope, and writes id, type and scope.
-func (b *builder) start(container, rawID, scope, docType string) {
+// docType is an any so that the usual constant types are boxed without an
+// allocation.
+func (b *builder) start(container, rawID, scope string, docType any) {
 	id, encoded, truncated := SanitizeID(rawID)
 	if encoded {
 		b.warn(ReasonIDEncoded, "id has characters Cosmos DB does not allow")
@@ -423,7 +434,11 @@ func (b *builder) from(name, src string) {
 // same name with an upper-case first letter.
 func (b *builder) fields(names ...string) {
 	for _, name := range names {
-		b.from(name, pascal(name))
+		src, ok := pascalNames[name]
+		if !ok {
+			src = pascal(name)
+		}
+		b.from(name, src)
 	}
 }
 
@@ -529,17 +544,22 @@ func (b *builder) extras() {
 
 // finish adds _migration with the hash and encodes the doc.
 func (b *builder) finish() {
-	size := 512 // estimate of the JSON size, to allocate each buffer once
-	for _, v := range b.row.Props {
-		size += 32 + len(v.Str)
-	}
-	canon, err := appendCanonicalDoc(make([]byte, 0, size), b.doc, hashExcluded)
+	// The canonical JSON is only hashed, so its buffer is reused across
+	// calls.
+	bp := canonBufs.Get().(*[]byte)
+	canon, err := appendCanonicalDoc((*bp)[:0], b.doc, hashExcluded)
 	if err != nil {
 		b.deadLetter("canonical JSON: " + err.Error())
 		return
 	}
 	sum := sha256.Sum256(canon)
-	h := hex.EncodeToString(sum[:])
+	if cap(canon) <= maxPooledCanon {
+		*bp = canon
+		canonBufs.Put(bp)
+	}
+	var hexSum [2 * sha256.Size]byte
+	hex.Encode(hexSum[:], sum[:])
+	h := string(hexSum[:])
 	var ts any
 	if !b.row.Timestamp.IsZero() {
 		ts = FormatTimestamp(b.row.Timestamp)
@@ -551,7 +571,7 @@ func (b *builder) finish() {
 		{"timestamp", ts},
 		{"hash", h},
 	})
-	js, err := appendValue(make([]byte, 0, len(canon)+len(canon)/8+384), b.doc)
+	js, err := appendDoc(make([]byte, 0, len(canon)+len(canon)/8+384), b.doc)
 	if err != nil {
 		b.deadLetter("encode doc: " + err.Error())
 		return
@@ -562,6 +582,12 @@ func (b *builder) finish() {
 	}
 	b.out.Doc, b.out.DocJSON = b.doc, js
 }
+
+// canonBufs holds the buffers finish builds canonical JSON in (*[]byte);
+// buffers that grew above maxPooledCanon are left to the garbage collector.
+var canonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledCanon = 256 << 10
 
 // unknownKind applies the unknown-kind rule of §10 to a Config or Entities
 // row.
@@ -591,6 +617,29 @@ func camel(s string) string {
 	}
 	return string(unicode.ToLower(r)) + s[n:]
 }
+
+// pascalNames maps the doc property names that fields writes to their
+// source names, so that fields needs no allocation per property. A name
+// missing here is only slower.
+var pascalNames = func() map[string]string {
+	m := make(map[string]string)
+	for _, name := range []string{
+		"accessLevel", "authorizationUrl", "completedAt", "createdAt", "createdBy", "cronExpression",
+		"description", "disableGlobalKey", "displayName", "domain", "durationMs", "durationSeconds",
+		"enabled", "endTime", "entraUserId", "errorMessage", "executedBy", "executedByName",
+		"executionCount", "expiresAt", "formId", "hashedKey", "isActive", "isPlatformAdmin",
+		"lastEntraIdSync", "lastExecutionId", "lastLogin", "lastRefreshAt", "lastRunAt", "lastTestAt",
+		"lastUsedAt", "launchWorkflowId", "linkedWorkflow", "name", "needsRefresh", "nextRunAt",
+		"primaryColor", "productionBranch", "rectangleLogoUrl", "redirectUri", "refreshFailed",
+		"refreshedSuccessfully", "repoUrl", "revoked", "revokedAt", "revokedBy", "scopes",
+		"secretRef", "squareLogoUrl", "startTime", "startedAt", "status", "statusMessage",
+		"tokenType", "tokenUrl", "totalConnections", "triggerType", "triggerUser", "updatedAt",
+		"updatedBy", "userType", "workflowId", "workflowName",
+	} {
+		m[name] = pascal(name)
+	}
+	return m
+}()
 
 // pascal upper-cases the first letter of a property name.
 func pascal(s string) string {
