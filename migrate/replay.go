@@ -415,29 +415,7 @@ func openReplayDeadLetters(dir string) (*fileSink, error) {
 // scan reads table (its prefixed name) from the start with q, calling fn
 // per page; fn may end it with errStopScan.
 func (r *replayer) scan(ctx context.Context, table string, q azure.Query, fn func(azure.Page) error) error {
-	var from azure.Continuation
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		page, err := r.src.ReadPage(ctx, r.opts.TablePrefix+table, q, from)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", table, err)
-		}
-		for i := range page.Rows {
-			page.Rows[i].Table = table
-		}
-		if err := fn(page); err != nil {
-			if errors.Is(err, errStopScan) {
-				return nil
-			}
-			return err
-		}
-		if page.Next.IsZero() {
-			return nil
-		}
-		from = page.Next
-	}
+	return scanTable(ctx, r.src, r.opts.TablePrefix, table, q, azure.Continuation{}, fn)
 }
 
 // replayTable replays the rows of table matching filter: transforms them

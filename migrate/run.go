@@ -398,13 +398,15 @@ func compareUTF16(a, b string) int {
 // errStopScan ends a Scan early.
 var errStopScan = errors.New("stop")
 
-// scan reads table from `from` to its end, calling fn for each page.
-func (r *runner) scan(ctx context.Context, table string, q azure.Query, from azure.Continuation, fn func(azure.Page) error) error {
+// scanTable reads table (read under its prefixed name) from `from` to its
+// end, calling fn for each page with the rows' Table set to the unprefixed
+// name; fn may end the scan early with errStopScan.
+func scanTable(ctx context.Context, src RowSource, prefix, table string, q azure.Query, from azure.Continuation, fn func(azure.Page) error) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		page, err := r.src.ReadPage(ctx, r.opts.TablePrefix+table, q, from)
+		page, err := src.ReadPage(ctx, prefix+table, q, from)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", table, err)
 		}
@@ -422,6 +424,11 @@ func (r *runner) scan(ctx context.Context, table string, q azure.Query, from azu
 		}
 		from = page.Next
 	}
+}
+
+// scan reads table from `from` to its end, calling fn for each page.
+func (r *runner) scan(ctx context.Context, table string, q azure.Query, from azure.Continuation, fn func(azure.Page) error) error {
+	return scanTable(ctx, r.src, r.opts.TablePrefix, table, q, from, fn)
 }
 
 // replay re-reads the rows of table before its checkpoint (all of them
