@@ -28,6 +28,16 @@ const edmTimeLayout = "2006-01-02T15:04:05.0000000Z"
 // It returns an error naming the property when a value does not match its
 // type; the error never contains the value itself.
 func DecodeEntity(table string, data []byte) (Row, error) {
+	if row, ok := decodeEntityFast(table, data); ok {
+		return row, nil
+	}
+	return decodeEntitySlow(table, data)
+}
+
+// decodeEntitySlow is DecodeEntity by encoding/json. decodeEntityFast
+// handles the usual entities; this decides everything else, so that every
+// error (and every unusual input) is exactly what it always was.
+func decodeEntitySlow(table string, data []byte) (Row, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var raw map[string]any
@@ -65,7 +75,7 @@ func DecodeEntity(table string, data []byte) (Row, error) {
 			continue
 		}
 		annotated, _ := raw[name+"@odata.type"].(string)
-		val, err := decodeValue(EdmType(annotated), v)
+		val, err := decodeValue(EdmType(annotated), toScalar(v))
 		if err != nil {
 			return Row{}, fmt.Errorf("decode entity %q: property %s: %w", row.RowKey, name, err)
 		}
@@ -77,19 +87,54 @@ func DecodeEntity(table string, data []byte) (Row, error) {
 	return row, nil
 }
 
-func decodeValue(t EdmType, v any) (Value, error) {
-	if v == nil {
+// scalarKind is the JSON type of a property value.
+type scalarKind uint8
+
+const (
+	scalarNull scalarKind = iota
+	scalarString
+	scalarNumber // s is the number's exact text
+	scalarBool
+	scalarOther // an object or array (other holds it)
+)
+
+// scalar is one property value as JSON has it, before its Edm type is
+// applied.
+type scalar struct {
+	kind  scalarKind
+	s     string
+	b     bool
+	other any
+}
+
+// toScalar converts a value encoding/json decoded with UseNumber.
+func toScalar(v any) scalar {
+	switch x := v.(type) {
+	case nil:
+		return scalar{}
+	case string:
+		return scalar{kind: scalarString, s: x}
+	case json.Number:
+		return scalar{kind: scalarNumber, s: string(x)}
+	case bool:
+		return scalar{kind: scalarBool, b: x}
+	}
+	return scalar{kind: scalarOther, other: v}
+}
+
+func decodeValue(t EdmType, v scalar) (Value, error) {
+	if v.kind == scalarNull {
 		return Value{}, fmt.Errorf("null value")
 	}
 	switch t {
 	case "":
-		switch x := v.(type) {
-		case string:
-			return Value{Type: EdmString, Str: x}, nil
-		case bool:
-			return Value{Type: EdmBoolean, Bool: x}, nil
-		case json.Number:
-			s := string(x)
+		switch v.kind {
+		case scalarString:
+			return Value{Type: EdmString, Str: v.s}, nil
+		case scalarBool:
+			return Value{Type: EdmBoolean, Bool: v.b}, nil
+		case scalarNumber:
+			s := v.s
 			if !strings.ContainsAny(s, ".eE") {
 				if n, err := strconv.ParseInt(s, 10, 32); err == nil {
 					return Value{Type: EdmInt32, Int: n}, nil
@@ -101,43 +146,35 @@ func decodeValue(t EdmType, v any) (Value, error) {
 			}
 			return Value{Type: EdmDouble, Double: f}, nil
 		default:
-			return Value{}, fmt.Errorf("unsupported JSON value %T", v)
+			return Value{}, fmt.Errorf("unsupported JSON value %T", v.other)
 		}
 	case EdmString, EdmGuid:
-		s, ok := v.(string)
-		if !ok {
+		if v.kind != scalarString {
 			return Value{}, fmt.Errorf("%s value is not a string", t)
 		}
-		return Value{Type: t, Str: s}, nil
+		return Value{Type: t, Str: v.s}, nil
 	case EdmBoolean:
-		b, ok := v.(bool)
-		if !ok {
+		if v.kind != scalarBool {
 			return Value{}, fmt.Errorf("Edm.Boolean value is not a boolean")
 		}
-		return Value{Type: t, Bool: b}, nil
+		return Value{Type: t, Bool: v.b}, nil
 	case EdmInt32, EdmInt64:
-		var s string
-		switch x := v.(type) {
-		case string:
-			s = x
-		case json.Number:
-			s = string(x)
-		default:
+		if v.kind != scalarString && v.kind != scalarNumber {
 			return Value{}, fmt.Errorf("%s value is not a number", t)
 		}
 		bits := 64
 		if t == EdmInt32 {
 			bits = 32
 		}
-		n, err := strconv.ParseInt(s, 10, bits)
+		n, err := strconv.ParseInt(v.s, 10, bits)
 		if err != nil {
 			return Value{}, fmt.Errorf("%s value is not an integer in range", t)
 		}
 		return Value{Type: t, Int: n}, nil
 	case EdmDouble:
-		switch x := v.(type) {
-		case string:
-			switch x {
+		switch v.kind {
+		case scalarString:
+			switch v.s {
 			case "NaN":
 				return Value{Type: t, Double: math.NaN()}, nil
 			case "Infinity", "INF":
@@ -145,13 +182,13 @@ func decodeValue(t EdmType, v any) (Value, error) {
 			case "-Infinity", "-INF":
 				return Value{Type: t, Double: math.Inf(-1)}, nil
 			}
-			f, err := strconv.ParseFloat(x, 64)
+			f, err := strconv.ParseFloat(v.s, 64)
 			if err != nil {
 				return Value{}, fmt.Errorf("Edm.Double value is not a number")
 			}
 			return Value{Type: t, Double: f}, nil
-		case json.Number:
-			f, err := strconv.ParseFloat(string(x), 64)
+		case scalarNumber:
+			f, err := strconv.ParseFloat(v.s, 64)
 			if err != nil {
 				return Value{}, fmt.Errorf("Edm.Double value out of range")
 			}
@@ -160,21 +197,19 @@ func decodeValue(t EdmType, v any) (Value, error) {
 			return Value{}, fmt.Errorf("Edm.Double value is not a number")
 		}
 	case EdmDateTime:
-		s, ok := v.(string)
-		if !ok {
+		if v.kind != scalarString {
 			return Value{}, fmt.Errorf("Edm.DateTime value is not a string")
 		}
-		tm, err := parseEdmTime(s)
+		tm, err := parseEdmTime(v.s)
 		if err != nil {
 			return Value{}, err
 		}
 		return Value{Type: t, Time: tm}, nil
 	case EdmBinary:
-		s, ok := v.(string)
-		if !ok {
+		if v.kind != scalarString {
 			return Value{}, fmt.Errorf("Edm.Binary value is not a string")
 		}
-		b, err := base64.StdEncoding.DecodeString(s)
+		b, err := base64.StdEncoding.DecodeString(v.s)
 		if err != nil {
 			return Value{}, fmt.Errorf("Edm.Binary value is not base64")
 		}
