@@ -129,27 +129,29 @@ func appendCanonical(b []byte, v any) ([]byte, error) {
 
 func appendCanonicalDoc(b []byte, d Doc, skip func(string) bool) ([]byte, error) {
 	// Sort indexes, not Fields: small objects need no allocation.
-	var small [48]int
-	idx := small[:0]
-	if len(d) > len(small) {
-		idx = make([]int, 0, len(d))
+	var smallIdx [48]int
+	var smallNames [48]string
+	idx, names := smallIdx[:0], smallNames[:0]
+	if len(d) > len(smallIdx) {
+		idx, names = make([]int, 0, len(d)), make([]string, 0, len(d))
 	}
 	for i, f := range d {
+		names = append(names, f.Name)
 		if skip == nil || !skip(f.Name) {
 			idx = append(idx, i)
 		}
 	}
-	sortFieldIndexes(idx, func(i int) string { return d[i].Name })
+	sortByName(idx, names)
 	var err error
 	b = append(b, '{')
 	for n, i := range idx {
 		if n > 0 {
-			if d[i].Name == d[idx[n-1]].Name {
-				return b, fmt.Errorf("duplicate property %q", d[i].Name)
+			if names[i] == names[idx[n-1]] {
+				return b, fmt.Errorf("duplicate property %q", names[i])
 			}
 			b = append(b, ',')
 		}
-		if b, err = appendString(b, d[i].Name); err != nil {
+		if b, err = appendString(b, names[i]); err != nil {
 			return b, err
 		}
 		b = append(b, ':')
@@ -160,17 +162,21 @@ func appendCanonicalDoc(b []byte, d Doc, skip func(string) bool) ([]byte, error)
 	return append(b, '}'), nil
 }
 
-// sortFieldIndexes sorts idx by the UTF-16 order of name(idx[i]):
-// insertion sort for the usual small objects, slices.SortFunc otherwise.
-func sortFieldIndexes(idx []int, name func(int) string) {
+// sortByName sorts idx by the UTF-16 order of names[idx[i]]: insertion
+// sort for the usual small objects, slices.SortFunc otherwise. Only the
+// indexes move (moving strings would cost write barriers).
+func sortByName(idx []int, names []string) {
 	if len(idx) > 48 {
-		slices.SortFunc(idx, func(x, y int) int { return compareUTF16(name(x), name(y)) })
+		slices.SortFunc(idx, func(x, y int) int { return compareUTF16(names[x], names[y]) })
 		return
 	}
 	for i := 1; i < len(idx); i++ {
-		for j := i; j > 0 && compareUTF16(name(idx[j-1]), name(idx[j])) > 0; j-- {
-			idx[j-1], idx[j] = idx[j], idx[j-1]
+		v := idx[i]
+		j := i
+		for ; j > 0 && compareUTF16(names[idx[j-1]], names[v]) > 0; j-- {
+			idx[j] = idx[j-1]
 		}
+		idx[j] = v
 	}
 }
 

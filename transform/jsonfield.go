@@ -22,8 +22,13 @@ var errNumberRange = errors.New("number out of range")
 // property instead of one allocation per string, object and array — and
 // keeps object members in source order. Use Value for the ordinary Go
 // form. A JSON is immutable and safe for concurrent reads.
+//
+// Nodes hold no pointers (strings are spans of the source text), so the
+// arenas cost the garbage collector nothing to scan.
 type JSON struct {
-	nodes   []jsonNode
+	src     string       // the decoded text
+	strs    []string     // strings with escapes or non-ASCII, decoded
+	nodes   []jsonNode   // the root last
 	members []jsonMember // object members, contiguous per object
 	elems   []int32      // array elements (node indexes), contiguous per array
 }
@@ -40,17 +45,45 @@ const (
 	jsonArray
 )
 
-// jsonNode is one value: s is a string's text or a number's exact text;
-// start and n locate an object's members or an array's elements.
+// jsonNode is one value: a string or number, whose text t locates, or an
+// object or array, whose members or elements are t.a (the first) and t.b
+// (how many).
 type jsonNode struct {
-	kind     jsonKind
-	s        string
-	start, n int32
+	kind jsonKind
+	t    jsonText
+}
+
+// jsonText locates a string's or number's text: src[a:b], or strs[a]
+// when esc. A string is a span of src only when it is plain ASCII without
+// escapes, control characters, '"' or '\\' (see jsonDecoder.str).
+type jsonText struct {
+	esc  bool
+	a, b int32
 }
 
 type jsonMember struct {
-	name string
+	name jsonText
 	val  int32
+}
+
+// appendText appends the string t locates as a JSON string. A span of
+// the source text holds no character that needs escaping (the decoder
+// takes only plain ASCII as a span), so it is copied without a scan.
+func (j *JSON) appendText(b []byte, t jsonText) ([]byte, error) {
+	if t.esc {
+		return appendString(b, j.strs[t.a])
+	}
+	b = append(b, '"')
+	b = append(b, j.src[t.a:t.b]...)
+	return append(b, '"'), nil
+}
+
+// str returns the text t locates.
+func (j *JSON) str(t jsonText) string {
+	if t.esc {
+		return j.strs[t.a]
+	}
+	return j.src[t.a:t.b]
 }
 
 func (j *JSON) root() int32 { return int32(len(j.nodes) - 1) }
@@ -67,18 +100,18 @@ func (j *JSON) value(i int32) any {
 	case jsonTrue:
 		return true
 	case jsonNumber:
-		return json.Number(n.s)
+		return json.Number(j.str(n.t))
 	case jsonString:
-		return n.s
+		return j.str(n.t)
 	case jsonObject:
-		d := make(Doc, n.n)
-		for k, m := range j.members[n.start : n.start+n.n] {
-			d[k] = Field{m.name, j.value(m.val)}
+		d := make(Doc, n.t.b)
+		for k, m := range j.members[n.t.a : n.t.a+n.t.b] {
+			d[k] = Field{j.str(m.name), j.value(m.val)}
 		}
 		return d
 	case jsonArray:
-		a := make([]any, n.n)
-		for k, e := range j.elems[n.start : n.start+n.n] {
+		a := make([]any, n.t.b)
+		for k, e := range j.elems[n.t.a : n.t.a+n.t.b] {
 			a[k] = j.value(e)
 		}
 		return a
@@ -105,19 +138,20 @@ func (j *JSON) appendNode(b []byte, i int32, canonical bool) ([]byte, error) {
 	case jsonTrue:
 		return append(b, "true"...), nil
 	case jsonNumber:
-		if !canonical || shortInteger(n.s) {
-			return append(b, n.s...), nil
+		s := j.str(n.t)
+		if !canonical || shortInteger(s) {
+			return append(b, s...), nil
 		}
-		f, err := strconv.ParseFloat(n.s, 64)
+		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			return b, fmt.Errorf("number %s does not fit a double", n.s)
+			return b, fmt.Errorf("number %s does not fit a double", s)
 		}
 		return appendES6Number(b, f)
 	case jsonString:
-		return appendString(b, n.s)
+		return j.appendText(b, n.t)
 	case jsonArray:
 		b = append(b, '[')
-		for k, e := range j.elems[n.start : n.start+n.n] {
+		for k, e := range j.elems[n.t.a : n.t.a+n.t.b] {
 			if k > 0 {
 				b = append(b, ',')
 			}
@@ -128,28 +162,46 @@ func (j *JSON) appendNode(b []byte, i int32, canonical bool) ([]byte, error) {
 		return append(b, ']'), nil
 	}
 	// object
-	members := j.members[n.start : n.start+n.n]
-	var small [48]int
-	idx := small[:0]
-	if len(members) > len(small) {
-		idx = make([]int, 0, len(members))
+	members := j.members[n.t.a : n.t.a+n.t.b]
+	if !canonical {
+		b = append(b, '{')
+		for k, m := range members {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			if b, err = j.appendText(b, m.name); err != nil {
+				return b, err
+			}
+			b = append(b, ':')
+			if b, err = j.appendNode(b, m.val, false); err != nil {
+				return b, err
+			}
+		}
+		return append(b, '}'), nil
 	}
-	for k := range members {
+	// Sort member indexes with their names: small objects need no
+	// allocation.
+	var smallIdx [16]int
+	var smallNames [16]string
+	idx, names := smallIdx[:0], smallNames[:0]
+	if len(members) > len(smallIdx) {
+		idx, names = make([]int, 0, len(members)), make([]string, 0, len(members))
+	}
+	for k, m := range members {
 		idx = append(idx, k)
+		names = append(names, j.str(m.name))
 	}
-	if canonical {
-		sortFieldIndexes(idx, func(k int) string { return members[k].name })
-	}
+	sortByName(idx, names)
 	b = append(b, '{')
 	for k, m := range idx {
 		if k > 0 {
 			b = append(b, ',')
 		}
-		if b, err = appendString(b, members[m].name); err != nil {
+		if b, err = j.appendText(b, members[m].name); err != nil {
 			return b, err
 		}
 		b = append(b, ':')
-		if b, err = j.appendNode(b, members[m].val, canonical); err != nil {
+		if b, err = j.appendNode(b, members[m].val, true); err != nil {
 			return b, err
 		}
 	}
@@ -198,10 +250,10 @@ type jsonScratch struct {
 }
 
 func decodeJSONFieldScratch(s string, scratch *jsonScratch) (v *JSON, bigInt bool, err error) {
-	n := len(s)/16 + 4 // rough node count, to allocate the arenas once
+	n := len(s)/12 + 4 // rough node count, to allocate the arenas once
 	d := jsonDecoder{
 		s:      s,
-		j:      &JSON{nodes: make([]jsonNode, 0, n), members: make([]jsonMember, 0, n/2+2), elems: make([]int32, 0, n/4+2)},
+		j:      &JSON{src: s, nodes: make([]jsonNode, 0, n), members: make([]jsonMember, 0, n/2+2), elems: make([]int32, 0, n/4+2)},
 		mstack: scratch.members[:0],
 		estack: scratch.elems[:0],
 	}
@@ -266,11 +318,11 @@ func (d *jsonDecoder) value() error {
 	case c == '[':
 		return d.array()
 	case c == '"':
-		s, err := d.str()
+		t, err := d.str()
 		if err != nil {
 			return err
 		}
-		d.node(jsonNode{kind: jsonString, s: s})
+		d.node(jsonNode{kind: jsonString, t: t})
 		return nil
 	case c == 't':
 		return d.literal("true", jsonTrue)
@@ -279,11 +331,11 @@ func (d *jsonDecoder) value() error {
 	case c == 'n':
 		return d.literal("null", jsonNull)
 	case c == '-' || (c >= '0' && c <= '9'):
-		s, err := d.number()
+		t, err := d.number()
 		if err != nil {
 			return err
 		}
-		d.node(jsonNode{kind: jsonNumber, s: s})
+		d.node(jsonNode{kind: jsonNumber, t: t})
 		return nil
 	default:
 		return d.syntax()
@@ -308,7 +360,7 @@ func (d *jsonDecoder) object() error {
 	if d.i < len(d.s) && d.s[d.i] == '}' {
 		d.i++
 		d.depth--
-		d.node(jsonNode{kind: jsonObject, start: int32(len(d.j.members))})
+		d.node(jsonNode{kind: jsonObject, t: jsonText{a: int32(len(d.j.members))}})
 		return nil
 	}
 	var seen map[string]int // built only for large objects
@@ -343,7 +395,7 @@ func (d *jsonDecoder) object() error {
 			d.depth--
 			start := int32(len(d.j.members))
 			d.j.members = append(d.j.members, d.mstack[mark:]...)
-			d.node(jsonNode{kind: jsonObject, start: start, n: int32(len(d.mstack) - mark)})
+			d.node(jsonNode{kind: jsonObject, t: jsonText{a: start, b: int32(len(d.mstack) - mark)}})
 			d.mstack = d.mstack[:mark]
 			return nil
 		default:
@@ -354,11 +406,12 @@ func (d *jsonDecoder) object() error {
 
 // setMember sets name in the object being collected in d.mstack[mark:],
 // replacing an earlier value in place.
-func (d *jsonDecoder) setMember(mark int, seen map[string]int, name string, v int32) map[string]int {
+func (d *jsonDecoder) setMember(mark int, seen map[string]int, name jsonText, v int32) map[string]int {
 	obj := d.mstack[mark:]
+	s := d.j.str(name)
 	if seen == nil && len(obj) < 16 {
 		for i := range obj {
-			if obj[i].name == name {
+			if d.j.str(obj[i].name) == s {
 				obj[i].val = v
 				return nil
 			}
@@ -369,14 +422,14 @@ func (d *jsonDecoder) setMember(mark int, seen map[string]int, name string, v in
 	if seen == nil {
 		seen = make(map[string]int, 2*len(obj))
 		for i, m := range obj {
-			seen[m.name] = i
+			seen[d.j.str(m.name)] = i
 		}
 	}
-	if i, ok := seen[name]; ok {
+	if i, ok := seen[s]; ok {
 		obj[i].val = v
 		return seen
 	}
-	seen[name] = len(obj)
+	seen[s] = len(obj)
 	d.mstack = append(d.mstack, jsonMember{name, v})
 	return seen
 }
@@ -391,7 +444,7 @@ func (d *jsonDecoder) array() error {
 	if d.i < len(d.s) && d.s[d.i] == ']' {
 		d.i++
 		d.depth--
-		d.node(jsonNode{kind: jsonArray, start: int32(len(d.j.elems))})
+		d.node(jsonNode{kind: jsonArray, t: jsonText{a: int32(len(d.j.elems))}})
 		return nil
 	}
 	for {
@@ -412,7 +465,7 @@ func (d *jsonDecoder) array() error {
 			d.depth--
 			start := int32(len(d.j.elems))
 			d.j.elems = append(d.j.elems, d.estack[mark:]...)
-			d.node(jsonNode{kind: jsonArray, start: start, n: int32(len(d.estack) - mark)})
+			d.node(jsonNode{kind: jsonArray, t: jsonText{a: start, b: int32(len(d.estack) - mark)}})
 			d.estack = d.estack[:mark]
 			return nil
 		default:
@@ -421,7 +474,7 @@ func (d *jsonDecoder) array() error {
 	}
 }
 
-func (d *jsonDecoder) number() (string, error) {
+func (d *jsonDecoder) number() (jsonText, error) {
 	start := d.i
 	integer := true
 	if d.s[d.i] == '-' {
@@ -438,13 +491,13 @@ func (d *jsonDecoder) number() (string, error) {
 	case d.i < len(d.s) && d.s[d.i] == '0':
 		d.i++
 	case digits() == 0:
-		return "", d.syntax()
+		return jsonText{}, d.syntax()
 	}
 	if d.i < len(d.s) && d.s[d.i] == '.' {
 		integer = false
 		d.i++
 		if digits() == 0 {
-			return "", d.syntax()
+			return jsonText{}, d.syntax()
 		}
 	}
 	if d.i < len(d.s) && (d.s[d.i] == 'e' || d.s[d.i] == 'E') {
@@ -454,22 +507,23 @@ func (d *jsonDecoder) number() (string, error) {
 			d.i++
 		}
 		if digits() == 0 {
-			return "", d.syntax()
+			return jsonText{}, d.syntax()
 		}
 	}
+	t := jsonText{a: int32(start), b: int32(d.i)}
 	text := d.s[start:d.i]
 	if integer {
 		if len(text) >= 16 && !intFitsDouble(text) {
 			d.bigInt = true
 		}
 		if len(text) < 300 {
-			return text, nil
+			return t, nil
 		}
 	}
 	if _, err := strconv.ParseFloat(text, 64); err != nil {
-		return "", errNumberRange
+		return jsonText{}, errNumberRange
 	}
-	return text, nil
+	return t, nil
 }
 
 // intFitsDouble reports whether a decimal integer's magnitude is at most 2^53.
@@ -478,15 +532,17 @@ func intFitsDouble(text string) bool {
 	return err == nil && n <= 1<<53 && n >= -(1<<53)
 }
 
-func (d *jsonDecoder) str() (string, error) {
+// str decodes a string: a span of the source text, or, when it has
+// escapes or non-ASCII characters, a new string in d.j.strs.
+func (d *jsonDecoder) str() (jsonText, error) {
 	d.i++ // opening quote
 	start := d.i
 	for d.i < len(d.s) {
 		c := d.s[d.i]
 		if c == '"' {
-			s := d.s[start:d.i]
+			t := jsonText{a: int32(start), b: int32(d.i)}
 			d.i++
-			return s, nil
+			return t, nil
 		}
 		if c == '\\' || c < 0x20 || c >= 0x80 {
 			break
@@ -501,13 +557,14 @@ func (d *jsonDecoder) str() (string, error) {
 		switch {
 		case c == '"':
 			d.i++
-			return string(buf), nil
+			d.j.strs = append(d.j.strs, string(buf))
+			return jsonText{esc: true, a: int32(len(d.j.strs) - 1)}, nil
 		case c < 0x20:
-			return "", d.syntax()
+			return jsonText{}, d.syntax()
 		case c == '\\':
 			d.i++
 			if d.i >= len(d.s) {
-				return "", d.syntax()
+				return jsonText{}, d.syntax()
 			}
 			e := d.s[d.i]
 			d.i++
@@ -527,7 +584,7 @@ func (d *jsonDecoder) str() (string, error) {
 			case 'u':
 				r, ok := d.hex4()
 				if !ok {
-					return "", d.syntax()
+					return jsonText{}, d.syntax()
 				}
 				if utf16.IsSurrogate(r) {
 					r2 := rune(-1)
@@ -537,7 +594,7 @@ func (d *jsonDecoder) str() (string, error) {
 						if x, ok := d.hex4(); ok {
 							r2 = x
 						} else {
-							return "", d.syntax()
+							return jsonText{}, d.syntax()
 						}
 						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
 							r = dec
@@ -551,7 +608,7 @@ func (d *jsonDecoder) str() (string, error) {
 				}
 				buf = utf8.AppendRune(buf, r)
 			default:
-				return "", d.syntax()
+				return jsonText{}, d.syntax()
 			}
 		case c < 0x80:
 			buf = append(buf, c)
@@ -562,7 +619,7 @@ func (d *jsonDecoder) str() (string, error) {
 			d.i += size
 		}
 	}
-	return "", d.syntax()
+	return jsonText{}, d.syntax()
 }
 
 func (d *jsonDecoder) hex4() (rune, bool) {
