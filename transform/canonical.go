@@ -172,8 +172,18 @@ func sortByName(idx []int, names []string) {
 	}
 	for i := 1; i < len(idx); i++ {
 		v := idx[i]
+		name := names[v]
 		j := i
-		for ; j > 0 && compareUTF16(names[idx[j-1]], names[v]) > 0; j-- {
+		for ; j > 0; j-- {
+			prev := names[idx[j-1]]
+			// Most names differ in their first byte, often ASCII.
+			if len(prev) > 0 && len(name) > 0 && prev[0] != name[0] && (prev[0]|name[0]) < 0x80 {
+				if prev[0] < name[0] {
+					break
+				}
+			} else if compareUTF16(prev, name) <= 0 {
+				break
+			}
 			idx[j] = idx[j-1]
 		}
 		idx[j] = v

@@ -284,14 +284,11 @@ func (d *jsonDecoder) syntax() error {
 }
 
 func (d *jsonDecoder) space() {
-	for d.i < len(d.s) {
-		switch d.s[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
+	s, i := d.s, d.i
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
 	}
+	d.i = i
 }
 
 func (d *jsonDecoder) node(n jsonNode) {
@@ -535,19 +532,15 @@ func intFitsDouble(text string) bool {
 // str decodes a string: a span of the source text, or, when it has
 // escapes or non-ASCII characters, a new string in d.j.strs.
 func (d *jsonDecoder) str() (jsonText, error) {
-	d.i++ // opening quote
-	start := d.i
-	for d.i < len(d.s) {
-		c := d.s[d.i]
-		if c == '"' {
-			t := jsonText{a: int32(start), b: int32(d.i)}
-			d.i++
-			return t, nil
-		}
-		if c == '\\' || c < 0x20 || c >= 0x80 {
-			break
-		}
+	start := d.i + 1 // after the opening quote
+	s, i := d.s, start
+	for i < len(s) && !needsJSONEscape[s[i]] && s[i] < 0x80 {
+		i++
+	}
+	d.i = i
+	if i < len(s) && s[i] == '"' {
 		d.i++
+		return jsonText{a: int32(start), b: int32(i)}, nil
 	}
 	// Slow path: escapes, control characters or non-ASCII.
 	buf := make([]byte, 0, d.i-start+16)
