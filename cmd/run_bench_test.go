@@ -44,7 +44,7 @@ import (
 // rss runs one part.
 func TestRunBenchmark(t *testing.T) {
 	if os.Getenv("BIFROST_BENCH") != "1" {
-		t.Skip("benchmark: set BIFROST_BENCH=1 (see migrate/BENCHMARKS.md)")
+		t.Skip("benchmark: set BIFROST_BENCH=1 (see README.md, Performance)")
 	}
 	n := 100000
 	if s := os.Getenv("BIFROST_BENCH_N"); s != "" {
