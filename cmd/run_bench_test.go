@@ -36,7 +36,7 @@ import (
 // acceptance criteria compare them with, and the binary's peak RSS at two
 // sizes. It is a benchmark, not a test: it asserts nothing about speed and
 // only runs with BIFROST_BENCH=1 (test.sh does not set it). It prints a
-// table; migrate/BENCHMARKS.md has the figures and the command.
+// table; README.md (Performance) has the figures and the command.
 //
 // Environment: BIFROST_BENCH_N executions (default 100,000; each has 4
 // index rows); BIFROST_BENCH_RSS=0 skips the RSS runs (4,000 and 40,000
