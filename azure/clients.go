@@ -15,21 +15,45 @@ import (
 )
 
 // HTTPClient returns the transport for an endpoint. TLS verification is
-// skipped only for an emulator on a loopback address (SPEC §1); every other
-// endpoint gets Go's default verification. base, when not nil, is used as
-// the underlying transport (tests pass a recording or fault-injecting one).
+// skipped only for requests to a loopback address (SPEC §1: the local
+// emulators), and only when the configured endpoint is itself on loopback;
+// the decision is made per request, so the regional endpoints a Cosmos DB
+// account announces are always verified, even when the account was
+// reached through a loopback tunnel. base, when not nil, is used as the
+// underlying transport (tests pass a recording or fault-injecting one).
 func HTTPClient(endpoint string, base http.RoundTripper) policy.Transporter {
 	if base != nil {
 		return &http.Client{Transport: base}
 	}
+	secure := newTransport(nil)
+	if !IsLoopback(endpoint) {
+		return &http.Client{Transport: secure}
+	}
+	insecure := newTransport(&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback emulator only
+	return &http.Client{Transport: loopbackTLS{secure: secure, insecure: insecure}}
+}
+
+func newTransport(cfg *tls.Config) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 256
 	t.MaxIdleConns = 256
 	t.IdleConnTimeout = 90 * time.Second
-	if IsLoopback(endpoint) {
-		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback emulator only
+	if cfg != nil {
+		t.TLSClientConfig = cfg
 	}
-	return &http.Client{Transport: t}
+	return t
+}
+
+// loopbackTLS sends requests to loopback hosts through a transport that
+// does not verify certificates (the emulators' are self-signed) and every
+// other request through one that does.
+type loopbackTLS struct{ secure, insecure http.RoundTripper }
+
+func (l loopbackTLS) RoundTrip(req *http.Request) (*http.Response, error) {
+	if IsLoopback(req.URL.String()) {
+		return l.insecure.RoundTrip(req)
+	}
+	return l.secure.RoundTrip(req)
 }
 
 // NewTablesClient returns an aztables service client for writing rows

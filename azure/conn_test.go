@@ -2,6 +2,8 @@ package azure
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -97,5 +99,35 @@ func TestIsLoopback(t *testing.T) {
 		if got := IsLoopback(ep); got != want {
 			t.Errorf("IsLoopback(%q) = %v, want %v", ep, got, want)
 		}
+	}
+}
+
+func TestTLSIsSkippedOnlyForLoopbackHosts(t *testing.T) {
+	// A self-signed TLS server on loopback stands for the emulator; a
+	// request to it through the client for a loopback endpoint succeeds,
+	// and the same client keeps verifying every other host.
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	c := HTTPClient(srv.URL, nil).(*http.Client)
+	resp, err := c.Get(srv.URL)
+	if err != nil {
+		t.Fatalf("loopback emulator: %v", err)
+	}
+	resp.Body.Close()
+	lt, ok := c.Transport.(loopbackTLS)
+	if !ok {
+		t.Fatalf("transport for a loopback endpoint is %T", c.Transport)
+	}
+	if lt.secure.(*http.Transport).TLSClientConfig != nil && lt.secure.(*http.Transport).TLSClientConfig.InsecureSkipVerify {
+		t.Error("the transport for other hosts skips verification")
+	}
+	// A non-loopback endpoint never gets the insecure transport: the same
+	// self-signed server reached through it fails verification.
+	nc := HTTPClient("https://acct.documents.azure.com/", nil).(*http.Client)
+	if _, ok := nc.Transport.(*http.Transport); !ok {
+		t.Fatalf("transport for a remote endpoint is %T", nc.Transport)
+	}
+	if _, err := nc.Get(srv.URL); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("remote-endpoint client accepted a self-signed certificate: %v", err)
 	}
 }

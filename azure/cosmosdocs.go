@@ -294,6 +294,12 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 		wait, transient := classify(err)
 		if !transient {
 			var re *azcore.ResponseError
+			if errors.As(err, &re) && (re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden) {
+				// The account refuses us (key rotated, missing role,
+				// firewall): no row can be written, so this is fatal, not a
+				// dead letter for every row; the run stops resumable.
+				return fmt.Errorf("cosmos %s: %w: %s", opName, ErrAccessDenied, describe(err))
+			}
 			if errors.As(err, &re) {
 				return &PermanentError{StatusCode: re.StatusCode, Reason: fmt.Sprintf("cosmos %s: %s", opName, describe(err))}
 			}
@@ -337,6 +343,11 @@ func backoff(o RetryOptions, attempt int) time.Duration {
 	}
 	return time.Duration(o.Jitter() * float64(ceil))
 }
+
+// ErrAccessDenied is wrapped by the error of a write that Cosmos DB refused
+// with 401 or 403: a problem of the account or its permissions, not of the
+// row, so callers stop instead of dead-lettering.
+var ErrAccessDenied = errors.New("access denied")
 
 // classify reports whether err is worth retrying and, for a 429 that says
 // so, how long the service asks us to wait.

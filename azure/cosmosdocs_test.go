@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -386,5 +387,38 @@ func TestCosmosDocsReadCreateReplaceDelete(t *testing.T) {
 	}
 	if _, err := w.Delete(ctx, "entities", "org-1", "a", ""); !errors.Is(err, azure.ErrNotFound) {
 		t.Errorf("second Delete: %v, want ErrNotFound", err)
+	}
+}
+
+// refuseWrites answers every doc write with the given status, as Cosmos DB
+// does for a rotated key (401) or a principal without a data-plane write
+// role (403); everything else goes to the Cosmos DB stand-in.
+type refuseWrites struct{ status int }
+
+func (r refuseWrites) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/docs") {
+		body := `{"code":"Forbidden","message":"Request blocked by Auth"}`
+		return &http.Response{StatusCode: r.status, Status: http.StatusText(r.status), Request: req,
+			Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body)),
+			ContentLength: int64(len(body))}, nil
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// 401 and 403 concern the account, not the row: they are fatal
+// (ErrAccessDenied), not a PermanentError that would dead-letter every row.
+func TestCosmosDocsAccessDeniedIsFatal(t *testing.T) {
+	f := newCosmosFixture(t, nil)
+	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden} {
+		c, err := azure.NewCosmosClient(testenv.Cosmos(t), refuseWrites{status})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := azure.NewCosmosDocs(c, f.db, &azure.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
+		_, err = w.Upsert(context.Background(), "entities", "GLOBAL", "x", testDoc("x", "GLOBAL", 0))
+		var pe *azure.PermanentError
+		if !errors.Is(err, azure.ErrAccessDenied) || errors.As(err, &pe) || errors.Is(err, azure.ErrRetriesExhausted) {
+			t.Errorf("%d: err = %v (%T), want ErrAccessDenied, not permanent", status, err, err)
+		}
 	}
 }
