@@ -25,12 +25,18 @@ func HTTPClient(endpoint string, base http.RoundTripper) policy.Transporter {
 	if base != nil {
 		return &http.Client{Transport: base}
 	}
-	secure := newTransport(nil)
 	if !IsLoopback(endpoint) {
-		return &http.Client{Transport: secure}
+		return &http.Client{Transport: newTransport(nil)}
 	}
+	return &http.Client{Transport: NewTransport()}
+}
+
+// NewTransport returns an HTTP transport that verifies TLS certificates for
+// every host but loopback ones (the local emulators' certificates are
+// self-signed). Wrapping transports (--verbose) use it underneath.
+func NewTransport() http.RoundTripper {
 	insecure := newTransport(&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // loopback emulator only
-	return &http.Client{Transport: loopbackTLS{secure: secure, insecure: insecure}}
+	return loopbackTLS{secure: newTransport(nil), insecure: insecure}
 }
 
 func newTransport(cfg *tls.Config) *http.Transport {

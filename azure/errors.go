@@ -11,6 +11,10 @@ func asResponseError(err error, target **azcore.ResponseError) bool {
 	return errors.As(err, target)
 }
 
+// ScrubError removes the query string from URL errors, which can carry a
+// shared access signature. Other errors are returned as they are.
+func ScrubError(err error) error { return scrubError(err) }
+
 // scrubError removes the query string from URL errors, which can carry a
 // shared access signature.
 func scrubError(err error) error {

@@ -176,6 +176,9 @@ With no connection settings it targets the local emulators: Azurite
 			if f.Global.Quiet && f.Global.Verbose {
 				return UsageError(errors.New("--quiet and --verbose exclude each other"))
 			}
+			if f.Global.Verbose {
+				f.Transport = &verboseTransport{next: f.Transport, w: f.ErrOut, now: f.Now}
+			}
 			return nil
 		},
 	}
@@ -187,7 +190,7 @@ With no connection settings it targets the local emulators: Azurite
 	pf.StringVar(&f.Global.Database, "database", "bifrost", "Cosmos DB database")
 	pf.StringVar(&f.Global.Output, "output", "text", "output format: text or json")
 	pf.BoolVar(&f.Global.Quiet, "quiet", false, "no progress output")
-	pf.BoolVar(&f.Global.Verbose, "verbose", false, "more status output (never secrets)")
+	pf.BoolVar(&f.Global.Verbose, "verbose", false, "print every HTTP request (method, host, path, status; never query strings, headers or bodies) on stderr")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return UsageError(err) })
 	root.SetOut(f.Out)
 	root.SetErr(f.ErrOut)

@@ -3,9 +3,14 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 )
 
 // newTestFactory returns a Factory with buffers, a fixed clock and the
@@ -149,5 +154,59 @@ func TestRedactScrubsKeysOfEverySetting(t *testing.T) {
 	got := f.Redact("x " + leakKey + " y sv=1&sig=SIGNATURE123456 z")
 	if got != "x *** y *** z" {
 		t.Errorf("Redact = %q", got)
+	}
+}
+
+// --verbose prints every request without query strings (a SAS), headers
+// or bodies.
+func TestVerboseTransportPrintsRequestsWithoutSecrets(t *testing.T) {
+	var out bytes.Buffer
+	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	v := &verboseTransport{
+		next: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPut {
+				return nil, &url.Error{Op: "Put", URL: req.URL.String(), Err: errors.New("connection refused")}
+			}
+			return &http.Response{StatusCode: 404, Status: "404 Not Found", Body: http.NoBody, Request: req}, nil
+		}),
+		w:   &out,
+		now: func() time.Time { return clock },
+	}
+	for _, m := range []string{http.MethodGet, http.MethodPut} {
+		req, _ := http.NewRequest(m, "https://acct.blob.core.windows.net/execution-data/a%2Fb?sv=2020&sig=SECRETSIG", nil)
+		req.Header.Set("Authorization", "SharedKey acct:SECRETAUTH")
+		resp, _ := v.RoundTrip(req)
+		if resp != nil {
+			resp.Body.Close()
+		}
+	}
+	want := "http: GET https://acct.blob.core.windows.net/execution-data/a%2Fb → 404 Not Found (0s)\n" +
+		"http: PUT https://acct.blob.core.windows.net/execution-data/a%2Fb → error: Put \"https://acct.blob.core.windows.net/execution-data/a%2Fb\": connection refused (0s)\n"
+	if out.String() != want {
+		t.Errorf("verbose output:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestVerboseAgainstTheEmulator(t *testing.T) {
+	env := map[string]string{
+		"CosmosDBConnection":        testenv.CosmosConnection(t),
+		"BIFROST_TABLES_CONNECTION": testenv.StorageConnection(t),
+	}
+	db := testenv.Name("verbose")
+	f, _, errOut := newTestFactory(env)
+	if code := Execute(context.Background(), f, []string{"init", "--dry-run", "--verbose", "--database", db}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	cosmos := testenv.Cosmos(t)
+	want := "http: GET " + strings.TrimSuffix(cosmos.Endpoint, "/") + "/dbs/" + db + " → 404 Not Found"
+	if !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
+	if strings.Contains(errOut.String(), cosmos.Key) || strings.Contains(errOut.String(), "AccountKey") {
+		t.Errorf("stderr contains the key:\n%s", errOut)
 	}
 }
