@@ -242,6 +242,13 @@ func writeReportFile(name string, r *verify.Report) error {
 		os.Remove(tmp)
 		return fmt.Errorf("--report: %w", err)
 	}
+	// fsync before the rename, so that after a crash the report is either
+	// the old one or the complete new one, never an empty file.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("--report: %w", err)
+	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("--report: %w", err)
