@@ -323,17 +323,8 @@ func newReplayer(opts ReplayOptions, deps ReplayDeps) (*replayer, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultReplayAttempts
 	}
-	now := deps.Now
-	if now == nil {
-		now = time.Now
-	}
-	start := now()
-	topts := opts.Transform
-	if topts.Now.IsZero() {
-		topts.Now = start
-	}
-	topts = topts.WithDefaults()
-	if err := topts.Validate(); err != nil {
+	now, start, topts, err := startClock(deps.Now, opts.Transform)
+	if err != nil {
 		return nil, err
 	}
 	r := &replayer{

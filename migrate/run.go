@@ -158,17 +158,8 @@ func newRunner(opts RunOptions, deps Deps) (*runner, error) {
 	if deps.Source == nil || deps.Docs == nil || deps.Blobs == nil {
 		return nil, errors.New("migrate: Source, Docs and Blobs are required")
 	}
-	now := deps.Now
-	if now == nil {
-		now = time.Now
-	}
-	start := now()
-	topts := opts.Transform
-	if topts.Now.IsZero() {
-		topts.Now = start
-	}
-	topts = topts.WithDefaults()
-	if err := topts.Validate(); err != nil {
+	now, start, topts, err := startClock(deps.Now, opts.Transform)
+	if err != nil {
 		return nil, err
 	}
 	r := &runner{
@@ -189,6 +180,21 @@ func newRunner(opts RunOptions, deps Deps) (*runner, error) {
 		r.sink = &memorySink{}
 	}
 	return r, nil
+}
+
+// startClock returns the clock (time.Now when now is nil), the start time,
+// and the transform options with their defaults, Now set to the start time
+// when zero; it fails when the options are invalid.
+func startClock(now func() time.Time, topts transform.Options) (func() time.Time, time.Time, transform.Options, error) {
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	if topts.Now.IsZero() {
+		topts.Now = start
+	}
+	topts = topts.WithDefaults()
+	return now, start, topts, topts.Validate()
 }
 
 // readOrder returns the selected tables in read order.
