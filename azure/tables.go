@@ -81,8 +81,10 @@ func TimestampFilter(since time.Time) string {
 	return "Timestamp ge datetime'" + since.UTC().Format("2006-01-02T15:04:05.0000000Z") + "'"
 }
 
-// ReadPage reads one page of table starting at from. On error nothing is
-// returned; errors name the table and never contain credentials.
+// ReadPage reads one page of table starting at from. A row whose keys are
+// readable but whose properties are not comes back with its keys and
+// Row.DecodeError set (transform dead-letters it); any other error returns
+// nothing. Errors name the table and never contain credentials.
 func (r *TableReader) ReadPage(ctx context.Context, table string, q Query, from Continuation) (Page, error) {
 	body, next, err := r.query(ctx, table, q, from)
 	if err != nil {
@@ -96,7 +98,13 @@ func (r *TableReader) ReadPage(ctx context.Context, table string, q Query, from 
 	for _, raw := range raws {
 		row, err := transform.DecodeEntity(table, raw)
 		if err != nil {
-			return Page{}, fmt.Errorf("table %s: %w", table, err)
+			if row.PartitionKey == "" && row.RowKey == "" {
+				// Not even the keys: nothing to dead-letter the row under.
+				return Page{}, fmt.Errorf("table %s: %w", table, err)
+			}
+			// A value that does not match its annotation: the row goes on
+			// with its keys and the reason, to be dead-lettered.
+			row.DecodeError = err.Error()
 		}
 		rows = append(rows, row)
 	}

@@ -319,3 +319,31 @@ func describe(v transform.Value) string {
 	s := fmt.Sprintf("%s str=%.20q bool=%v int=%d double=%v time=%s bytes=%d", v.Type, v.Str, v.Bool, v.Int, v.Double, v.Time.Format(time.RFC3339Nano), len(v.Bytes))
 	return s
 }
+
+// A row whose value does not match its annotation (which the service never
+// sends, but a faulty writer could) comes back with its keys and a
+// DecodeError, so it is dead-lettered; the rest of the page is read.
+func TestReadPageKeepsUndecodableRowsForDeadLetters(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		fmt.Fprint(w, `{"value":[`+
+			`{"PartitionKey":"p","RowKey":"bad","Timestamp":"2025-01-01T00:00:00.0000000Z","N@odata.type":"Edm.Int64","N":"x1"},`+
+			`{"PartitionKey":"p","RowKey":"good","Timestamp":"2025-01-01T00:00:00.0000000Z","N":1}]}`)
+	}))
+	defer srv.Close()
+	r := azure.NewTableReader(azure.StorageAccount{Name: "acct", Key: "a2V5", TableEndpoint: srv.URL + "/acct"}, nil)
+	page, err := r.ReadPage(context.Background(), "T", azure.Query{}, azure.Continuation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(page.Rows))
+	}
+	bad, good := page.Rows[0], page.Rows[1]
+	if bad.RowKey != "bad" || bad.PartitionKey != "p" || bad.Table != "T" ||
+		bad.DecodeError != `decode entity "bad": property N: Edm.Int64 value is not an integer in range` {
+		t.Errorf("bad row: %+v", bad)
+	}
+	if good.DecodeError != "" || good.Props["N"].Int != 1 {
+		t.Errorf("good row: %+v", good)
+	}
+}

@@ -26,7 +26,9 @@ const edmTimeLayout = "2006-01-02T15:04:05.0000000Z"
 // odata.* control information is ignored.
 //
 // It returns an error naming the property when a value does not match its
-// type; the error never contains the value itself.
+// type; the error never contains the value itself. With such an error the
+// returned Row still carries the keys (and Timestamp) when they were
+// readable, so that callers can dead-letter the row.
 func DecodeEntity(table string, data []byte) (Row, error) {
 	if row, ok := decodeEntityFast(table, data); ok {
 		return row, nil
@@ -62,7 +64,7 @@ func decodeEntitySlow(table string, data []byte) (Row, error) {
 		case "Timestamp":
 			t, err := parseEdmTime(s)
 			if err != nil {
-				return Row{}, fmt.Errorf("decode entity %q: Timestamp: %w", row.RowKey, err)
+				return Row{Table: table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}, fmt.Errorf("decode entity %q: Timestamp: %w", row.RowKey, err)
 			}
 			row.Timestamp = t
 		}
@@ -77,7 +79,8 @@ func decodeEntitySlow(table string, data []byte) (Row, error) {
 		annotated, _ := raw[name+"@odata.type"].(string)
 		val, err := decodeValue(EdmType(annotated), toScalar(v))
 		if err != nil {
-			return Row{}, fmt.Errorf("decode entity %q: property %s: %w", row.RowKey, name, err)
+			return Row{Table: table, PartitionKey: row.PartitionKey, RowKey: row.RowKey, Timestamp: row.Timestamp},
+				fmt.Errorf("decode entity %q: property %s: %w", row.RowKey, name, err)
 		}
 		row.Props[name] = val
 	}

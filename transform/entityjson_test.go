@@ -121,3 +121,27 @@ func TestFormatDouble(t *testing.T) {
 		}
 	}
 }
+
+func TestUndecodableRowKeepsItsKeysAndIsDeadLettered(t *testing.T) {
+	in := `{"PartitionKey":"GLOBAL","RowKey":"config:retry","Timestamp":"2025-01-02T03:04:05Z","Type":"int","Value@odata.type":"Edm.Int64","Value":"12a-secret"}`
+	row, err := DecodeEntity(TableConfig, []byte(in))
+	if err == nil {
+		t.Fatal("no error for an Int64 that is not an integer")
+	}
+	if row.Table != TableConfig || row.PartitionKey != "GLOBAL" || row.RowKey != "config:retry" || row.Props != nil {
+		t.Fatalf("row after the error: %+v", row)
+	}
+	row.DecodeError = err.Error()
+	o := Transform(row, BlobFacts{}, Options{Now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)})
+	want := `undecodable row: decode entity "config:retry": property Value: Edm.Int64 value is not an integer in range`
+	if o.Disposition != DispositionDeadLetter || o.DeadLetter != want || o.Kind != "config" || o.Table != TableConfig {
+		t.Errorf("outcome %s %q (kind %q), want dead-letter %q", o.Disposition, o.DeadLetter, o.Kind, want)
+	}
+	if strings.Contains(o.DeadLetter, "secret") {
+		t.Errorf("reason leaks the value: %s", o.DeadLetter)
+	}
+	// Without readable keys there is nothing to dead-letter under.
+	if row, err := DecodeEntity(TableConfig, []byte(`{"PartitionKey":1}`)); err == nil || row.PartitionKey != "" || row.RowKey != "" {
+		t.Errorf("bad keys: row %+v, err %v", row, err)
+	}
+}

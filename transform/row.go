@@ -56,4 +56,9 @@ type Row struct {
 	// ETag is the row's ETag as the service returned it (odata.etag).
 	ETag  string
 	Props map[string]Value
+	// DecodeError, when not empty, says why the row's properties could not
+	// be decoded (a value that does not match its annotation); Props is
+	// then empty, and Transform dead-letters the row with this reason, so
+	// one bad row never stops a table.
+	DecodeError string
 }

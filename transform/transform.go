@@ -248,6 +248,9 @@ func Transform(row Row, blobs BlobFacts, opts Options) Outcome {
 	if err := opts.Validate(); err != nil {
 		return out.deadLetter("invalid options: " + err.Error())
 	}
+	if row.DecodeError != "" {
+		return out.deadLetter("undecodable row: " + row.DecodeError)
+	}
 	// One allocation for the builder and its scratch space.
 	b := &builder{row: row, opts: opts.WithDefaults(), blobs: blobs, out: out}
 	b.used = b.usedBuf[:0]
