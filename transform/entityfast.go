@@ -342,36 +342,14 @@ func unescape(arena, data []byte, i int) ([]byte, int, bool) {
 	}
 	e := data[i+1]
 	i += 2
+	if b, ok := simpleEscape(e); ok {
+		return append(arena, b), i, true
+	}
 	switch e {
-	case '"', '\\', '/':
-		arena = append(arena, e)
-	case 'b':
-		arena = append(arena, '\b')
-	case 'f':
-		arena = append(arena, '\f')
-	case 'n':
-		arena = append(arena, '\n')
-	case 'r':
-		arena = append(arena, '\r')
-	case 't':
-		arena = append(arena, '\t')
 	case 'u':
-		if len(data)-i < 4 {
+		r, ok := parseHex4(data[i:])
+		if !ok {
 			return arena, i, false
-		}
-		var r rune
-		for _, c := range data[i : i+4] {
-			r <<= 4
-			switch {
-			case c >= '0' && c <= '9':
-				r |= rune(c - '0')
-			case c >= 'a' && c <= 'f':
-				r |= rune(c - 'a' + 10)
-			case c >= 'A' && c <= 'F':
-				r |= rune(c - 'A' + 10)
-			default:
-				return arena, i, false
-			}
 		}
 		if r >= 0xD800 && r <= 0xDFFF {
 			return arena, i, false // surrogates: left to encoding/json

@@ -561,19 +561,11 @@ func (d *jsonDecoder) str() (jsonText, error) {
 			}
 			e := d.s[d.i]
 			d.i++
+			if b, ok := simpleEscape(e); ok {
+				buf = append(buf, b)
+				continue
+			}
 			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
 			case 'u':
 				r, ok := d.hex4()
 				if !ok {
@@ -616,11 +608,21 @@ func (d *jsonDecoder) str() (jsonText, error) {
 }
 
 func (d *jsonDecoder) hex4() (rune, bool) {
-	if len(d.s)-d.i < 4 {
+	r, ok := parseHex4(d.s[d.i:])
+	if ok {
+		d.i += 4
+	}
+	return r, ok
+}
+
+// parseHex4 parses the four hex digits at the start of s (a \u escape's).
+func parseHex4[T string | []byte](s T) (rune, bool) {
+	if len(s) < 4 {
 		return 0, false
 	}
 	var r rune
-	for _, c := range []byte(d.s[d.i : d.i+4]) {
+	for i := 0; i < 4; i++ {
+		c := s[i]
 		r <<= 4
 		switch {
 		case c >= '0' && c <= '9':
@@ -633,6 +635,25 @@ func (d *jsonDecoder) hex4() (rune, bool) {
 			return 0, false
 		}
 	}
-	d.i += 4
 	return r, true
+}
+
+// simpleEscape returns the byte a one-character JSON escape \e stands for;
+// false for 'u' and for anything that is not an escape.
+func simpleEscape(e byte) (byte, bool) {
+	switch e {
+	case '"', '\\', '/':
+		return e, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
 }
