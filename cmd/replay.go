@@ -15,7 +15,6 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/migrate"
-	"github.com/bifrost/bifrost-migrate/transform"
 )
 
 // ReplayOptions are the flags and dependencies of `bifrost-migrate replay`.
@@ -33,11 +32,8 @@ type ReplayOptions struct {
 	Since string
 	// Replay carries the engine's options; Since and Transform are
 	// filled from the fields here.
-	Replay        migrate.ReplayOptions
-	ExecutionTTL  string
-	BlobThreshold int
-	Relationships string
-	Strict        bool
+	Replay migrate.ReplayOptions
+	TransformFlags
 	// BlobContainer is the container of execution blobs (a hidden flag
 	// for tests; execution-data otherwise).
 	BlobContainer string
@@ -127,6 +123,7 @@ dead-lettered.`,
 		},
 	}
 	fl := c.Flags()
+	opts.TransformFlags.bind(fl, false)
 	fl.StringVar(&opts.Since, "since", "", "replay rows whose Timestamp is at or after this RFC 3339 `TIME` (e.g. "+sinceExample+")")
 	fl.BoolVar(&opts.Replay.Prune, "prune", false, "also delete unchanged migrated docs whose source row no longer exists")
 	fl.BoolVar(&opts.Replay.Force, "force", false, "overwrite (and with --prune delete) docs the application changed, still with If-Match")
@@ -134,10 +131,6 @@ dead-lettered.`,
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to replay (default: Config,Entities,Relationships)")
 	fl.IntVar(&opts.Replay.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs replayed at once")
 	fl.StringVar(&opts.Replay.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of replay-dead-letter.jsonl")
-	fl.IntVar(&opts.BlobThreshold, "blob-threshold", transform.DefaultBlobThreshold, "the inline result limit run used, in `bytes`")
-	fl.StringVar(&opts.ExecutionTTL, "execution-ttl", string(transform.TTLRemaining), "the ttl mode run used: remaining, full or none")
-	fl.StringVar(&opts.Relationships, "relationships", string(transform.RelationshipsKeep), "the relationships mode run used: keep or migrate")
-	fl.BoolVar(&opts.Strict, "strict", false, "run used --strict (unknown kinds were dead-lettered)")
 	fl.StringVar(&opts.Replay.TablePrefix, "table-prefix", "", "put this before every table name (tests)")
 	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
 	for _, hidden := range []string{"table-prefix", "blob-container"} {
@@ -199,18 +192,9 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 		return UsageError(fmt.Errorf("--concurrency must be at least 1, got %d", m.Concurrency))
 	case strings.TrimSpace(m.StateDir) == "":
 		return UsageError(errors.New("--state-dir must not be empty"))
-	case opts.BlobThreshold <= 0:
-		return UsageError(fmt.Errorf("--blob-threshold must be positive, got %d", opts.BlobThreshold))
 	}
-	m.Transform = transform.Options{
-		Now:           opts.Now().UTC(),
-		BlobThreshold: opts.BlobThreshold,
-		ExecutionTTL:  transform.TTLMode(opts.ExecutionTTL),
-		Relationships: transform.RelationshipsMode(opts.Relationships),
-		Strict:        opts.Strict,
-	}
-	if err := m.Transform.Validate(); err != nil {
-		return UsageError(err)
+	if m.Transform, err = opts.TransformFlags.options(opts.Now()); err != nil {
+		return err
 	}
 
 	status := func(format string, args ...any) {

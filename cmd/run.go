@@ -33,11 +33,8 @@ type RunOptions struct {
 	Database string
 	// Migrate carries the pipeline's options; its Transform is filled
 	// from the fields below.
-	Migrate       migrate.RunOptions
-	ExecutionTTL  string
-	BlobThreshold int
-	Relationships string
-	Strict        bool
+	Migrate migrate.RunOptions
+	TransformFlags
 	// BlobContainer is the container of execution blobs (a hidden flag for
 	// tests; execution-data otherwise).
 	BlobContainer string
@@ -127,6 +124,7 @@ The containers must exist: run 'bifrost-migrate init' first.`,
 		},
 	}
 	fl := c.Flags()
+	opts.TransformFlags.bind(fl, true)
 	fl.BoolVar(&opts.Migrate.DryRun, "dry-run", false, "read and transform everything, write nothing, print the plan")
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to migrate (default: Config,Entities,Relationships)")
 	fl.IntVar(&opts.Migrate.Concurrency, "concurrency", migrate.DefaultConcurrency, "rows written at once")
@@ -134,10 +132,6 @@ The containers must exist: run 'bifrost-migrate init' first.`,
 	fl.BoolVar(&opts.Migrate.Restart, "restart", false, "discard the saved state and dead letters and start over")
 	fl.IntVar(&opts.Migrate.MaxErrors, "max-errors", 0, "stop after `N` dead-lettered rows (0: never)")
 	fl.IntVar(&opts.Migrate.Show, "show", 0, "with --dry-run, print `N` redacted sample docs per kind")
-	fl.IntVar(&opts.BlobThreshold, "blob-threshold", transform.DefaultBlobThreshold, "inline results longer than this many `bytes` move to a blob")
-	fl.StringVar(&opts.ExecutionTTL, "execution-ttl", string(transform.TTLRemaining), "execution ttl: remaining, full or none")
-	fl.StringVar(&opts.Relationships, "relationships", string(transform.RelationshipsKeep), "non-index relationships: keep (in Table Storage) or migrate")
-	fl.BoolVar(&opts.Strict, "strict", false, "dead-letter rows of unknown kinds instead of migrating them")
 	fl.StringVar(&opts.Migrate.TablePrefix, "table-prefix", "", "put this before every table name (tests, benchmarks side by side)")
 	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
 	for _, hidden := range []string{"table-prefix", "blob-container"} {
@@ -195,18 +189,9 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	case strings.TrimSpace(m.StateDir) == "":
 		return UsageError(errors.New("--state-dir must not be empty"))
 	}
-	m.Transform = transform.Options{
-		Now:           opts.Now().UTC(),
-		BlobThreshold: opts.BlobThreshold,
-		ExecutionTTL:  transform.TTLMode(opts.ExecutionTTL),
-		Relationships: transform.RelationshipsMode(opts.Relationships),
-		Strict:        opts.Strict,
-	}
-	if opts.BlobThreshold <= 0 {
-		return UsageError(fmt.Errorf("--blob-threshold must be positive, got %d", opts.BlobThreshold))
-	}
-	if err := m.Transform.Validate(); err != nil {
-		return UsageError(err)
+	var err error
+	if m.Transform, err = opts.TransformFlags.options(opts.Now()); err != nil {
+		return err
 	}
 
 	status := func(format string, args ...any) {

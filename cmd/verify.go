@@ -15,7 +15,6 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
-	"github.com/bifrost/bifrost-migrate/transform"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
 
@@ -33,10 +32,7 @@ type VerifyOptions struct {
 	// ReportFile, when not empty, receives the whole report as JSON.
 	ReportFile string
 	// The transform options run used.
-	ExecutionTTL  string
-	BlobThreshold int
-	Relationships string
-	Strict        bool
+	TransformFlags
 	// Tables limits the tables checked; empty means all.
 	Tables      []string
 	TablePrefix string
@@ -103,12 +99,9 @@ Exit 0 only when no doc is missing, different or orphaned; else 3.`,
 		},
 	}
 	fl := c.Flags()
+	opts.TransformFlags.bind(fl, false)
 	fl.Float64Var(&opts.Sample, "sample", 1, "check only this `fraction` of the rows (0 < F <= 1), chosen by a hash of their keys")
 	fl.StringVar(&opts.ReportFile, "report", "", "write the whole report as JSON to `FILE`")
-	fl.StringVar(&opts.ExecutionTTL, "execution-ttl", string(transform.TTLRemaining), "the ttl mode run used: remaining, full or none")
-	fl.IntVar(&opts.BlobThreshold, "blob-threshold", transform.DefaultBlobThreshold, "the inline result limit run used, in `bytes`")
-	fl.StringVar(&opts.Relationships, "relationships", string(transform.RelationshipsKeep), "the relationships mode run used: keep or migrate")
-	fl.BoolVar(&opts.Strict, "strict", false, "run used --strict (unknown kinds were dead-lettered)")
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to check (default: Config,Entities,Relationships)")
 	fl.StringVar(&opts.TablePrefix, "table-prefix", "", "put this before every table name (tests, benchmarks side by side)")
 	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
@@ -176,15 +169,9 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if strings.TrimSpace(opts.Database) == "" {
 		return UsageError(errors.New("--database must not be empty"))
 	}
-	topts := transform.Options{
-		Now:           opts.Now().UTC(),
-		BlobThreshold: opts.BlobThreshold,
-		ExecutionTTL:  transform.TTLMode(opts.ExecutionTTL),
-		Relationships: transform.RelationshipsMode(opts.Relationships),
-		Strict:        opts.Strict,
-	}
-	if err := topts.Validate(); err != nil {
-		return UsageError(err)
+	topts, err := opts.TransformFlags.options(opts.Now())
+	if err != nil {
+		return err
 	}
 	v, where, err := opts.Verifier()
 	if err != nil {

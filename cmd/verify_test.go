@@ -598,6 +598,7 @@ func TestVerifyUsageErrors(t *testing.T) {
 		{[]string{"verify", "--sample", "1.5"}, "bifrost-migrate: --sample must be in (0, 1], got 1.5"},
 		{[]string{"verify", "--tables", "Users"}, `bifrost-migrate: --tables: unknown table "Users" (want Config, Entities, Relationships)`},
 		{[]string{"verify", "--execution-ttl", "forever"}, "bifrost-migrate: "},
+		{[]string{"verify", "--blob-threshold", "0"}, "bifrost-migrate: --blob-threshold must be positive, got 0\n"},
 	} {
 		f, _, errOut := newTestFactory(nil)
 		if code := Execute(context.Background(), f, tc.args); code != ExitUsage {

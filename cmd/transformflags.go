@@ -1,0 +1,61 @@
+package cmd
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// TransformFlags are the flags that change what a doc looks like. run sets
+// them; verify and replay must be given the values run used.
+type TransformFlags struct {
+	ExecutionTTL  string
+	BlobThreshold int
+	Relationships string
+	Strict        bool
+}
+
+// bind adds the flags to fl; forRun chooses help that describes the
+// choice (run) rather than asking for run's choice (verify, replay).
+func (t *TransformFlags) bind(fl *pflag.FlagSet, forRun bool) {
+	help := [4]string{
+		"the inline result limit run used, in `bytes`",
+		"the ttl mode run used: remaining, full or none",
+		"the relationships mode run used: keep or migrate",
+		"run used --strict (unknown kinds were dead-lettered)",
+	}
+	if forRun {
+		help = [4]string{
+			"inline results longer than this many `bytes` move to a blob",
+			"execution ttl: remaining, full or none",
+			"non-index relationships: keep (in Table Storage) or migrate",
+			"dead-letter rows of unknown kinds instead of migrating them",
+		}
+	}
+	fl.IntVar(&t.BlobThreshold, "blob-threshold", transform.DefaultBlobThreshold, help[0])
+	fl.StringVar(&t.ExecutionTTL, "execution-ttl", string(transform.TTLRemaining), help[1])
+	fl.StringVar(&t.Relationships, "relationships", string(transform.RelationshipsKeep), help[2])
+	fl.BoolVar(&t.Strict, "strict", false, help[3])
+}
+
+// options returns the transform options at now, or a usage error naming
+// the flag that is wrong.
+func (t TransformFlags) options(now time.Time) (transform.Options, error) {
+	if t.BlobThreshold <= 0 {
+		return transform.Options{}, UsageError(fmt.Errorf("--blob-threshold must be positive, got %d", t.BlobThreshold))
+	}
+	o := transform.Options{
+		Now:           now.UTC(),
+		BlobThreshold: t.BlobThreshold,
+		ExecutionTTL:  transform.TTLMode(t.ExecutionTTL),
+		Relationships: transform.RelationshipsMode(t.Relationships),
+		Strict:        t.Strict,
+	}
+	if err := o.Validate(); err != nil {
+		return transform.Options{}, UsageError(err)
+	}
+	return o, nil
+}
