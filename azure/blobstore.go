@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5" //nolint:gosec // Content-MD5 is what Blob Storage stores and compares; not used for security
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -78,7 +79,7 @@ func (s *BlobStore) ctx(ctx context.Context) context.Context {
 func (s *BlobStore) EnsureContainer(ctx context.Context) error {
 	_, err := s.c.Create(s.ctx(ctx), nil)
 	if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-		return fmt.Errorf("create blob container %s: %w", s.name, scrubError(err))
+		return fmt.Errorf("create blob container %s: %w", s.name, ScrubError(err))
 	}
 	return nil
 }
@@ -92,7 +93,7 @@ func (s *BlobStore) List(ctx context.Context, fn func(name string, size int64) e
 	for pager.More() {
 		page, err := pager.NextPage(s.ctx(ctx))
 		if err != nil {
-			return fmt.Errorf("list blob container %s: %w", s.name, scrubError(err))
+			return fmt.Errorf("list blob container %s: %w", s.name, ScrubError(err))
 		}
 		if page.Segment == nil {
 			continue
@@ -136,11 +137,11 @@ func (s *BlobStore) PutIfAbsent(ctx context.Context, name string, data []byte, c
 		return true, nil
 	}
 	if !blobExists(err) {
-		return false, fmt.Errorf("upload blob %s/%s: %w", s.name, name, scrubError(err))
+		return false, fmt.Errorf("upload blob %s/%s: %w", s.name, name, ScrubError(err))
 	}
 	theirs, size, err := s.existingMD5(ctx, bb, int64(len(data)))
 	if err != nil {
-		return false, fmt.Errorf("blob %s/%s exists; reading it: %w", s.name, name, scrubError(err))
+		return false, fmt.Errorf("blob %s/%s exists; reading it: %w", s.name, name, ScrubError(err))
 	}
 	if !bytes.Equal(theirs, sum[:]) {
 		desc := fmt.Sprintf("%d bytes", size)
@@ -160,7 +161,7 @@ func blobExists(err error) bool {
 		return true
 	}
 	var re *azcore.ResponseError
-	return asResponseError(err, &re) && (re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusPreconditionFailed)
+	return errors.As(err, &re) && (re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusPreconditionFailed)
 }
 
 // existingMD5 returns the MD5 and size of the existing blob: its stored

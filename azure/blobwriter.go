@@ -3,6 +3,7 @@ package azure
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"path"
@@ -37,7 +38,7 @@ func NewBlobWriter(a StorageAccount, containerName string, base http.RoundTrippe
 func (w *BlobWriter) CreateContainer(ctx context.Context) error {
 	_, err := w.c.Create(ctx, nil)
 	if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-		return fmt.Errorf("create blob container %s: %w", w.name, scrubError(err))
+		return fmt.Errorf("create blob container %s: %w", w.name, ScrubError(err))
 	}
 	return nil
 }
@@ -51,7 +52,7 @@ func (w *BlobWriter) Upload(ctx context.Context, name string, data []byte) error
 		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: &ct},
 	})
 	if err != nil {
-		return fmt.Errorf("upload blob %s/%s: %w", w.name, name, scrubError(err))
+		return fmt.Errorf("upload blob %s/%s: %w", w.name, name, ScrubError(err))
 	}
 	return nil
 }
@@ -61,11 +62,11 @@ func (w *BlobWriter) Upload(ctx context.Context, name string, data []byte) error
 func (w *BlobWriter) Delete(ctx context.Context) error {
 	_, err := w.c.Delete(ctx, nil)
 	var re *azcore.ResponseError
-	if err != nil && asResponseError(err, &re) && re.StatusCode == http.StatusNotFound {
+	if err != nil && errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("delete blob container %s: %w", w.name, scrubError(err))
+		return fmt.Errorf("delete blob container %s: %w", w.name, ScrubError(err))
 	}
 	return nil
 }

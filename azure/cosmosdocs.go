@@ -303,7 +303,7 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 			if errors.As(err, &re) {
 				return &PermanentError{StatusCode: re.StatusCode, Reason: fmt.Sprintf("cosmos %s: %s", opName, describe(err))}
 			}
-			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, scrubError(err))
+			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, ScrubError(err))
 		}
 		if wait <= 0 {
 			wait = backoff(o, attempt)
@@ -411,7 +411,7 @@ func describe(err error) string {
 				return ue.Unwrap().Error()
 			}
 		}
-		return scrubError(err).Error()
+		return ScrubError(err).Error()
 	}
 	s := fmt.Sprintf("%d %s", re.StatusCode, http.StatusText(re.StatusCode))
 	if msg := serviceMessage(re.RawResponse); msg != "" {

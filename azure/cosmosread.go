@@ -66,7 +66,7 @@ func (r *DocReader) QueryAll(ctx context.Context, container, query string, param
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("query container %s: %w", container, scrubError(err))
+			return fmt.Errorf("query container %s: %w", container, ScrubError(err))
 		}
 		for _, item := range page.Items {
 			if err := fn(item); err != nil {
@@ -94,7 +94,7 @@ func (r *DocReader) Read(ctx context.Context, container, scope, id string) (doc 
 		if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
 			return nil, false, nil
 		}
-		return nil, false, fmt.Errorf("read doc %s/%s/%s: %w", container, scope, id, scrubError(err))
+		return nil, false, fmt.Errorf("read doc %s/%s/%s: %w", container, scope, id, ScrubError(err))
 	}
 	return resp.Value, true, nil
 }

@@ -3,21 +3,11 @@ package azure
 import (
 	"errors"
 	"net/url"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
-
-func asResponseError(err error, target **azcore.ResponseError) bool {
-	return errors.As(err, target)
-}
 
 // ScrubError removes the query string from URL errors, which can carry a
 // shared access signature. Other errors are returned as they are.
-func ScrubError(err error) error { return scrubError(err) }
-
-// scrubError removes the query string from URL errors, which can carry a
-// shared access signature.
-func scrubError(err error) error {
+func ScrubError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		if u, perr := url.Parse(ue.URL); perr == nil {

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -31,7 +32,7 @@ func NewProvisionBlobs(acct StorageAccount, base http.RoundTripper) provision.Bl
 // isStatus reports whether err is a response with the status code.
 func isStatus(err error, code int) bool {
 	var re *azcore.ResponseError
-	return asResponseError(err, &re) && re.StatusCode == code
+	return errors.As(err, &re) && re.StatusCode == code
 }
 
 type provisionCosmos struct{ client *azcosmos.Client }

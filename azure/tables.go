@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -130,7 +131,7 @@ func (r *TableReader) Exists(ctx context.Context, table string) (bool, error) {
 		return true, nil
 	}
 	var re *azcore.ResponseError
-	if asResponseError(err, &re) && re.StatusCode == http.StatusNotFound {
+	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
 		return false, nil
 	}
 	return false, err
@@ -170,7 +171,7 @@ func (r *TableReader) query(ctx context.Context, table string, q Query, from Con
 	req.Raw().Header.Set("MaxDataServiceVersion", "3.0;NetFx")
 	resp, err := r.pl.Do(req)
 	if err != nil {
-		return nil, Continuation{}, fmt.Errorf("table %s: %w", table, scrubError(err))
+		return nil, Continuation{}, fmt.Errorf("table %s: %w", table, ScrubError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

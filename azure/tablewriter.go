@@ -36,11 +36,11 @@ func NewTableWriter(a StorageAccount, base http.RoundTripper) (*TableWriter, err
 func (w *TableWriter) CreateTable(ctx context.Context, table string) error {
 	_, err := w.svc.CreateTable(ctx, table, nil)
 	var re *azcore.ResponseError
-	if err != nil && asResponseError(err, &re) && (re.StatusCode == http.StatusConflict || re.ErrorCode == string(aztables.TableAlreadyExists)) {
+	if err != nil && errors.As(err, &re) && (re.StatusCode == http.StatusConflict || re.ErrorCode == string(aztables.TableAlreadyExists)) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("create table %s: %w", table, scrubError(err))
+		return fmt.Errorf("create table %s: %w", table, ScrubError(err))
 	}
 	return nil
 }
@@ -73,7 +73,7 @@ func (w *TableWriter) UpsertBatch(ctx context.Context, table, partitionKey strin
 		if quoted || strings.Contains(rowKeys[i], "'") {
 			_, err := client.UpsertEntity(ctx, e, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
 			if err != nil {
-				return fmt.Errorf("table %s PartitionKey %q RowKey %q: upsert: %w", table, partitionKey, rowKeys[i], scrubError(err))
+				return fmt.Errorf("table %s PartitionKey %q RowKey %q: upsert: %w", table, partitionKey, rowKeys[i], ScrubError(err))
 			}
 			continue
 		}
@@ -84,7 +84,7 @@ func (w *TableWriter) UpsertBatch(ctx context.Context, table, partitionKey strin
 	}
 	if _, err := client.SubmitTransaction(ctx, actions, nil); err != nil {
 		return fmt.Errorf("table %s PartitionKey %q RowKeys %q…%q: transaction of %d: %w",
-			table, partitionKey, rowKeys[0], rowKeys[len(rowKeys)-1], len(actions), scrubError(err))
+			table, partitionKey, rowKeys[0], rowKeys[len(rowKeys)-1], len(actions), ScrubError(err))
 	}
 	return nil
 }
@@ -98,7 +98,7 @@ func (w *TableWriter) DeleteTable(ctx context.Context, table string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("delete table %s: %w", table, scrubError(err))
+		return fmt.Errorf("delete table %s: %w", table, ScrubError(err))
 	}
 	return nil
 }

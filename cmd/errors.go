@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
@@ -62,10 +61,10 @@ func exitCode(err error, interrupted bool) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
-	if interrupted && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		return ExitInterrupted
-	}
 	if interrupted {
+		// A signal cancelled the root context: whatever error that caused
+		// (context.Canceled, or a wrapped I/O error), the run stopped
+		// because it was asked to, with its state saved.
 		return ExitInterrupted
 	}
 	return ExitFatal
