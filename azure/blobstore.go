@@ -77,9 +77,14 @@ func (s *BlobStore) ctx(ctx context.Context) context.Context {
 // EnsureContainer creates the container unless it exists. Errors name the
 // container and never carry a SAS.
 func (s *BlobStore) EnsureContainer(ctx context.Context) error {
-	_, err := s.c.Create(s.ctx(ctx), nil)
+	return createContainer(s.ctx(ctx), s.c, s.name)
+}
+
+// createContainer creates container c (named name) unless it exists.
+func createContainer(ctx context.Context, c *container.Client, name string) error {
+	_, err := c.Create(ctx, nil)
 	if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-		return fmt.Errorf("create blob container %s: %w", s.name, ScrubError(err))
+		return fmt.Errorf("create blob container %s: %w", name, ScrubError(err))
 	}
 	return nil
 }

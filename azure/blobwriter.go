@@ -11,7 +11,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 )
@@ -36,11 +35,7 @@ func NewBlobWriter(a StorageAccount, containerName string, base http.RoundTrippe
 // CreateContainer creates the container unless it exists. Errors name the
 // container.
 func (w *BlobWriter) CreateContainer(ctx context.Context) error {
-	_, err := w.c.Create(ctx, nil)
-	if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-		return fmt.Errorf("create blob container %s: %w", w.name, ScrubError(err))
-	}
-	return nil
+	return createContainer(ctx, w.c, w.name)
 }
 
 // Upload writes data to the blob at name (a path inside the container),
