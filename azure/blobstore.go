@@ -11,10 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -27,57 +25,32 @@ import (
 // (the service's maximum).
 const ListPageSize = 5000
 
-// DefaultBlobRetry returns the retry policy BlobStore uses when given
-// none: azblob's own (azcore) policy, which retries 408, 429, 500, 502,
-// 503, 504 and connection errors with exponential backoff and jitter and
-// honours Retry-After / x-ms-retry-after-ms, here with 10 retries instead
-// of 3 and a Retry-After of up to 2 minutes accepted (azcore gives up at
-// once on one longer than MaxRetryDelay).
-func DefaultBlobRetry() policy.RetryOptions {
-	return policy.RetryOptions{
-		MaxRetries:    10,
-		TryTimeout:    2 * time.Minute,
-		RetryDelay:    200 * time.Millisecond,
-		MaxRetryDelay: 2 * time.Minute,
-	}
-}
-
 // BlobStore is one blob container (execution-data) as the run pipeline
 // uses it: an ordered listing and create-only uploads. It implements
 // migrate.BlobStore and is safe for concurrent use.
 //
-// Retries of transient failures are left to azblob's retry policy (see
-// DefaultBlobRetry), which is safe here: a listing page is a read, and a
-// create-only upload that is repeated after it did happen finds the blob
-// with the same MD5, which PutIfAbsent reports as success.
+// Retries of transient failures are left to the client's retry policy
+// (the Options it was built with), which is safe here: a listing page is a
+// read, and a create-only upload that is repeated after it did happen
+// finds the blob with the same MD5, which PutIfAbsent reports as success.
 type BlobStore struct {
-	c     *container.Client
-	name  string
-	retry policy.RetryOptions
+	c    *container.Client
+	name string
 }
 
 // NewBlobStore returns a BlobStore over c (see NewBlobContainerClient).
-// retry replaces DefaultBlobRetry() for every call when not nil.
-func NewBlobStore(c *container.Client, retry *policy.RetryOptions) *BlobStore {
+func NewBlobStore(c *container.Client) *BlobStore {
 	name := c.URL()
 	if u, err := url.Parse(c.URL()); err == nil {
 		name = path.Base(u.Path)
 	}
-	s := &BlobStore{c: c, name: name, retry: DefaultBlobRetry()}
-	if retry != nil {
-		s.retry = *retry
-	}
-	return s
-}
-
-func (s *BlobStore) ctx(ctx context.Context) context.Context {
-	return policy.WithRetryOptions(ctx, s.retry)
+	return &BlobStore{c: c, name: name}
 }
 
 // EnsureContainer creates the container unless it exists. Errors name the
 // container and never carry a SAS.
 func (s *BlobStore) EnsureContainer(ctx context.Context) error {
-	return createContainer(s.ctx(ctx), s.c, s.name)
+	return createContainer(ctx, s.c, s.name)
 }
 
 // createContainer creates container c (named name) unless it exists.
@@ -96,7 +69,7 @@ func createContainer(ctx context.Context, c *container.Client, name string) erro
 func (s *BlobStore) List(ctx context.Context, fn func(name string, size int64) error) error {
 	pager := s.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{MaxResults: to.Ptr[int32](ListPageSize)})
 	for pager.More() {
-		page, err := pager.NextPage(s.ctx(ctx))
+		page, err := pager.NextPage(ctx)
 		if err != nil {
 			return fmt.Errorf("list blob container %s: %w", s.name, ScrubError(err))
 		}
@@ -129,7 +102,6 @@ func (s *BlobStore) List(ctx context.Context, fn func(name string, size int64) e
 // the blob and never carry a SAS.
 func (s *BlobStore) PutIfAbsent(ctx context.Context, name string, data []byte, contentType string) (created bool, err error) {
 	sum := md5.Sum(data) //nolint:gosec // see import
-	ctx = s.ctx(ctx)
 	bb := s.c.NewBlockBlobClient(name)
 	_, err = bb.Upload(ctx, streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{
 		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: &contentType, BlobContentMD5: sum[:]},

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
@@ -28,14 +27,14 @@ var _ migrate.BlobStore = (*azure.BlobStore)(nil)
 
 // newBlobStore returns a BlobStore over a fresh container (created), and
 // the container's name.
-func newBlobStore(t *testing.T, acct azure.StorageAccount, retry *policy.RetryOptions) (*azure.BlobStore, string) {
+func newBlobStore(t *testing.T, acct azure.StorageAccount) (*azure.BlobStore, string) {
 	t.Helper()
 	name := testenv.Name("execdata")
-	c, err := azure.NewBlobContainerClient(acct, name, nil)
+	c, err := azure.NewBlobContainerClient(acct, name, azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := azure.NewBlobStore(c, retry)
+	s := azure.NewBlobStore(c)
 	if err := s.EnsureContainer(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +47,7 @@ func newBlobStore(t *testing.T, acct azure.StorageAccount, retry *policy.RetryOp
 
 func download(t *testing.T, acct azure.StorageAccount, containerName, blobName string) ([]byte, string) {
 	t.Helper()
-	c, err := azure.NewBlobContainerClient(acct, containerName, nil)
+	c, err := azure.NewBlobContainerClient(acct, containerName, azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +66,7 @@ func download(t *testing.T, acct azure.StorageAccount, containerName, blobName s
 func TestBlobStorePutIfAbsent(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Storage(t)
-	s, cname := newBlobStore(t, acct, nil)
+	s, cname := newBlobStore(t, acct)
 	data := []byte(`{"result":"` + strings.Repeat("x", 40000) + `"}`)
 
 	created, err := s.PutIfAbsent(ctx, "e1/result.json", data, "application/json")
@@ -97,9 +96,9 @@ func TestBlobStorePutIfAbsent(t *testing.T) {
 func TestBlobStorePutIfAbsentExistingBlobWithoutMD5(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Storage(t)
-	s, cname := newBlobStore(t, acct, nil)
+	s, cname := newBlobStore(t, acct)
 	data := []byte("hello from the app")
-	c, err := azure.NewBlobContainerClient(acct, cname, nil)
+	c, err := azure.NewBlobContainerClient(acct, cname, azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +128,7 @@ func TestBlobStorePutIfAbsentExistingBlobWithoutMD5(t *testing.T) {
 func TestBlobStoreListInNameOrderWithSizes(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Storage(t)
-	s, _ := newBlobStore(t, acct, nil)
+	s, _ := newBlobStore(t, acct)
 	names := []string{"b2/result.txt", "a1/result.json", "A9/x", "a1-b/x", "a1/logs.json", "a1.b/x", "a10/x", "a1/variables.json", "Z/z"}
 	want := make(map[string]int64)
 	for i, n := range names {
@@ -162,13 +161,13 @@ func TestBlobStoreListInNameOrderWithSizes(t *testing.T) {
 	}
 }
 
-// Transient failures are retried by azblob's own policy: a 503, a 429 with
+// Transient failures are retried by the client's retry policy: a 503, a 429 with
 // x-ms-retry-after-ms, and a connection reset after the blob was written
 // (the retry then finds the blob with the same MD5).
 func TestBlobStorePutIfAbsentThroughFaults(t *testing.T) {
 	ctx := context.Background()
 	acct := testenv.Storage(t)
-	_, cname := newBlobStore(t, acct, nil)
+	_, cname := newBlobStore(t, acct)
 	u, err := url.Parse(acct.BlobEndpoint)
 	if err != nil {
 		t.Fatal(err)
@@ -191,11 +190,11 @@ func TestBlobStorePutIfAbsentThroughFaults(t *testing.T) {
 	defer p.Close()
 	viaProxy := acct
 	viaProxy.BlobEndpoint = strings.TrimSuffix(p.URL(), "/") + u.Path
-	c, err := azure.NewBlobContainerClient(viaProxy, cname, nil)
+	c, err := azure.NewBlobContainerClient(viaProxy, cname, azure.Options{Retry: azure.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := azure.NewBlobStore(c, &policy.RetryOptions{MaxRetries: 5, RetryDelay: time.Millisecond, MaxRetryDelay: time.Second})
+	s := azure.NewBlobStore(c)
 	data := []byte(`{"logs":["a","b"]}`)
 	created, err := s.PutIfAbsent(ctx, "e3/logs.json", data, "application/json")
 	if err != nil {

@@ -22,10 +22,10 @@ type BlobWriter struct {
 	name string
 }
 
-// NewBlobWriter returns a writer for containerName in the account. base,
-// when not nil, replaces the HTTP transport (tests).
-func NewBlobWriter(a StorageAccount, containerName string, base http.RoundTripper) (*BlobWriter, error) {
-	c, err := NewBlobContainerClient(a, containerName, base)
+// NewBlobWriter returns a writer for containerName in the account; o is as
+// for NewBlobContainerClient.
+func NewBlobWriter(a StorageAccount, containerName string, o Options) (*BlobWriter, error) {
+	c, err := NewBlobContainerClient(a, containerName, o)
 	if err != nil {
 		return nil, err
 	}

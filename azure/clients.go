@@ -62,11 +62,37 @@ func (l loopbackTLS) RoundTrip(req *http.Request) (*http.Response, error) {
 	return l.secure.RoundTrip(req)
 }
 
+// Options are what every client this package builds shares: how its
+// requests travel, how they are retried, and, for Cosmos DB, how they are
+// paced. The zero value is the default: the transport of HTTPClient,
+// RetryOptions' defaults and no pacing.
+type Options struct {
+	// Transport, when not nil, carries every request (tests: recording or
+	// fault-injecting transports; --verbose).
+	Transport http.RoundTripper
+	// Retry is the retry rule of every request (SPEC §11, §14).
+	Retry RetryOptions
+	// Pacer, when not nil, paces every Cosmos DB request and counts its
+	// request units (SPEC §14). Storage requests are not paced.
+	Pacer *Pacer
+}
+
+// client returns the azcore options of a client of service at endpoint:
+// our transport, and our retry policy in place of azcore's.
+func (o Options) client(endpoint, service string) azcore.ClientOptions {
+	co := azcore.ClientOptions{
+		Transport:       HTTPClient(endpoint, o.Transport),
+		Retry:           policy.RetryOptions{MaxRetries: -1},
+		PerCallPolicies: []policy.Policy{&retryPolicy{o: o.Retry.withDefaults(), service: service}},
+	}
+	return co
+}
+
 // NewTablesClient returns an aztables service client for writing rows
 // (fixtures, tests). Reading goes through TableReader, which decodes
 // numbers exactly.
-func NewTablesClient(a StorageAccount, base http.RoundTripper) (*aztables.ServiceClient, error) {
-	opts := &aztables.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: HTTPClient(a.TableEndpoint, base)}}
+func NewTablesClient(a StorageAccount, o Options) (*aztables.ServiceClient, error) {
+	opts := &aztables.ClientOptions{ClientOptions: o.client(a.TableEndpoint, "Table Storage")}
 	if a.SAS != "" {
 		return aztables.NewServiceClientWithNoCredential(a.TableEndpoint+"/?"+a.SAS, opts)
 	}
@@ -78,8 +104,8 @@ func NewTablesClient(a StorageAccount, base http.RoundTripper) (*aztables.Servic
 }
 
 // NewBlobContainerClient returns a client for one blob container.
-func NewBlobContainerClient(a StorageAccount, containerName string, base http.RoundTripper) (*container.Client, error) {
-	opts := &container.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: HTTPClient(a.BlobEndpoint, base)}}
+func NewBlobContainerClient(a StorageAccount, containerName string, o Options) (*container.Client, error) {
+	opts := &container.ClientOptions{ClientOptions: o.client(a.BlobEndpoint, "Blob Storage")}
 	u := a.BlobEndpoint + "/" + containerName
 	if a.SAS != "" {
 		return container.NewClientWithNoCredential(u+"?"+a.SAS, opts)
@@ -93,9 +119,13 @@ func NewBlobContainerClient(a StorageAccount, containerName string, base http.Ro
 
 // NewCosmosClient returns a Cosmos DB client: with the account key when the
 // account has one, otherwise with Microsoft Entra ID (DefaultAzureCredential).
-// The SDK's own retry policy is kept for reads; writers add their own (§11).
-func NewCosmosClient(a CosmosAccount, base http.RoundTripper) (*azcosmos.Client, error) {
-	opts := &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: HTTPClient(a.Endpoint, base)}}
+// Its requests are retried by o.Retry (CosmosDocs runs its own loop for
+// writes) and paced by o.Pacer when set.
+func NewCosmosClient(a CosmosAccount, o Options) (*azcosmos.Client, error) {
+	opts := &azcosmos.ClientOptions{ClientOptions: o.client(a.Endpoint, "Cosmos DB")}
+	if o.Pacer != nil {
+		opts.PerRetryPolicies = append(opts.PerRetryPolicies, pacerPolicy{o.Pacer})
+	}
 	if a.Key != "" {
 		cred, err := azcosmos.NewKeyCredential(a.Key)
 		if err != nil {

@@ -5,14 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -32,13 +28,6 @@ var ErrPreconditionFailed = errors.New("doc changed since it was read (etag mism
 // CosmosDocs.Delete when the doc does not exist (404).
 var ErrNotFound = errors.New("doc not found")
 
-// ErrRetriesExhausted is wrapped (together with the last attempt's error)
-// when a transient failure outlasts RetryOptions.MaxAttempts or
-// RetryOptions.MaxElapsed. It is not a *PermanentError: the write may well
-// succeed later, so the caller should stop and resume rather than
-// dead-letter.
-var ErrRetriesExhausted = errors.New("retries exhausted")
-
 // WriteResult is what a successful write reports. migrate.WriteResult has
 // the same fields.
 type WriteResult struct {
@@ -49,87 +38,18 @@ type WriteResult struct {
 	ETag string
 }
 
-// RetryOptions bounds the retry loop of CosmosDocs (SPEC §11). The zero
-// value gives the defaults stated on each field.
-type RetryOptions struct {
-	// MaxAttempts is the most attempts per operation, the first included
-	// (default 30).
-	MaxAttempts int
-	// MaxElapsed is the most time one operation may spend, waits included
-	// (default 5 minutes). A wait that would end past it is not started:
-	// the operation fails with ErrRetriesExhausted at once.
-	MaxElapsed time.Duration
-	// BaseDelay is the backoff before the second attempt when the service
-	// gives no x-ms-retry-after-ms (default 100ms). It doubles per attempt
-	// up to MaxDelay and is fully jittered: the wait is uniform in
-	// [0, min(MaxDelay, BaseDelay·2^(n-1))].
-	BaseDelay time.Duration
-	// MaxDelay caps the computed backoff (default 10s). It does not cap a
-	// delay the service asks for with x-ms-retry-after-ms, which is always
-	// honoured in full (bounded only by MaxElapsed).
-	MaxDelay time.Duration
-	// AttemptTimeout bounds one HTTP attempt (default 60s); an attempt that
-	// times out is retried like a dropped connection.
-	AttemptTimeout time.Duration
-
-	// Sleep waits d or until ctx is done, returning ctx.Err() then. Tests
-	// may replace it to observe the waits; nil uses a timer.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock used for MaxElapsed; nil uses time.Now.
-	Now func() time.Time
-	// Jitter returns a uniform float64 in [0, 1); nil uses math/rand/v2.
-	Jitter func() float64
-}
-
-func (o RetryOptions) withDefaults() RetryOptions {
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 30
-	}
-	if o.MaxElapsed <= 0 {
-		o.MaxElapsed = 5 * time.Minute
-	}
-	if o.BaseDelay <= 0 {
-		o.BaseDelay = 100 * time.Millisecond
-	}
-	if o.MaxDelay <= 0 {
-		o.MaxDelay = 10 * time.Second
-	}
-	if o.AttemptTimeout <= 0 {
-		o.AttemptTimeout = 60 * time.Second
-	}
-	if o.Sleep == nil {
-		o.Sleep = sleepCtx
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Jitter == nil {
-		o.Jitter = rand.Float64
-	}
-	return o
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // CosmosDocs reads and writes docs in the containers of one Cosmos DB
 // database. It implements migrate.DocWriter (Upsert) and the conditional
 // operations replay needs (SPEC §13).
 //
-// Every operation runs its own retry loop (SPEC §11) and switches off the
-// azcore retry policy of the client for its calls, so that this loop alone
-// decides how often and how long to retry: 429 (honouring
-// x-ms-retry-after-ms however long and however many times), 408, 449, 5xx
-// and connection errors are retried; any other 4xx returns a
-// *PermanentError. What remains of the SDK's own retrying (azcosmos's
+// Every operation runs its own retry loop by RetryOptions (SPEC §11, §14)
+// and switches off the client's retry policies for its calls, so that this
+// loop alone decides how often and how long to retry: 429 (honouring
+// x-ms-retry-after-ms however long and however many times, until
+// RetryOptions.Timeout), 408, 449, 5xx and connection errors are retried;
+// any other 4xx returns a *PermanentError. The loop is its own (not the
+// clients' retryPolicy) so that it can tell the outcomes replay acts on
+// (409, 412, 404) from failures and add up the charges of every attempt. What remains of the SDK's own retrying (azcosmos's
 // client policy, which cannot be switched off) is: a dropped connection
 // that provably never reached the service (refused, DNS) is retried up to
 // 3 times 1 s apart, and a read is retried once on 408 and 500. It never
@@ -275,9 +195,11 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 		return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, err)
 	}
 	o := d.retry
-	start := o.Now()
-	ctx = policy.WithRetryOptions(ctx, noSDKRetries)
-	for attempt := 1; ; attempt++ {
+	b := newRetryBudget(o, fmt.Sprintf("cosmos %s %s/%s", opName, container, id))
+	// Our loop is the only one retrying: neither azcore's policy nor the
+	// clients' retryPolicy repeat these requests.
+	ctx = SingleAttempt(policy.WithRetryOptions(ctx, noSDKRetries))
+	for {
 		actx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
 		rc, err := op(actx, c)
 		cancel()
@@ -305,86 +227,16 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 			}
 			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, ScrubError(err))
 		}
-		if wait <= 0 {
-			wait = backoff(o, attempt)
-		}
-		elapsed := o.Now().Sub(start)
-		if attempt >= o.MaxAttempts || elapsed+wait > o.MaxElapsed {
-			return &exhaustedError{
-				msg: fmt.Sprintf("cosmos %s %s/%s: %v after %d attempts in %s: %s",
-					opName, container, id, ErrRetriesExhausted, attempt, elapsed.Round(time.Millisecond), describe(err)),
-				last: err,
-			}
-		}
-		if err := o.Sleep(ctx, wait); err != nil {
-			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, err)
+		if err := b.next(ctx, err, wait, isThrottle(err)); err != nil {
+			return err
 		}
 	}
-}
-
-// exhaustedError is a one-line message that wraps both
-// ErrRetriesExhausted and the last attempt's error (whose own text, from
-// azcore, spans many lines).
-type exhaustedError struct {
-	msg  string
-	last error
-}
-
-func (e *exhaustedError) Error() string   { return e.msg }
-func (e *exhaustedError) Unwrap() []error { return []error{ErrRetriesExhausted, e.last} }
-
-// backoff is the full-jitter exponential wait before attempt+1.
-func backoff(o RetryOptions, attempt int) time.Duration {
-	ceil := o.MaxDelay
-	if attempt < 40 {
-		if d := o.BaseDelay << (attempt - 1); d > 0 && d < ceil {
-			ceil = d
-		}
-	}
-	return time.Duration(o.Jitter() * float64(ceil))
 }
 
 // ErrAccessDenied is wrapped by the error of a write that Cosmos DB refused
 // with 401 or 403: a problem of the account or its permissions, not of the
 // row, so callers stop instead of dead-lettering.
 var ErrAccessDenied = errors.New("access denied")
-
-// classify reports whether err is worth retrying and, for a 429 that says
-// so, how long the service asks us to wait.
-func classify(err error) (wait time.Duration, transient bool) {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		switch re.StatusCode {
-		case http.StatusTooManyRequests:
-			return retryAfter(re.RawResponse), true
-		case http.StatusRequestTimeout, 449:
-			return 0, true
-		}
-		return 0, re.StatusCode >= 500
-	}
-	if errors.Is(err, context.DeadlineExceeded) { // our AttemptTimeout, not the caller's
-		return 0, true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) {
-		return 0, true
-	}
-	return 0, false
-}
-
-func retryAfter(resp *http.Response) time.Duration {
-	if resp == nil {
-		return 0
-	}
-	ms, err := strconv.ParseFloat(resp.Header.Get("x-ms-retry-after-ms"), 64)
-	if err != nil || ms <= 0 {
-		return 0
-	}
-	return time.Duration(ms * float64(time.Millisecond))
-}
 
 func responseCharge(err error) float64 {
 	var re *azcore.ResponseError

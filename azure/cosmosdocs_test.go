@@ -39,7 +39,7 @@ func newCosmosFixture(t *testing.T, faults *faultproxy.Config) *cosmosFixture {
 	t.Helper()
 	ctx := context.Background()
 	acct := testenv.Cosmos(t)
-	direct, err := azure.NewCosmosClient(acct, nil)
+	direct, err := azure.NewCosmosClient(acct, azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func (f *cosmosFixture) docs(t *testing.T, o azure.RetryOptions) *azure.CosmosDo
 	if f.proxy != nil {
 		acct.Endpoint = f.proxy.URL()
 	}
-	c, err := azure.NewCosmosClient(acct, f.rec)
+	c, err := azure.NewCosmosClient(acct, azure.Options{Transport: f.rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,11 +291,11 @@ func TestCosmosDocsGivesUpAfterMaxAttempts(t *testing.T) {
 	}
 }
 
-// A retry-after that would end past MaxElapsed is not waited for.
-func TestCosmosDocsGivesUpWhenTheWaitExceedsMaxElapsed(t *testing.T) {
+// A retry-after that would end past the Timeout is not waited for.
+func TestCosmosDocsGivesUpWhenTheWaitExceedsTheTimeout(t *testing.T) {
 	f := newCosmosFixture(t, &faultproxy.Config{Rules: []faultproxy.Rule{
 		{Kind: faultproxy.Throttle, Share: 1, RetryAfter: time.Hour}}})
-	w := f.docs(t, azure.RetryOptions{MaxElapsed: time.Minute})
+	w := f.docs(t, azure.RetryOptions{Timeout: time.Minute})
 	_, err := w.Upsert(context.Background(), "entities", "GLOBAL", "x", testDoc("x", "GLOBAL", 0))
 	if !errors.Is(err, azure.ErrRetriesExhausted) || !strings.Contains(err.Error(), "429 Too Many Requests") {
 		t.Fatalf("err = %v", err)
@@ -311,11 +311,11 @@ func TestCosmosDocsCancelEndsTheWait(t *testing.T) {
 		{Kind: faultproxy.Throttle, Share: 1, RetryAfter: time.Hour}}})
 	acct := testenv.Cosmos(t)
 	acct.Endpoint = f.proxy.URL()
-	c, err := azure.NewCosmosClient(acct, nil)
+	c, err := azure.NewCosmosClient(acct, azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := azure.NewCosmosDocs(c, f.db, &azure.RetryOptions{MaxElapsed: 2 * time.Hour})
+	w := azure.NewCosmosDocs(c, f.db, &azure.RetryOptions{Timeout: 2 * time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -410,7 +410,7 @@ func (r refuseWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestCosmosDocsAccessDeniedIsFatal(t *testing.T) {
 	f := newCosmosFixture(t, nil)
 	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden} {
-		c, err := azure.NewCosmosClient(testenv.Cosmos(t), refuseWrites{status})
+		c, err := azure.NewCosmosClient(testenv.Cosmos(t), azure.Options{Transport: refuseWrites{status}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -420,5 +420,19 @@ func TestCosmosDocsAccessDeniedIsFatal(t *testing.T) {
 		if !errors.Is(err, azure.ErrAccessDenied) || errors.As(err, &pe) || errors.Is(err, azure.ErrRetriesExhausted) {
 			t.Errorf("%d: err = %v (%T), want ErrAccessDenied, not permanent", status, err, err)
 		}
+	}
+}
+
+// 429s never count against MaxAttempts: a doc throttled more times than
+// that in a row is still written.
+func TestCosmosDocsWaitsOut429sBeyondMaxAttempts(t *testing.T) {
+	f := newCosmosFixture(t, &faultproxy.Config{Rules: []faultproxy.Rule{
+		{Kind: faultproxy.Throttle, Share: 1, Count: 10, Run: 10, RetryAfter: time.Millisecond}}})
+	w := f.docs(t, azure.RetryOptions{MaxAttempts: 3})
+	if _, err := w.Upsert(context.Background(), "entities", "GLOBAL", "x", testDoc("x", "GLOBAL", 0)); err != nil {
+		t.Fatalf("upsert after ten 429s: %v", err)
+	}
+	if n := f.proxy.Requests("x"); n != 11 {
+		t.Errorf("%d requests, want 11", n)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // on /scope, and writes n docs spread over three scopes.
 func newDocContainer(t *testing.T, n int) (*azcosmos.Client, string) {
 	t.Helper()
-	client, err := azure.NewCosmosClient(testenv.Cosmos(t), nil)
+	client, err := azure.NewCosmosClient(testenv.Cosmos(t), azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func newDocContainer(t *testing.T, n int) (*azcosmos.Client, string) {
 func TestDocReaderQueryAllFollowsContinuation(t *testing.T) {
 	client, dbName := newDocContainer(t, 25)
 	rec := recorder.New(nil)
-	client, err := azure.NewCosmosClient(testenv.Cosmos(t), rec)
+	client, err := azure.NewCosmosClient(testenv.Cosmos(t), azure.Options{Transport: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,11 @@ func NewProvisionCosmos(client *azcosmos.Client) provision.Cosmos {
 }
 
 // NewProvisionBlobs adapts the blob containers of an account to
-// provision.Blobs; base is the transport, as for NewBlobContainerClient.
+// provision.Blobs; o is as for NewBlobContainerClient.
 // Errors are the SDK's; a missing container is not an error. It is safe
 // for concurrent use.
-func NewProvisionBlobs(acct StorageAccount, base http.RoundTripper) provision.Blobs {
-	return provisionBlobs{acct, base}
+func NewProvisionBlobs(acct StorageAccount, o Options) provision.Blobs {
+	return provisionBlobs{acct, o}
 }
 
 // isStatus reports whether err is a response with the status code.
@@ -178,11 +178,11 @@ func containerFromSDK(p azcosmos.ContainerProperties) provision.Container {
 
 type provisionBlobs struct {
 	acct StorageAccount
-	base http.RoundTripper
+	o    Options
 }
 
 func (s provisionBlobs) ContainerExists(ctx context.Context, name string) (bool, error) {
-	c, err := NewBlobContainerClient(s.acct, name, s.base)
+	c, err := NewBlobContainerClient(s.acct, name, s.o)
 	if err != nil {
 		return false, err
 	}
@@ -196,7 +196,7 @@ func (s provisionBlobs) ContainerExists(ctx context.Context, name string) (bool,
 }
 
 func (s provisionBlobs) CreateContainer(ctx context.Context, name string) error {
-	c, err := NewBlobContainerClient(s.acct, name, s.base)
+	c, err := NewBlobContainerClient(s.acct, name, s.o)
 	if err != nil {
 		return err
 	}

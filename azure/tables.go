@@ -68,12 +68,13 @@ type TableReader struct {
 	account  StorageAccount
 }
 
-// NewTableReader returns a reader for the account's table endpoint. base,
-// when not nil, replaces the HTTP transport (tests).
-func NewTableReader(a StorageAccount, base http.RoundTripper) *TableReader {
+// NewTableReader returns a reader for the account's table endpoint, whose
+// requests travel and are retried as o says.
+func NewTableReader(a StorageAccount, o Options) *TableReader {
+	co := o.client(a.TableEndpoint, "Table Storage")
 	pl := runtime.NewPipeline("bifrost-migrate", "v1", runtime.PipelineOptions{
 		PerRetry: []policy.Policy{&sharedKeyLitePolicy{account: a}},
-	}, &policy.ClientOptions{Transport: HTTPClient(a.TableEndpoint, base)})
+	}, &co)
 	return &TableReader{pl: pl, endpoint: a.TableEndpoint, account: a}
 }
 

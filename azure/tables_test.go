@@ -22,7 +22,7 @@ import (
 func newTable(t *testing.T, entities ...string) (string, *azure.TableReader) {
 	t.Helper()
 	acct := testenv.Storage(t)
-	svc, err := azure.NewTablesClient(acct, nil)
+	svc, err := azure.NewTablesClient(acct, azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func newTable(t *testing.T, entities ...string) (string, *azure.TableReader) {
 			t.Fatalf("add entity %.80s: %v", e, err)
 		}
 	}
-	return name, azure.NewTableReader(acct, nil)
+	return name, azure.NewTableReader(acct, azure.Options{})
 }
 
 func readAll(t *testing.T, r *azure.TableReader, table string, q azure.Query) []transform.Row {
@@ -243,7 +243,7 @@ func TestReaderFilterAndKeysOnlyCount(t *testing.T) {
 
 func TestReaderMissingTable(t *testing.T) {
 	acct := testenv.Storage(t)
-	r := azure.NewTableReader(acct, nil)
+	r := azure.NewTableReader(acct, azure.Options{})
 	ok, err := r.Exists(context.Background(), testenv.Name("missing"))
 	if err != nil || ok {
 		t.Fatalf("Exists(missing) = %v, %v", ok, err)
@@ -273,7 +273,7 @@ func TestScanFollowsEmptyPages(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	r := azure.NewTableReader(azure.StorageAccount{Name: "acct", Key: "a2V5", TableEndpoint: srv.URL + "/acct"}, nil)
+	r := azure.NewTableReader(azure.StorageAccount{Name: "acct", Key: "a2V5", TableEndpoint: srv.URL + "/acct"}, azure.Options{})
 	var got []string
 	pages := 0
 	err := r.Scan(context.Background(), "T", azure.Query{}, azure.Continuation{}, func(p azure.Page) error {
@@ -330,7 +330,7 @@ func TestReadPageKeepsUndecodableRowsForDeadLetters(t *testing.T) {
 			`{"PartitionKey":"p","RowKey":"good","Timestamp":"2025-01-01T00:00:00.0000000Z","N":1}]}`)
 	}))
 	defer srv.Close()
-	r := azure.NewTableReader(azure.StorageAccount{Name: "acct", Key: "a2V5", TableEndpoint: srv.URL + "/acct"}, nil)
+	r := azure.NewTableReader(azure.StorageAccount{Name: "acct", Key: "a2V5", TableEndpoint: srv.URL + "/acct"}, azure.Options{})
 	page, err := r.ReadPage(context.Background(), "T", azure.Query{}, azure.Continuation{})
 	if err != nil {
 		t.Fatal(err)

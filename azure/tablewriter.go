@@ -22,10 +22,10 @@ type TableWriter struct {
 	svc *aztables.ServiceClient
 }
 
-// NewTableWriter returns a writer for the account's table endpoint. base,
-// when not nil, replaces the HTTP transport (tests).
-func NewTableWriter(a StorageAccount, base http.RoundTripper) (*TableWriter, error) {
-	svc, err := NewTablesClient(a, base)
+// NewTableWriter returns a writer for the account's table endpoint; o is as
+// for NewTablesClient.
+func NewTableWriter(a StorageAccount, o Options) (*TableWriter, error) {
+	svc, err := NewTablesClient(a, o)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,8 @@ type FixturesLoadOptions struct {
 
 	// Writers connects to the storage account and returns the writers and
 	// a description of the account without secrets.
-	Writers func() (fixtures.TableWriter, fixtures.BlobWriter, string, error)
+	// It checks first that both endpoints answer.
+	Writers func(ctx context.Context) (fixtures.TableWriter, fixtures.BlobWriter, string, error)
 }
 
 // NewCmdFixtures builds `bifrost-migrate fixtures` and its `load` subcommand.
@@ -104,7 +105,7 @@ What was written goes to stdout; progress to stderr.`,
 					opts.Tables = append(opts.Tables, t)
 				}
 			}
-			opts.Writers = func() (fixtures.TableWriter, fixtures.BlobWriter, string, error) {
+			opts.Writers = func(ctx context.Context) (fixtures.TableWriter, fixtures.BlobWriter, string, error) {
 				acct, err := f.Storage()
 				if err != nil {
 					return nil, nil, "", err
@@ -113,11 +114,19 @@ What was written goes to stdout; progress to stderr.`,
 				if err != nil {
 					return nil, nil, "", err
 				}
-				tw, err := azure.NewTableWriter(acct, f.Transport)
+				first := fixtures.Tables()[0]
+				if len(opts.Tables) > 0 {
+					first = opts.Tables[0]
+				}
+				if err := checkEndpoints(ctx, tablesProbe(acct, f.azureOptions(), opts.TablePrefix+first),
+					blobsProbe(blobAcct, f.azureOptions(), fixtures.BlobContainer)); err != nil {
+					return nil, nil, "", err
+				}
+				tw, err := azure.NewTableWriter(acct, f.azureOptions())
 				if err != nil {
 					return nil, nil, "", err
 				}
-				bw, err := azure.NewBlobWriter(blobAcct, fixtures.BlobContainer, f.Transport)
+				bw, err := azure.NewBlobWriter(blobAcct, fixtures.BlobContainer, f.azureOptions())
 				if err != nil {
 					return nil, nil, "", err
 				}
@@ -154,7 +163,7 @@ type fixturesSummary struct {
 }
 
 func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
-	tw, bw, where, err := opts.Writers()
+	tw, bw, where, err := opts.Writers(ctx)
 	if err != nil {
 		return err
 	}

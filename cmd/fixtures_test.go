@@ -55,14 +55,14 @@ func TestFixturesLoadUsageErrors(t *testing.T) {
 
 // testWriters returns writers for tables with a fresh prefix and a fresh
 // blob container, deleted when the test ends.
-func testWriters(t *testing.T) (func() (fixtures.TableWriter, fixtures.BlobWriter, string, error), string) {
+func testWriters(t *testing.T) (func(context.Context) (fixtures.TableWriter, fixtures.BlobWriter, string, error), string) {
 	t.Helper()
 	acct := testenv.Storage(t)
-	tw, err := azure.NewTableWriter(acct, nil)
+	tw, err := azure.NewTableWriter(acct, azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bw, err := azure.NewBlobWriter(acct, testenv.Name("fx"), nil)
+	bw, err := azure.NewBlobWriter(acct, testenv.Name("fx"), azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func testWriters(t *testing.T) (func() (fixtures.TableWriter, fixtures.BlobWrite
 		}
 		_ = bw.Delete(context.Background())
 	})
-	return func() (fixtures.TableWriter, fixtures.BlobWriter, string, error) {
+	return func(context.Context) (fixtures.TableWriter, fixtures.BlobWriter, string, error) {
 		return tw, bw, "test storage", nil
 	}, prefix
 }
@@ -97,7 +97,7 @@ func TestFixturesLoadGenerate2000(t *testing.T) {
 		!reflect.DeepEqual(sum.Rows, map[string]int{"Entities": 2000, "Relationships": 8000}) {
 		t.Errorf("summary = %s", out.String())
 	}
-	reader := azure.NewTableReader(testenv.Storage(t), nil)
+	reader := azure.NewTableReader(testenv.Storage(t), azure.Options{})
 	for table, want := range map[string]int64{"Entities": 2000, "Relationships": 8000} {
 		n, err := reader.Count(context.Background(), prefix+table, "")
 		if err != nil {
@@ -123,7 +123,7 @@ func TestFixturesLoadCommandEndToEnd(t *testing.T) {
 	conn := testenv.StorageConnection(t)
 	prefix := testenv.Name("t")
 	acct := testenv.Storage(t)
-	tw, err := azure.NewTableWriter(acct, nil)
+	tw, err := azure.NewTableWriter(acct, azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/fixtures"
 	provision "github.com/bifrost/bifrost-migrate/init"
 )
 
@@ -28,11 +29,11 @@ type InitOptions struct {
 	// ContainersFile replaces the embedded definitions when not empty.
 	ContainersFile string
 
-	// Cosmos and Blobs connect to the accounts; they are called only after
-	// the definitions are valid, and Blobs only when the layout has blob
-	// containers.
-	Cosmos func() (provision.Cosmos, string, error) // client and a description without secrets
-	Blobs  func() (provision.Blobs, error)
+	// Cosmos and Blobs connect to the accounts and check that each
+	// answers; they are called only after the definitions are valid, and
+	// Blobs only when the layout has blob containers.
+	Cosmos func(ctx context.Context) (provision.Cosmos, string, error) // client and a description without secrets
+	Blobs  func(ctx context.Context) (provision.Blobs, error)
 }
 
 // NewCmdInit builds `bifrost-migrate init`. runF replaces the command's
@@ -59,19 +60,25 @@ init then writes nothing and exits 1. Invalid definitions exit 2.
 			opts.Out, opts.ErrOut = f.Out, f.ErrOut
 			opts.JSON, opts.Quiet = f.Global.JSON(), f.Global.Quiet
 			opts.Database = f.Global.Database
-			opts.Cosmos = func() (provision.Cosmos, string, error) {
-				acct, client, err := connectCosmos(f)
+			opts.Cosmos = func(ctx context.Context) (provision.Cosmos, string, error) {
+				acct, client, err := connectCosmos(f, nil)
 				if err != nil {
+					return nil, "", err
+				}
+				if err := checkEndpoints(ctx, cosmosProbe(acct, client, opts.Database)); err != nil {
 					return nil, "", err
 				}
 				return azure.NewProvisionCosmos(client), acct.String(), nil
 			}
-			opts.Blobs = func() (provision.Blobs, error) {
+			opts.Blobs = func(ctx context.Context) (provision.Blobs, error) {
 				acct, err := f.BlobStorage()
 				if err != nil {
 					return nil, err
 				}
-				return azure.NewProvisionBlobs(acct, f.Transport), nil
+				if err := checkEndpoints(ctx, blobsProbe(acct, f.azureOptions(), fixtures.BlobContainer)); err != nil {
+					return nil, err
+				}
+				return azure.NewProvisionBlobs(acct, f.azureOptions()), nil
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -94,13 +101,13 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 	if strings.TrimSpace(opts.Database) == "" {
 		return UsageError(errors.New("--database must not be empty"))
 	}
-	cosmos, where, err := opts.Cosmos()
+	cosmos, where, err := opts.Cosmos(ctx)
 	if err != nil {
 		return err
 	}
 	p := provision.Provisioner{Cosmos: cosmos, Database: opts.Database}
 	if len(layout.BlobContainers) > 0 {
-		if p.Blobs, err = opts.Blobs(); err != nil {
+		if p.Blobs, err = opts.Blobs(ctx); err != nil {
 			return err
 		}
 	}

@@ -98,7 +98,7 @@ func (e *initEnv) assertNoWrites() {
 
 func cosmosClient(t *testing.T) *azcosmos.Client {
 	t.Helper()
-	c, err := azure.NewCosmosClient(testenv.Cosmos(t), nil)
+	c, err := azure.NewCosmosClient(testenv.Cosmos(t), azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func assertMatchesDefinitions(t *testing.T, db, file string) {
 
 func blobContainerExists(t *testing.T, name string) bool {
 	t.Helper()
-	c, err := azure.NewBlobContainerClient(testenv.Storage(t), name, nil)
+	c, err := azure.NewBlobContainerClient(testenv.Storage(t), name, azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

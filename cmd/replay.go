@@ -155,8 +155,11 @@ func parseSince(s string) (time.Time, error) {
 // checks that the containers exist.
 func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replayServices, error) {
 	var s replayServices
-	t, err := connectTarget(f, opts.Database, opts.BlobContainer)
+	t, err := connectTarget(f, opts.Database, opts.BlobContainer, nil)
 	if err != nil {
+		return s, err
+	}
+	if err := checkEndpoints(ctx, t.probes(opts.Replay.TablePrefix+firstTable(opts.Replay.Tables))...); err != nil {
 		return s, err
 	}
 	reader, err := azure.NewDocReader(t.client, opts.Database)
@@ -164,9 +167,9 @@ func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replay
 		return s, err
 	}
 	s.deps = migrate.ReplayDeps{
-		Source: azure.NewTableReader(t.tables, f.Transport),
-		Docs:   azure.NewCosmosDocs(t.client, opts.Database, nil),
-		Blobs:  azure.NewBlobStore(t.blobContainer, nil),
+		Source: azure.NewTableReader(t.tables, f.azureOptions()),
+		Docs:   azure.NewCosmosDocs(t.client, opts.Database, &t.azopts.Retry),
+		Blobs:  azure.NewBlobStore(t.blobContainer),
 		Query:  reader,
 		Now:    opts.Now,
 	}

@@ -52,7 +52,7 @@ func newReplayEnv(t *testing.T) *replayEnv {
 	t.Parallel()
 	e := &replayEnv{verifyEnv: newVerifyEnv(t), stateDir: filepath.Join(t.TempDir(), "state")}
 	var err error
-	if e.tables, err = azure.NewTablesClient(e.acct, nil); err != nil {
+	if e.tables, err = azure.NewTablesClient(e.acct, azure.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	e.loadFixtures()

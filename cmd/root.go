@@ -49,6 +49,9 @@ type GlobalOptions struct {
 	Output           string
 	Quiet            bool
 	Verbose          bool
+	// RetryTimeout bounds how long one request to any service is retried
+	// (--retry-timeout, SPEC §11).
+	RetryTimeout time.Duration
 }
 
 // JSON reports whether --output json was chosen.
@@ -106,6 +109,12 @@ func (f *Factory) Cosmos() (azure.CosmosAccount, error) {
 		return a, UsageError(fmt.Errorf("cosmos connection: %w", err))
 	}
 	return a, nil
+}
+
+// azureOptions are the options of every Azure client a command builds:
+// the transport (tests, --verbose) and the retry rule (--retry-timeout).
+func (f *Factory) azureOptions() azure.Options {
+	return azure.Options{Transport: f.Transport, Retry: azure.RetryOptions{Timeout: f.Global.RetryTimeout}}
 }
 
 // secrets returns every secret the settings carry, so that error output
@@ -173,6 +182,9 @@ With no connection settings it targets the local emulators: Azurite
 			default:
 				return UsageError(fmt.Errorf("--output must be text or json, not %q", f.Global.Output))
 			}
+			if f.Global.RetryTimeout <= 0 {
+				return UsageError(fmt.Errorf("--retry-timeout must be positive, got %s", f.Global.RetryTimeout))
+			}
 			if f.Global.Quiet && f.Global.Verbose {
 				return UsageError(errors.New("--quiet and --verbose exclude each other"))
 			}
@@ -190,6 +202,7 @@ With no connection settings it targets the local emulators: Azurite
 	pf.StringVar(&f.Global.Database, "database", "bifrost", "Cosmos DB database")
 	pf.StringVar(&f.Global.Output, "output", "text", "output format: text or json")
 	pf.BoolVar(&f.Global.Quiet, "quiet", false, "no progress output")
+	pf.DurationVar(&f.Global.RetryTimeout, "retry-timeout", azure.DefaultRetryTimeout, "how long to keep retrying one request that is throttled (429) or fails transiently before giving up, waits included")
 	pf.BoolVar(&f.Global.Verbose, "verbose", false, "print every HTTP request (method, host, path, status; never query strings, headers or bodies) on stderr")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return UsageError(err) })
 	root.SetOut(f.Out)

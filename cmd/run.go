@@ -144,14 +144,17 @@ The containers must exist: run 'bifrost-migrate init' first.`,
 // checks that the containers exist.
 func connectRun(ctx context.Context, f *Factory, opts *RunOptions) (runServices, error) {
 	var s runServices
-	t, err := connectTarget(f, opts.Database, opts.BlobContainer)
+	t, err := connectTarget(f, opts.Database, opts.BlobContainer, nil)
 	if err != nil {
 		return s, err
 	}
+	if err := checkEndpoints(ctx, t.probes(opts.Migrate.TablePrefix+firstTable(opts.Migrate.Tables))...); err != nil {
+		return s, err
+	}
 	s.deps = migrate.Deps{
-		Source: azure.NewTableReader(t.tables, f.Transport),
-		Docs:   azure.NewCosmosDocs(t.client, opts.Database, nil),
-		Blobs:  azure.NewBlobStore(t.blobContainer, nil),
+		Source: azure.NewTableReader(t.tables, f.azureOptions()),
+		Docs:   azure.NewCosmosDocs(t.client, opts.Database, &t.azopts.Retry),
+		Blobs:  azure.NewBlobStore(t.blobContainer),
 		Now:    opts.Now,
 	}
 	s.where = t.where()

@@ -76,7 +76,7 @@ type bench struct {
 func newBench(t *testing.T) *bench {
 	b := &bench{t: t, bin: resBuild(t), storage: testenv.Storage(t), cosmos: testenv.Cosmos(t)}
 	var err error
-	if b.client, err = azure.NewCosmosClient(b.cosmos, nil); err != nil {
+	if b.client, err = azure.NewCosmosClient(b.cosmos, azure.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -94,11 +94,11 @@ func (b *bench) logf(format string, args ...any) {
 func (b *bench) load(n int) (prefix, blobs string, rows int) {
 	b.t.Helper()
 	prefix, blobs = testenv.Name("bench"), testenv.Name("benchblobs")
-	tw, err := azure.NewTableWriter(b.storage, nil)
+	tw, err := azure.NewTableWriter(b.storage, azure.Options{})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	bw, err := azure.NewBlobWriter(b.storage, blobs, nil)
+	bw, err := azure.NewBlobWriter(b.storage, blobs, azure.Options{})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -258,12 +258,12 @@ type benchDoc struct {
 func (b *bench) docs(prefix, blobs string) []benchDoc {
 	b.t.Helper()
 	ctx := context.Background()
-	bc, err := azure.NewBlobContainerClient(b.storage, blobs, nil)
+	bc, err := azure.NewBlobContainerClient(b.storage, blobs, azure.Options{})
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	facts := map[string]transform.BlobFacts{}
-	err = azure.NewBlobStore(bc, nil).List(ctx, func(name string, size int64) error {
+	err = azure.NewBlobStore(bc).List(ctx, func(name string, size int64) error {
 		exec, file, _ := strings.Cut(name, "/")
 		if k, ok := transform.ParseBlobName(file); ok {
 			f := facts[exec]
@@ -275,7 +275,7 @@ func (b *bench) docs(prefix, blobs string) []benchDoc {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	r := azure.NewTableReader(b.storage, nil)
+	r := azure.NewTableReader(b.storage, azure.Options{})
 	opts := transform.Options{Now: time.Now().UTC()}
 	ids := transform.NewIDSet()
 	var out []benchDoc

@@ -57,17 +57,17 @@ func newResSource(t *testing.T, n int, seed uint64, base time.Time, copies int) 
 	t.Helper()
 	s := &resSource{t: t, storage: testenv.Storage(t), cosmos: testenv.Cosmos(t), prefix: testenv.Name("res")}
 	var err error
-	if s.client, err = azure.NewCosmosClient(s.cosmos, nil); err != nil {
+	if s.client, err = azure.NewCosmosClient(s.cosmos, azure.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	tw, err := azure.NewTableWriter(s.storage, nil)
+	tw, err := azure.NewTableWriter(s.storage, azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tee resTeeBlobs
 	for range copies {
 		name := testenv.Name("resblobs")
-		bw, err := azure.NewBlobWriter(s.storage, name, nil)
+		bw, err := azure.NewBlobWriter(s.storage, name, azure.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +274,7 @@ func (s *resSource) docs(db string) map[string]string {
 // Content-MD5.
 func (s *resSource) blobList(i int) map[string]string {
 	s.t.Helper()
-	c, err := azure.NewBlobContainerClient(s.storage, s.blobs[i], nil)
+	c, err := azure.NewBlobContainerClient(s.storage, s.blobs[i], azure.Options{})
 	if err != nil {
 		s.t.Fatal(err)
 	}

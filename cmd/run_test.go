@@ -60,10 +60,10 @@ func newRunEnv(t *testing.T) *runEnv {
 	}
 	acct := testenv.Storage(t)
 	var err error
-	if e.tables, err = azure.NewTableWriter(acct, nil); err != nil {
+	if e.tables, err = azure.NewTableWriter(acct, azure.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if e.blobs, err = azure.NewBlobWriter(acct, e.container, nil); err != nil {
+	if e.blobs, err = azure.NewBlobWriter(acct, e.container, azure.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -220,7 +220,7 @@ func maps(m map[string]any) map[string]any {
 // allDocs reads every doc of both containers, by container/scope/id.
 func (e *runEnv) allDocs() map[string][]byte {
 	e.t.Helper()
-	client, err := azure.NewCosmosClient(testenv.Cosmos(e.t), nil)
+	client, err := azure.NewCosmosClient(testenv.Cosmos(e.t), azure.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func (e *runEnv) allDocs() map[string][]byte {
 // allBlobs returns the MD5 of every blob in the test's container.
 func (e *runEnv) allBlobs() map[string][16]byte {
 	e.t.Helper()
-	c, err := azure.NewBlobContainerClient(testenv.Storage(e.t), e.container, nil)
+	c, err := azure.NewBlobContainerClient(testenv.Storage(e.t), e.container, azure.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -2,9 +2,16 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
+	"sync"
+	"syscall"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
@@ -24,15 +31,19 @@ type target struct {
 	blobContainer *container.Client
 	database      string
 	blobName      string
-	transport     http.RoundTripper // f.Transport: nil, or the tests' own
+	// azopts are the options of every client: f's transport and retry
+	// rule, and the pacer of the Cosmos DB client.
+	azopts azure.Options
 }
 
 // connectTarget resolves the accounts of f (tables, blobs, then Cosmos DB)
-// and builds the clients for database and the blob container blobName. It
-// sends no request. It returns the first error: a usage error for a bad
-// connection setting, else the client constructor's.
-func connectTarget(f *Factory, database, blobName string) (target, error) {
-	t := target{database: database, blobName: blobName, transport: f.Transport}
+// and builds the clients for database and the blob container blobName;
+// pacer, when not nil, paces every Cosmos DB request. It sends no request.
+// It returns the first error: a usage error for a bad connection setting,
+// else the client constructor's.
+func connectTarget(f *Factory, database, blobName string, pacer *azure.Pacer) (target, error) {
+	t := target{database: database, blobName: blobName, azopts: f.azureOptions()}
+	t.azopts.Pacer = pacer
 	var err error
 	if t.tables, err = f.Storage(); err != nil {
 		return t, err
@@ -40,22 +51,25 @@ func connectTarget(f *Factory, database, blobName string) (target, error) {
 	if t.blobs, err = f.BlobStorage(); err != nil {
 		return t, err
 	}
-	if t.cosmos, t.client, err = connectCosmos(f); err != nil {
+	if t.cosmos, t.client, err = connectCosmos(f, pacer); err != nil {
 		return t, err
 	}
-	if t.blobContainer, err = azure.NewBlobContainerClient(t.blobs, blobName, f.Transport); err != nil {
+	if t.blobContainer, err = azure.NewBlobContainerClient(t.blobs, blobName, f.azureOptions()); err != nil {
 		return t, err
 	}
 	return t, nil
 }
 
-// connectCosmos resolves the Cosmos DB account of f and builds its client.
-func connectCosmos(f *Factory) (azure.CosmosAccount, *azcosmos.Client, error) {
+// connectCosmos resolves the Cosmos DB account of f and builds its client,
+// paced by pacer when it is not nil.
+func connectCosmos(f *Factory, pacer *azure.Pacer) (azure.CosmosAccount, *azcosmos.Client, error) {
 	acct, err := f.Cosmos()
 	if err != nil {
 		return acct, nil, err
 	}
-	client, err := azure.NewCosmosClient(acct, f.Transport)
+	o := f.azureOptions()
+	o.Pacer = pacer
+	client, err := azure.NewCosmosClient(acct, o)
 	return acct, client, err
 }
 
@@ -84,7 +98,7 @@ func (t target) missing(ctx context.Context) (missing []string, noBlobContainer 
 			missing = append(missing, fmt.Sprintf("container %s/%s", t.database, name))
 		}
 	}
-	ok, err := azure.NewProvisionBlobs(t.blobs, t.transport).ContainerExists(ctx, t.blobName)
+	ok, err := azure.NewProvisionBlobs(t.blobs, t.azopts).ContainerExists(ctx, t.blobName)
 	if err != nil {
 		return missing, false, fmt.Errorf("blob container %s: %w", t.blobName, err)
 	}
@@ -93,4 +107,151 @@ func (t target) missing(ctx context.Context) (missing []string, noBlobContainer 
 		noBlobContainer = true
 	}
 	return missing, noBlobContainer, nil
+}
+
+// probeTimeout bounds each start-up check of an endpoint: a command that
+// cannot use a service fails well within 30 s (SPEC §1, §14).
+const probeTimeout = 10 * time.Second
+
+// probe is the start-up check of one service: a single request (no
+// retries) that proves the endpoint answers and accepts our credentials.
+type probe struct {
+	service  string // "Table Storage", "Blob Storage", "Cosmos DB"
+	endpoint string // the URL the command will use
+	settings string // where the endpoint comes from, for the message
+	check    func(ctx context.Context) error
+}
+
+// Where each service's endpoint is configured, for the messages.
+const (
+	tablesSettings = "--tables-connection, BIFROST_TABLES_CONNECTION or AzureWebJobsStorage"
+	blobSettings   = "--blob-connection or BIFROST_BLOB_CONNECTION (default: the tables connection)"
+	cosmosSettings = "--cosmos-connection or CosmosDBConnection, or --cosmos-endpoint"
+)
+
+// tablesProbe reads table (its first row, keys only): any answer but a
+// refusal will do, a missing table included.
+func tablesProbe(acct azure.StorageAccount, o azure.Options, table string) probe {
+	r := azure.NewTableReader(acct, o)
+	return probe{"Table Storage", acct.TableEndpoint, tablesSettings, func(ctx context.Context) error {
+		_, err := r.Exists(ctx, table)
+		return err
+	}}
+}
+
+// blobsProbe reads the properties of blob container name (missing is fine).
+func blobsProbe(acct azure.StorageAccount, o azure.Options, name string) probe {
+	b := azure.NewProvisionBlobs(acct, o)
+	return probe{"Blob Storage", acct.BlobEndpoint, blobSettings, func(ctx context.Context) error {
+		_, err := b.ContainerExists(ctx, name)
+		return err
+	}}
+}
+
+// cosmosProbe reads database (missing is fine).
+func cosmosProbe(acct azure.CosmosAccount, client *azcosmos.Client, database string) probe {
+	c := azure.NewProvisionCosmos(client)
+	return probe{"Cosmos DB", acct.Endpoint, cosmosSettings, func(ctx context.Context) error {
+		_, err := c.DatabaseExists(ctx, database)
+		return err
+	}}
+}
+
+// probes are the start-up checks of the three services of t; table is the
+// (prefixed) source table the tables check reads.
+func (t target) probes(table string) []probe {
+	return []probe{
+		tablesProbe(t.tables, t.azopts, table),
+		blobsProbe(t.blobs, t.azopts, t.blobName),
+		cosmosProbe(t.cosmos, t.client, t.database),
+	}
+}
+
+// firstTable is the first of the selected tables in read order (all
+// three when none is selected): the one the tables check reads.
+func firstTable(selected []string) string {
+	if len(selected) > 0 {
+		return selected[0]
+	}
+	return transform.TableConfig
+}
+
+// checkEndpoints runs the probes at once, each once and within
+// probeTimeout, before a command does any work. It returns nil, or an
+// error naming every endpoint that could not be reached or refused the
+// credentials, with the cause and the settings to check.
+func checkEndpoints(ctx context.Context, probes ...probe) error {
+	errs := make([]error, len(probes))
+	var wg sync.WaitGroup
+	for i, p := range probes {
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(azure.SingleAttempt(ctx), probeTimeout)
+			defer cancel()
+			err := p.check(pctx)
+			if err == nil || ctx.Err() != nil {
+				errs[i] = ctx.Err()
+				return
+			}
+			errs[i] = &EndpointError{Service: p.service, Endpoint: hostPort(p.endpoint), Cause: probeCause(err), Settings: p.settings, Err: err}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.Join(errs...)
+}
+
+// EndpointError is a service that a command could not use at its start:
+// unreachable, or refusing the credentials. Its message names the
+// endpoint (host:port), the cause and the settings to check; it never
+// holds a secret.
+type EndpointError struct {
+	Service  string
+	Endpoint string // host:port
+	Cause    string
+	Settings string
+	Err      error
+}
+
+func (e *EndpointError) Error() string {
+	return fmt.Sprintf("cannot use %s at %s: %s; check %s", e.Service, e.Endpoint, e.Cause, e.Settings)
+}
+
+func (e *EndpointError) Unwrap() error { return e.Err }
+
+// hostPort is the host:port of an endpoint URL, the port made explicit.
+func hostPort(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return endpoint
+	}
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "443"
+	if u.Scheme == "http" {
+		port = "80"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// probeCause says in a few words why a probe failed.
+func probeCause(err error) string {
+	var re *azcore.ResponseError
+	var dns *net.DNSError
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &re) && (re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden):
+		return fmt.Sprintf("the credentials were refused (%d %s)", re.StatusCode, http.StatusText(re.StatusCode))
+	case errors.As(err, &re):
+		return fmt.Sprintf("it answered %d %s", re.StatusCode, http.StatusText(re.StatusCode))
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("no answer within %s", probeTimeout)
+	case errors.As(err, &dns):
+		return "no such host " + dns.Name
+	case errors.As(err, &errno):
+		return errno.Error()
+	}
+	return azure.ScrubError(err).Error()
 }

@@ -43,7 +43,7 @@ type VerifyOptions struct {
 
 	// Verifier connects to the accounts and returns the engine with its
 	// sources, and a description of the targets without secrets.
-	Verifier func() (*verify.Verifier, string, error)
+	Verifier func(ctx context.Context) (*verify.Verifier, string, error)
 }
 
 // NewCmdVerify builds `bifrost-migrate verify`. runF replaces the command's
@@ -91,7 +91,7 @@ Exit 0 only when no doc is missing, different or orphaned; else 3.`,
 					return UsageError(err)
 				}
 			}
-			opts.Verifier = func() (*verify.Verifier, string, error) { return newVerifier(f, opts) }
+			opts.Verifier = func(ctx context.Context) (*verify.Verifier, string, error) { return newVerifier(ctx, f, opts) }
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -126,10 +126,14 @@ func parseTables(list string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// newVerifier connects the engine to the accounts of f.
-func newVerifier(f *Factory, opts *VerifyOptions) (*verify.Verifier, string, error) {
-	t, err := connectTarget(f, opts.Database, opts.BlobContainer)
+// newVerifier connects the engine to the accounts of f, once each
+// endpoint answered its start-up check.
+func newVerifier(ctx context.Context, f *Factory, opts *VerifyOptions) (*verify.Verifier, string, error) {
+	t, err := connectTarget(f, opts.Database, opts.BlobContainer, nil)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := checkEndpoints(ctx, t.probes(opts.TablePrefix+firstTable(opts.Tables))...); err != nil {
 		return nil, "", err
 	}
 	docs, err := azure.NewDocReader(t.client, opts.Database)
@@ -137,9 +141,9 @@ func newVerifier(f *Factory, opts *VerifyOptions) (*verify.Verifier, string, err
 		return nil, "", err
 	}
 	v := &verify.Verifier{
-		Rows:  azure.NewTableReader(t.tables, f.Transport),
+		Rows:  azure.NewTableReader(t.tables, f.azureOptions()),
 		Docs:  docs,
-		Blobs: azure.NewBlobStore(t.blobContainer, nil),
+		Blobs: azure.NewBlobStore(t.blobContainer),
 	}
 	where := fmt.Sprintf("tables %s, database %q in %s", t.tables, opts.Database, t.cosmos)
 	return v, where, nil
@@ -173,7 +177,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	v, where, err := opts.Verifier()
+	v, where, err := opts.Verifier(ctx)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func newVerifyEnv(t *testing.T) *verifyEnv {
 		acct:   testenv.Storage(t),
 	}
 	var err error
-	if e.cosmos, err = azure.NewCosmosClient(testenv.Cosmos(t), nil); err != nil {
+	if e.cosmos, err = azure.NewCosmosClient(testenv.Cosmos(t), azure.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -62,10 +62,10 @@ func newVerifyEnv(t *testing.T) *verifyEnv {
 		if db, err := e.cosmos.NewDatabase(e.db); err == nil {
 			_, _ = db.Delete(ctx, nil)
 		}
-		if bw, err := azure.NewBlobWriter(e.acct, e.blobs, nil); err == nil {
+		if bw, err := azure.NewBlobWriter(e.acct, e.blobs, azure.Options{}); err == nil {
 			_ = bw.Delete(ctx)
 		}
-		if svc, err := azure.NewTablesClient(e.acct, nil); err == nil {
+		if svc, err := azure.NewTablesClient(e.acct, azure.Options{}); err == nil {
 			for _, table := range fixtures.Tables() {
 				_, _ = svc.DeleteTable(ctx, e.prefix+table, nil)
 			}
@@ -94,11 +94,11 @@ func (e *verifyEnv) cliWith(transport http.RoundTripper, args ...string) (code i
 
 func (e *verifyEnv) writers() (*azure.TableWriter, *azure.BlobWriter) {
 	e.t.Helper()
-	tw, err := azure.NewTableWriter(e.acct, nil)
+	tw, err := azure.NewTableWriter(e.acct, azure.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	bw, err := azure.NewBlobWriter(e.acct, e.blobs, nil)
+	bw, err := azure.NewBlobWriter(e.acct, e.blobs, azure.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -122,12 +122,12 @@ func (e *verifyEnv) migrate() {
 	e.t.Helper()
 	ctx := context.Background()
 	_, bw := e.writers()
-	bc, err := azure.NewBlobContainerClient(e.acct, e.blobs, nil)
+	bc, err := azure.NewBlobContainerClient(e.acct, e.blobs, azure.Options{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	facts := map[string]transform.BlobFacts{}
-	err = azure.NewBlobStore(bc, nil).List(ctx, func(name string, size int64) error {
+	err = azure.NewBlobStore(bc).List(ctx, func(name string, size int64) error {
 		exec, file, _ := strings.Cut(name, "/")
 		if b, ok := transform.ParseBlobName(file); ok {
 			f := facts[exec]
@@ -139,7 +139,7 @@ func (e *verifyEnv) migrate() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	reader := azure.NewTableReader(e.acct, nil)
+	reader := azure.NewTableReader(e.acct, azure.Options{})
 	ids := transform.NewIDSet()
 	opts := transform.Options{Now: testNow}
 	var outcomes []transform.Outcome
@@ -479,7 +479,7 @@ func TestVerifyDetectsOrphan(t *testing.T) {
 
 func TestVerifyDetectsDeletedResultBlob(t *testing.T) {
 	e := migratedFixtures(t)
-	bc, err := azure.NewBlobContainerClient(e.acct, e.blobs, nil)
+	bc, err := azure.NewBlobContainerClient(e.acct, e.blobs, azure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func BenchmarkVerify(b *testing.B) {
 	}
 	ctx := context.Background()
 	acct := testenv.Storage(b)
-	cosmos, err := azure.NewCosmosClient(testenv.Cosmos(b), nil)
+	cosmos, err := azure.NewCosmosClient(testenv.Cosmos(b), azure.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,16 +63,16 @@ func BenchmarkVerify(b *testing.B) {
 		loadBench(b, acct, cosmos, n, prefix, db, blobs)
 		b.Logf("loaded and migrated in %s", time.Since(start).Round(time.Second))
 	}
-	reader := azure.NewTableReader(acct, nil)
+	reader := azure.NewTableReader(acct, azure.Options{})
 	docs, err := azure.NewDocReader(cosmos, db)
 	if err != nil {
 		b.Fatal(err)
 	}
-	bc, err := azure.NewBlobContainerClient(acct, blobs, nil)
+	bc, err := azure.NewBlobContainerClient(acct, blobs, azure.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	v := &verify.Verifier{Rows: reader, Docs: docs, Blobs: azure.NewBlobStore(bc, nil)}
+	v := &verify.Verifier{Rows: reader, Docs: docs, Blobs: azure.NewBlobStore(bc)}
 	opts := verify.Options{Transform: transform.Options{Now: benchNow}, TablePrefix: prefix, Database: db}
 
 	var rawSecs, tableSecs, docSecs, verifySecs, heapMB float64
@@ -181,11 +181,11 @@ func sampleHeap(peak *float64) (stop func()) {
 // writes the docs run would write.
 func loadBench(b *testing.B, acct azure.StorageAccount, cosmos *azcosmos.Client, n int, prefix, db, blobs string) {
 	ctx := context.Background()
-	tw, err := azure.NewTableWriter(acct, nil)
+	tw, err := azure.NewTableWriter(acct, azure.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	bw, err := azure.NewBlobWriter(acct, blobs, nil)
+	bw, err := azure.NewBlobWriter(acct, blobs, azure.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func loadBench(b *testing.B, acct azure.StorageAccount, cosmos *azcosmos.Client,
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := provision.Provisioner{Cosmos: azure.NewProvisionCosmos(cosmos), Database: db, Blobs: azure.NewProvisionBlobs(acct, nil)}
+	p := provision.Provisioner{Cosmos: azure.NewProvisionCosmos(cosmos), Database: db, Blobs: azure.NewProvisionBlobs(acct, azure.Options{})}
 	plan, err := p.Plan(ctx, layout)
 	if err != nil {
 		b.Fatal(err)
@@ -205,9 +205,9 @@ func loadBench(b *testing.B, acct azure.StorageAccount, cosmos *azcosmos.Client,
 	if err := p.Apply(ctx, plan); err != nil {
 		b.Fatal(err)
 	}
-	bc, _ := azure.NewBlobContainerClient(acct, blobs, nil)
+	bc, _ := azure.NewBlobContainerClient(acct, blobs, azure.Options{})
 	facts := map[string]transform.BlobFacts{}
-	_ = azure.NewBlobStore(bc, nil).List(ctx, func(name string, size int64) error {
+	_ = azure.NewBlobStore(bc).List(ctx, func(name string, size int64) error {
 		exec, file, _ := strings.Cut(name, "/")
 		if bn, ok := transform.ParseBlobName(file); ok {
 			f := facts[exec]
@@ -216,7 +216,7 @@ func loadBench(b *testing.B, acct azure.StorageAccount, cosmos *azcosmos.Client,
 		}
 		return nil
 	})
-	reader := azure.NewTableReader(acct, nil)
+	reader := azure.NewTableReader(acct, azure.Options{})
 	work := make(chan transform.Outcome, 1000)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

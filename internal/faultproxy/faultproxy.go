@@ -6,6 +6,12 @@
 // upstream did the write). It is a real component on a real socket, not a
 // mock of an SDK.
 //
+// With Config.Budget it also models an account's throughput (SPEC §14): a
+// token bucket of request units that every doc read, write and query
+// draws from, answering 429 with the bucket's wait when a request would
+// overdraw it and x-ms-request-charge with its cost otherwise; a simulated
+// application (Proxy.StartApplication) can draw from the same bucket.
+//
 // Cosmos DB clients first read the account (GET /) and then send requests
 // to the endpoints it announces; the stand-in announces its own address, so
 // the proxy rewrites writableLocations and readableLocations in that answer
@@ -115,6 +121,8 @@ type Config struct {
 	// DocKey names the doc a matching request is about; nil means
 	// CosmosDocKey. Runs, MaxPerDoc and the per-doc statistics use it.
 	DocKey func(r *http.Request, body []byte) string
+	// Budget, when not nil, makes the proxy an RU-limited account.
+	Budget *Budget
 }
 
 // IsDocWrite reports whether r writes a Cosmos DB doc: POST, PUT or DELETE
@@ -181,6 +189,8 @@ type Proxy struct {
 	url    string
 	done   chan struct{}
 
+	bucket *bucket // nil without Config.Budget
+
 	mu        sync.Mutex
 	docs      map[string]*docState
 	fired     []int // per rule
@@ -216,6 +226,9 @@ func Start(cfg Config) (*Proxy, error) {
 		done:   make(chan struct{}),
 		docs:   make(map[string]*docState),
 		fired:  make([]int, len(cfg.Rules)),
+	}
+	if cfg.Budget != nil {
+		p.bucket = newBucket(*cfg.Budget, time.Now)
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -376,6 +389,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "faultproxy: reading request body: "+err.Error(), http.StatusBadGateway)
 		return
 	}
+	var cost float64 // RU this request costs in the budget (0: not charged)
+	if p.bucket != nil {
+		var throttled bool
+		if cost, throttled = p.bucket.admit(r, body); throttled {
+			wait := p.bucket.wait(cost)
+			w.Header().Set("x-ms-retry-after-ms", strconv.FormatInt(max(1, wait.Milliseconds()), 10))
+			w.Header().Set("x-ms-substatus", "3200")
+			w.Header().Set("x-ms-request-charge", "0")
+			p.fault(w, http.StatusTooManyRequests, "TooManyRequests", "Request rate is large (the simulated account's budget is spent)")
+			return
+		}
+	}
 	rule := -1
 	if p.cfg.Match(r) {
 		rule = p.decide(p.cfg.DocKey(r, body))
@@ -424,6 +449,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodGet && r.URL.Path == "/" {
 		respBody = p.rewriteAccount(respBody)
+	}
+	if p.bucket != nil && isDocOp(r) {
+		charge := p.bucket.charge(r, cost, len(respBody))
+		resp.Header.Set("x-ms-request-charge", strconv.FormatFloat(charge, 'f', -1, 64))
 	}
 	// A HEAD answer's Content-Length is the entity's, not the (empty)
 	// body's: keep the upstream's.

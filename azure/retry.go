@@ -1,0 +1,325 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+)
+
+// DefaultRetryTimeout is the default of RetryOptions.Timeout
+// (--retry-timeout).
+const DefaultRetryTimeout = 10 * time.Minute
+
+// ErrRetriesExhausted is wrapped (together with the last attempt's error)
+// when a transient failure outlasts RetryOptions.Timeout (or, for failures
+// other than 429, RetryOptions.MaxAttempts). It is not a *PermanentError:
+// the operation may well succeed later, so the caller should stop and
+// resume rather than dead-letter.
+var ErrRetriesExhausted = errors.New("retries exhausted")
+
+// RetryOptions is the retry rule of every request this package sends to
+// Cosmos DB, Table Storage and Blob Storage (SPEC §11, §14). A 429 is
+// back-pressure, never a failure by count: it is retried, honouring
+// x-ms-retry-after-ms (or Retry-After) however long and however often,
+// until the operation has spent Timeout. 408, 449, 5xx, attempt timeouts
+// and connection errors are retried with capped exponential backoff and
+// full jitter. Anything else is returned at once. The zero value gives the
+// defaults stated on each field.
+type RetryOptions struct {
+	// Timeout bounds one operation, from its first attempt, waits
+	// included (default DefaultRetryTimeout). A wait that would end past
+	// it is not started: the operation fails with ErrRetriesExhausted at
+	// once.
+	Timeout time.Duration
+	// MaxAttempts, when > 0, also bounds the attempts of an operation
+	// whose failures are not 429s (408, 449, 5xx, connection errors).
+	// 0 leaves them to Timeout alone. 429s never count.
+	MaxAttempts int
+	// BaseDelay is the backoff before the second attempt when the service
+	// gives no retry-after (default 100ms). It doubles per attempt up to
+	// MaxDelay and is fully jittered: the wait is uniform in
+	// [0, min(MaxDelay, BaseDelay·2^(n-1))].
+	BaseDelay time.Duration
+	// MaxDelay caps the computed backoff (default 10s). It does not cap a
+	// delay the service asks for, which is always honoured in full
+	// (bounded only by Timeout).
+	MaxDelay time.Duration
+	// AttemptTimeout bounds one HTTP attempt (default 60s); an attempt that
+	// times out is retried like a dropped connection.
+	AttemptTimeout time.Duration
+
+	// Sleep waits d or until ctx is done, returning ctx.Err() then. Tests
+	// may replace it to observe the waits; nil uses a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock used for Timeout; nil uses time.Now.
+	Now func() time.Time
+	// Jitter returns a uniform float64 in [0, 1); nil uses math/rand/v2.
+	Jitter func() float64
+	// OnRetry, when not nil, hears every retry just before its wait
+	// (--log-file). It is called from many goroutines at once.
+	OnRetry func(RetryEvent)
+}
+
+// RetryEvent is one retry: what was retried, why, and for how long the
+// retry loop waits before the next attempt. It carries no secret: the
+// operation names a service, a host and a path, never a query string.
+type RetryEvent struct {
+	Op      string
+	Attempt int
+	Cause   string
+	Wait    time.Duration
+}
+
+func (o RetryOptions) withDefaults() RetryOptions {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultRetryTimeout
+	}
+	if o.BaseDelay <= 0 {
+		o.BaseDelay = 100 * time.Millisecond
+	}
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = 10 * time.Second
+	}
+	if o.AttemptTimeout <= 0 {
+		o.AttemptTimeout = 60 * time.Second
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Jitter == nil {
+		o.Jitter = rand.Float64
+	}
+	return o
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// retryBudget is the state of one operation's retry loop: it decides,
+// after each failed attempt, whether and how long to wait.
+type retryBudget struct {
+	o        RetryOptions
+	op       string
+	start    time.Time
+	attempts int // all attempts so far
+	failures int // attempts that failed other than with a 429
+}
+
+func newRetryBudget(o RetryOptions, op string) *retryBudget {
+	return &retryBudget{o: o, op: op, start: o.Now()}
+}
+
+// next is called after a failed attempt with its classification. It
+// returns nil when the caller should try again (after having waited), or
+// the error that ends the operation: ctx's error, or one wrapping
+// ErrRetriesExhausted and last.
+func (b *retryBudget) next(ctx context.Context, last error, wait time.Duration, throttled bool) error {
+	b.attempts++
+	if !throttled {
+		b.failures++
+	}
+	if wait <= 0 {
+		wait = backoff(b.o, b.attempts)
+	}
+	elapsed := b.o.Now().Sub(b.start)
+	if (b.o.MaxAttempts > 0 && !throttled && b.failures >= b.o.MaxAttempts) || elapsed+wait > b.o.Timeout {
+		return &exhaustedError{
+			msg: fmt.Sprintf("%s: %v after %d attempts in %s (--retry-timeout %s): %s",
+				b.op, ErrRetriesExhausted, b.attempts, elapsed.Round(time.Millisecond), b.o.Timeout, describe(last)),
+			last: last,
+		}
+	}
+	if b.o.OnRetry != nil {
+		b.o.OnRetry(RetryEvent{Op: b.op, Attempt: b.attempts, Cause: describe(last), Wait: wait})
+	}
+	if err := b.o.Sleep(ctx, wait); err != nil {
+		return fmt.Errorf("%s: %w", b.op, err)
+	}
+	return nil
+}
+
+// exhaustedError is a one-line message that wraps both
+// ErrRetriesExhausted and the last attempt's error (whose own text, from
+// azcore, spans many lines).
+type exhaustedError struct {
+	msg  string
+	last error
+}
+
+func (e *exhaustedError) Error() string   { return e.msg }
+func (e *exhaustedError) Unwrap() []error { return []error{ErrRetriesExhausted, e.last} }
+
+// backoff is the full-jitter exponential wait before attempt+1.
+func backoff(o RetryOptions, attempt int) time.Duration {
+	ceil := o.MaxDelay
+	if attempt < 40 {
+		if d := o.BaseDelay << (attempt - 1); d > 0 && d < ceil {
+			ceil = d
+		}
+	}
+	return time.Duration(o.Jitter() * float64(ceil))
+}
+
+// classify reports whether err is worth retrying and, for a 429 (or a
+// 503 with a retry-after) that says so, how long the service asks us to
+// wait.
+func classify(err error) (wait time.Duration, transient bool) {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return classifyStatus(re.StatusCode, re.RawResponse)
+	}
+	if errors.Is(err, context.DeadlineExceeded) { // our AttemptTimeout, not the caller's
+		return 0, true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) {
+		return 0, true
+	}
+	return 0, false
+}
+
+// classifyStatus is classify for an HTTP answer.
+func classifyStatus(status int, resp *http.Response) (wait time.Duration, transient bool) {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return retryAfter(resp), true
+	case status == http.StatusRequestTimeout, status == 449:
+		return 0, true
+	case status >= 500:
+		return retryAfter(resp), true
+	}
+	return 0, false
+}
+
+// retryAfter is the wait a service asks for: x-ms-retry-after-ms (Cosmos
+// DB, in milliseconds, possibly fractional), else Retry-After in seconds
+// (Storage); 0 when it asks for none.
+func retryAfter(resp *http.Response) time.Duration {
+	if resp == nil {
+		return 0
+	}
+	if ms, err := strconv.ParseFloat(resp.Header.Get("x-ms-retry-after-ms"), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 0
+}
+
+// singleAttemptKey marks a context whose requests retryPolicy sends once:
+// the caller runs a retry loop of its own (CosmosDocs) or must fail fast
+// (the start-up checks).
+type singleAttemptKey struct{}
+
+// SingleAttempt returns a context whose requests through this package's
+// clients are sent once, without the retry loop: for checks that must
+// fail fast, such as the start-up check of an endpoint.
+func SingleAttempt(ctx context.Context) context.Context {
+	return context.WithValue(ctx, singleAttemptKey{}, true)
+}
+
+func isSingleAttempt(ctx context.Context) bool { return ctx.Value(singleAttemptKey{}) != nil }
+
+// retryPolicy is the azcore pipeline policy that retries every request of
+// the clients this package builds by RetryOptions; azcore's own retry
+// policy is switched off in those clients (see clientOptions). Request
+// bodies must be rewindable and survive Close (the SDKs send
+// streaming.NopCloser over bytes), as for azcore's own policy.
+type retryPolicy struct {
+	o       RetryOptions
+	service string // "Cosmos DB", "Table Storage", "Blob Storage"
+}
+
+func (p *retryPolicy) Do(req *policy.Request) (*http.Response, error) {
+	ctx := req.Raw().Context()
+	if isSingleAttempt(ctx) {
+		return req.Next()
+	}
+	u := req.Raw().URL
+	b := newRetryBudget(p.o, fmt.Sprintf("%s %s %s%s", p.service, req.Raw().Method, u.Host, u.Path))
+	for {
+		if err := req.RewindBody(); err != nil {
+			return nil, err
+		}
+		tryCtx, cancel := context.WithTimeout(ctx, p.o.AttemptTimeout)
+		resp, err := req.Clone(tryCtx).Next()
+		if ctx.Err() != nil {
+			cancel()
+			if err == nil {
+				runtime.Drain(resp)
+			}
+			return nil, ctx.Err()
+		}
+		var (
+			wait      time.Duration
+			transient bool
+			last      error
+		)
+		if err != nil {
+			cancel()
+			wait, transient = classify(err)
+			last = err
+		} else {
+			wait, transient = classifyStatus(resp.StatusCode, resp)
+			if !transient {
+				// The body may still be read (a download): cancel the
+				// attempt's context only once it is closed.
+				resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+				return resp, nil
+			}
+			last = runtime.NewResponseError(resp) // reads and closes the body
+			cancel()
+		}
+		if !transient {
+			return nil, err
+		}
+		if err := b.next(ctx, last, wait, isThrottle(last)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// isThrottle reports whether err is a 429.
+func isThrottle(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusTooManyRequests
+}
+
+// cancelOnClose cancels an attempt's context when the answer's body is
+// closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
