@@ -9,6 +9,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -20,7 +21,8 @@ import (
 // past its width. Status messages are printed above the live bar. It is
 // safe for concurrent use.
 type barProgress struct {
-	w io.Writer
+	w  io.Writer
+	ru ruRecent // nil: no RU to show
 
 	mu     sync.Mutex
 	totals map[string]int64
@@ -29,8 +31,18 @@ type barProgress struct {
 	live   *progressbar.ProgressBar
 }
 
-func newBarProgress(w io.Writer) *barProgress {
-	return &barProgress{w: w, totals: map[string]int64{}, done: map[string]int64{}, bars: map[string]*progressbar.ProgressBar{}}
+func newBarProgress(w io.Writer, ru ruRecent) *barProgress {
+	return &barProgress{w: w, ru: ru, totals: map[string]int64{}, done: map[string]int64{}, bars: map[string]*progressbar.ProgressBar{}}
+}
+
+// describe is a bar's description: the table, and the RU/s and throttled
+// share of the last seconds when there are request units to show.
+func (p *barProgress) describe(table string) string {
+	if p.ru == nil {
+		return fmt.Sprintf("%-13s", table)
+	}
+	perSecond, share := p.ru()
+	return fmt.Sprintf("%-13s %6.0f RU/s %4.1f%% 429", table, perSecond, 100*share)
 }
 
 // show creates table's bar with max rows, at the rows done so far (the
@@ -38,7 +50,7 @@ func newBarProgress(w io.Writer) *barProgress {
 func (p *barProgress) show(table string, max int64) *progressbar.ProgressBar {
 	b := progressbar.NewOptions64(max,
 		progressbar.OptionSetWriter(p.w),
-		progressbar.OptionSetDescription(fmt.Sprintf("%-13s", table)),
+		progressbar.OptionSetDescription(p.describe(table)),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
@@ -51,16 +63,20 @@ func (p *barProgress) show(table string, max int64) *progressbar.ProgressBar {
 	p.bars[table] = b
 	p.live = b
 	if n := p.done[table]; n > 0 {
-		p.add(b, n)
+		p.add(table, b, n)
 	}
 	return b
 }
 
-// add advances b by n, raising its max first when the table grew since
-// the pre-count (the caller holds mu).
-func (p *barProgress) add(b *progressbar.ProgressBar, n int64) {
+// add advances table's bar b by n, raising its max first when the table
+// grew since the pre-count, and refreshes the RU in its description (the
+// caller holds mu).
+func (p *barProgress) add(table string, b *progressbar.ProgressBar, n int64) {
 	if cur := b.State().CurrentNum; cur+n > b.GetMax64() {
 		b.ChangeMax64(cur + n + 1) // set exactly by TableDone
+	}
+	if p.ru != nil {
+		b.Describe(p.describe(table))
 	}
 	_ = b.Add64(n)
 }
@@ -74,11 +90,14 @@ func (p *barProgress) Total(table string, n int64) {
 	}
 }
 
+// Resumed shows the rows done before as done.
+func (p *barProgress) Resumed(table string, n int64) { p.Advance(table, n) }
+
 func (p *barProgress) Advance(table string, n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if b, ok := p.bars[table]; ok {
-		p.add(b, n)
+		p.add(table, b, n)
 		return
 	}
 	p.done[table] += n
@@ -129,6 +148,7 @@ type jsonProgress struct {
 	out, status io.Writer
 	now         func() time.Time
 	interval    time.Duration
+	ru          ruRecent // nil: no RU fields
 
 	mu     sync.Mutex
 	tables map[string]*jsonTable
@@ -137,22 +157,28 @@ type jsonProgress struct {
 type jsonTable struct {
 	total   int64 // -1: unknown
 	done    int64
+	resumed int64 // done by earlier invocations: not part of the rate
 	started time.Time
 	printed time.Time
 }
 
-// progressLine is one {"type":"progress"} line.
+// progressLine is one {"type":"progress"} line. RowsPerSecond counts the
+// rows of this invocation only (not those a resumed run did before);
+// RUPerSecond and ThrottledShare are the Cosmos DB request units per
+// second and the share of requests answered 429 over the last 5 seconds.
 type progressLine struct {
-	Type          string  `json:"type"`
-	Table         string  `json:"table"`
-	Done          int64   `json:"done"`
-	Total         *int64  `json:"total"` // null until the pre-count is known
-	RowsPerSecond float64 `json:"rowsPerSecond"`
-	Finished      bool    `json:"finished"`
+	Type           string   `json:"type"`
+	Table          string   `json:"table"`
+	Done           int64    `json:"done"`
+	Total          *int64   `json:"total"` // null until the pre-count is known
+	RowsPerSecond  float64  `json:"rowsPerSecond"`
+	RUPerSecond    *float64 `json:"ruPerSecond,omitempty"`
+	ThrottledShare *float64 `json:"throttledShare,omitempty"`
+	Finished       bool     `json:"finished"`
 }
 
-func newJSONProgress(out, status io.Writer, now func() time.Time) *jsonProgress {
-	return &jsonProgress{out: out, status: status, now: now, interval: time.Second, tables: map[string]*jsonTable{}}
+func newJSONProgress(out, status io.Writer, now func() time.Time, ru ruRecent) *jsonProgress {
+	return &jsonProgress{out: out, status: status, now: now, interval: time.Second, ru: ru, tables: map[string]*jsonTable{}}
 }
 
 func (p *jsonProgress) table(name string) *jsonTable {
@@ -168,6 +194,14 @@ func (p *jsonProgress) Total(table string, n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.table(table).total = n
+}
+
+func (p *jsonProgress) Resumed(table string, n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.table(table)
+	t.done += n
+	t.resumed += n
 }
 
 func (p *jsonProgress) Advance(table string, n int64) {
@@ -202,7 +236,11 @@ func (p *jsonProgress) print(table string, t *jsonTable, finished bool) {
 		line.Total = &total
 	}
 	if secs := now.Sub(t.started).Seconds(); secs > 0 {
-		line.RowsPerSecond = float64(t.done) / secs
+		line.RowsPerSecond = float64(t.done-t.resumed) / secs
+	}
+	if p.ru != nil {
+		perSecond, share := p.ru()
+		line.RUPerSecond, line.ThrottledShare = &perSecond, &share
 	}
 	_ = json.NewEncoder(p.out).Encode(line)
 }
@@ -211,6 +249,7 @@ func (p *jsonProgress) print(table string, t *jsonTable, finished bool) {
 type statusProgress struct{ w io.Writer }
 
 func (statusProgress) Total(string, int64)   {}
+func (statusProgress) Resumed(string, int64) {}
 func (statusProgress) Advance(string, int64) {}
 func (statusProgress) TableDone(string)      {}
 func (p statusProgress) Message(msg string)  { fmt.Fprintln(p.w, msg) }
@@ -221,6 +260,12 @@ type fanOut []migrate.Progress
 func (f fanOut) Total(table string, n int64) {
 	for _, p := range f {
 		p.Total(table, n)
+	}
+}
+
+func (f fanOut) Resumed(table string, n int64) {
+	for _, p := range f {
+		p.Resumed(table, n)
 	}
 }
 
@@ -241,4 +286,47 @@ func (f fanOut) Message(msg string) {
 	if len(f) > 0 {
 		f[0].Message(msg)
 	}
+}
+
+// ruRecent gives the RU/s and the share of requests answered 429 over the
+// last seconds, for progress.
+type ruRecent func() (perSecond, throttledShare float64)
+
+// recentRU is the ruRecent of a pacer: its last 5 seconds.
+func recentRU(p *azure.Pacer) ruRecent {
+	return func() (float64, float64) { return p.Recent(5 * time.Second) }
+}
+
+// progressOptions say how a table-by-table command (run, replay) shows its
+// progress.
+type progressOptions struct {
+	out, errOut io.Writer
+	quiet, json bool
+	terminal    bool
+	now         func() time.Time
+	ru          ruRecent // nil: no request units to show
+}
+
+// newProgress returns the progress of a table-by-table command: bars on a
+// terminal, {"type":"progress"} lines on stdout with --output json (both,
+// when both apply), else status lines only; nil with --quiet. bars, when
+// not nil, must be finished after the command; counted says whether the
+// progress shows totals, which the command then pre-counts.
+func newProgress(o progressOptions) (p migrate.Progress, bars *barProgress, counted bool) {
+	if o.quiet {
+		return nil, nil, false
+	}
+	var ps fanOut
+	if o.terminal {
+		bars = newBarProgress(o.errOut, o.ru)
+		ps = append(ps, bars)
+	}
+	if o.json {
+		ps = append(ps, newJSONProgress(o.out, o.errOut, o.now, o.ru))
+	}
+	counted = len(ps) > 0
+	if len(ps) == 0 {
+		ps = append(ps, statusProgress{o.errOut})
+	}
+	return ps, bars, counted
 }

@@ -37,6 +37,9 @@ type ReplayOptions struct {
 	// BlobContainer is the container of execution blobs (a hidden flag
 	// for tests; execution-data otherwise).
 	BlobContainer string
+	// RU is --max-ru; pacer, made from it, paces every Cosmos DB request.
+	RU    ruFlags
+	pacer *azure.Pacer
 
 	// Connect connects to the accounts and returns the engine's services,
 	// a description of the targets without secrets, and the containers
@@ -130,6 +133,7 @@ dead-lettered.`,
 	fl.BoolVar(&opts.Replay.DryRun, "dry-run", false, "read everything, write nothing, print what would happen")
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to replay (default: Config,Entities,Relationships)")
 	fl.IntVar(&opts.Replay.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs replayed at once")
+	opts.RU.bind(fl)
 	fl.StringVar(&opts.Replay.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of replay-dead-letter.jsonl")
 	fl.StringVar(&opts.Replay.TablePrefix, "table-prefix", "", "put this before every table name (tests)")
 	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
@@ -155,7 +159,7 @@ func parseSince(s string) (time.Time, error) {
 // checks that the containers exist.
 func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replayServices, error) {
 	var s replayServices
-	t, err := connectTarget(f, opts.Database, opts.BlobContainer, nil)
+	t, err := connectTarget(f, opts.Database, opts.BlobContainer, opts.pacer)
 	if err != nil {
 		return s, err
 	}
@@ -196,6 +200,9 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	case strings.TrimSpace(m.StateDir) == "":
 		return UsageError(errors.New("--state-dir must not be empty"))
 	}
+	if err := opts.RU.validate(); err != nil {
+		return err
+	}
 	if m.Transform, err = opts.TransformFlags.options(opts.Now()); err != nil {
 		return err
 	}
@@ -205,6 +212,7 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 			fmt.Fprintf(opts.ErrOut, "replay: "+format+"\n", args...)
 		}
 	}
+	opts.pacer = opts.RU.pacer()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
@@ -214,18 +222,10 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 		return fmt.Errorf("%s missing: run `bifrost-migrate init` (and `run`) first", strings.Join(svc.missing, ", "))
 	}
 	var bars *barProgress
-	if !opts.Quiet {
-		var ps fanOut
-		if opts.ErrIsTerminal {
-			bars = newBarProgress(opts.ErrOut)
-			ps = append(ps, bars)
-		}
-		m.CountRows = len(ps) > 0
-		if len(ps) == 0 {
-			ps = append(ps, statusProgress{opts.ErrOut})
-		}
-		svc.deps.Progress = ps
-	}
+	svc.deps.Progress, bars, m.CountRows = newProgress(progressOptions{
+		out: opts.Out, errOut: opts.ErrOut, quiet: opts.Quiet, json: opts.JSON, terminal: opts.ErrIsTerminal,
+		now: time.Now, ru: recentRU(opts.pacer),
+	})
 	status("rows changed since %s", since.Format(time.RFC3339Nano))
 	if m.DryRun {
 		status("dry run: nothing will be written")
@@ -236,11 +236,12 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 		bars.finish()
 	}
 	if s.Tables != nil {
+		ru := newRUReport(opts.pacer, s.Totals.Writes())
 		var werr error
 		if opts.JSON {
-			werr = writeReplayJSON(opts.Out, s)
+			werr = writeReplayJSON(opts.Out, s, ru)
 		} else {
-			werr = writeReplayText(opts.Out, s)
+			werr = writeReplayText(opts.Out, s, ru)
 		}
 		if err == nil {
 			err = werr
@@ -287,7 +288,7 @@ var replayColumns = []struct {
 
 // writeReplayText prints the summary table, the totals and the first
 // conflicts.
-func writeReplayText(w io.Writer, s migrate.ReplaySummary) error {
+func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ruReport) error {
 	if s.DryRun {
 		fmt.Fprintf(w, "DRY RUN: nothing was written; the counts say what replay would do.\n")
 	}
@@ -329,7 +330,7 @@ func writeReplayText(w io.Writer, s migrate.ReplaySummary) error {
 		written, t.Writes(), t.Created, t.Replaced, t.Forced, t.Pruned, s.ElapsedSeconds)
 	fmt.Fprintf(w, "start-overs: %d after 412 (changed since read), %d after 409 (created meanwhile), %d after 404 (deleted meanwhile)\n",
 		t.PreconditionFailed, t.CreateConflicts, t.DocVanished)
-	fmt.Fprintf(w, "request units: %.2f\n", s.RequestCharge)
+	ru.writeText(w)
 	switch {
 	case t.DeadLetters > 0 && s.DeadLetterFile != "":
 		fmt.Fprintf(w, "dead letters: %d in %s\n", t.DeadLetters, s.DeadLetterFile)
@@ -393,11 +394,12 @@ func valueText(v json.RawMessage) string {
 }
 
 // writeReplayJSON prints the summary as one {"type":"summary"} object.
-func writeReplayJSON(w io.Writer, s migrate.ReplaySummary) error {
+func writeReplayJSON(w io.Writer, s migrate.ReplaySummary, ru ruReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(struct {
 		Type string `json:"type"`
 		migrate.ReplaySummary
-	}{"summary", s})
+		RU ruReport `json:"ru"`
+	}{"summary", s, ru})
 }

@@ -132,11 +132,15 @@ func replaySummaryOf(t *testing.T, stdout, stderr string) migrate.ReplaySummary 
 		Type string `json:"type"`
 		migrate.ReplaySummary
 	}
-	if strings.Count(stdout, "\n") != 1 {
-		t.Fatalf("stdout is not one JSON line:\n%s\nstderr:\n%s", stdout, stderr)
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	for _, l := range lines[:len(lines)-1] {
+		var p struct{ Type string }
+		if err := json.Unmarshal([]byte(l), &p); err != nil || p.Type != "progress" {
+			t.Fatalf("stdout line is not a progress line (%v): %s\nstderr:\n%s", err, l, stderr)
+		}
 	}
-	if err := json.Unmarshal([]byte(stdout), &s); err != nil || s.Type != "summary" {
-		t.Fatalf("stdout is not a summary (%v):\n%s", err, stdout)
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil || s.Type != "summary" {
+		t.Fatalf("stdout does not end with a summary (%v):\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	return s.ReplaySummary
 }

@@ -38,6 +38,9 @@ type RunOptions struct {
 	// BlobContainer is the container of execution blobs (a hidden flag for
 	// tests; execution-data otherwise).
 	BlobContainer string
+	// RU is --max-ru; pacer, made from it, paces every Cosmos DB request.
+	RU    ruFlags
+	pacer *azure.Pacer
 
 	// Connect connects to the accounts. It returns the pipeline's
 	// services, a description of the targets without secrets, and the
@@ -128,6 +131,7 @@ The containers must exist: run 'bifrost-migrate init' first.`,
 	fl.BoolVar(&opts.Migrate.DryRun, "dry-run", false, "read and transform everything, write nothing, print the plan")
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to migrate (default: Config,Entities,Relationships)")
 	fl.IntVar(&opts.Migrate.Concurrency, "concurrency", migrate.DefaultConcurrency, "rows written at once")
+	opts.RU.bind(fl)
 	fl.StringVar(&opts.Migrate.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of state.json and dead-letter.jsonl")
 	fl.BoolVar(&opts.Migrate.Restart, "restart", false, "discard the saved state and dead letters and start over")
 	fl.IntVar(&opts.Migrate.MaxErrors, "max-errors", 0, "stop after `N` dead-lettered rows (0: never)")
@@ -144,7 +148,7 @@ The containers must exist: run 'bifrost-migrate init' first.`,
 // checks that the containers exist.
 func connectRun(ctx context.Context, f *Factory, opts *RunOptions) (runServices, error) {
 	var s runServices
-	t, err := connectTarget(f, opts.Database, opts.BlobContainer, nil)
+	t, err := connectTarget(f, opts.Database, opts.BlobContainer, opts.pacer)
 	if err != nil {
 		return s, err
 	}
@@ -192,6 +196,9 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	case strings.TrimSpace(m.StateDir) == "":
 		return UsageError(errors.New("--state-dir must not be empty"))
 	}
+	if err := opts.RU.validate(); err != nil {
+		return err
+	}
 	var err error
 	if m.Transform, err = opts.TransformFlags.options(opts.Now()); err != nil {
 		return err
@@ -202,6 +209,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 			fmt.Fprintf(opts.ErrOut, "run: "+format+"\n", args...)
 		}
 	}
+	opts.pacer = opts.RU.pacer()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
@@ -218,26 +226,12 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	m.Target = svc.target
 
-	// Progress: bars on a terminal, JSON lines with --output json, else
-	// status messages only; nothing with --quiet.
-	var (
-		ps   fanOut
-		bars *barProgress
-	)
-	if !opts.Quiet {
-		if opts.ErrIsTerminal {
-			bars = newBarProgress(opts.ErrOut)
-			ps = append(ps, bars)
-		}
-		if opts.JSON {
-			ps = append(ps, newJSONProgress(opts.Out, opts.ErrOut, time.Now))
-		}
-		m.CountRows = len(ps) > 0
-		if len(ps) == 0 {
-			ps = append(ps, statusProgress{opts.ErrOut})
-		}
-		svc.deps.Progress = ps
+	po := progressOptions{out: opts.Out, errOut: opts.ErrOut, quiet: opts.Quiet, json: opts.JSON, terminal: opts.ErrIsTerminal, now: time.Now}
+	if !m.DryRun {
+		po.ru = recentRU(opts.pacer)
 	}
+	var bars *barProgress
+	svc.deps.Progress, bars, m.CountRows = newProgress(po)
 	if m.DryRun {
 		status("dry run: nothing will be written (not even %s)", m.StateDir)
 	}
@@ -247,11 +241,16 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		bars.finish()
 	}
 	if s.Tables != nil {
+		var ru *ruReport
+		if !m.DryRun && !s.AlreadyComplete {
+			r := newRUReport(opts.pacer, s.DocsWritten)
+			ru = &r
+		}
 		var werr error
 		if opts.JSON {
-			werr = writeRunJSON(opts.Out, s)
+			werr = writeRunJSON(opts.Out, s, ru)
 		} else {
-			werr = writeRunText(opts.Out, s)
+			werr = writeRunText(opts.Out, s, ru, opts.RU.MaxRU)
 		}
 		if err == nil {
 			err = werr
@@ -278,8 +277,10 @@ var dispositionColumns = []transform.Disposition{
 	transform.DispositionExpired, transform.DispositionDeadLetter,
 }
 
-// writeRunText prints the summary as tables (and the plan of a dry run).
-func writeRunText(w io.Writer, s migrate.Summary) error {
+// writeRunText prints the summary as tables (and the plan of a dry run);
+// ru is this session's request units (nil for a dry run); maxRU is
+// --max-ru, for the dry run's estimate of the time.
+func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "TABLE\tKIND\tROWS\t")
 	for _, d := range dispositionColumns {
@@ -329,8 +330,11 @@ func writeRunText(w io.Writer, s migrate.Summary) error {
 	}
 	fmt.Fprintf(w, "blobs %s: %d (%d bytes)\n", verb, s.BlobsUploaded, s.BlobBytes)
 	if !s.DryRun {
-		fmt.Fprintf(w, "request units: %.2f\n", s.RequestCharge)
-		fmt.Fprintf(w, "docs written: %d in %.1fs (%.0f docs/s)\n", s.DocsWritten, s.ElapsedSeconds, s.DocsPerSecond)
+		fmt.Fprintf(w, "request units (whole run, writes): %.2f\n", s.RequestCharge)
+		fmt.Fprintf(w, "docs written this session: %d in %.1fs (%.0f docs/s)\n", s.DocsWritten, s.ElapsedSeconds, s.DocsPerSecond)
+	}
+	if ru != nil {
+		ru.writeText(w)
 	}
 	switch {
 	case s.DeadLetters > 0 && s.DeadLetterFile != "":
@@ -349,7 +353,7 @@ func writeRunText(w io.Writer, s migrate.Summary) error {
 		fmt.Fprintf(w, "run %s not complete: run again to resume\n", s.RunID)
 	}
 	if s.Plan != nil {
-		return writePlanText(w, s)
+		return writePlanText(w, s, maxRU)
 	}
 	return nil
 }
@@ -387,11 +391,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// writePlanText prints what only a dry run reports.
-func writePlanText(w io.Writer, s migrate.Summary) error {
+// writePlanText prints what only a dry run reports; maxRU is --max-ru.
+func writePlanText(w io.Writer, s migrate.Summary, maxRU float64) error {
 	p := s.Plan
 	fmt.Fprintf(w, "\nDRY RUN: nothing was written.\n")
-	fmt.Fprintf(w, "estimated write cost: %d RU (5 RU per started KB of each doc)\n", p.EstimatedRU)
+	fmt.Fprintf(w, "estimated write cost: %d RU (5 RU per started KB of each doc), %s\n", p.EstimatedRU, ruDuration(p.EstimatedRU, maxRU))
 	fmt.Fprintf(w, "estimated stored size: %d bytes of doc JSON\n", p.EstimatedBytes)
 	fmt.Fprintf(w, "results that would move to blobs: %d (%d bytes)\n", p.ResultsToBlob, p.ResultsToBlobBytes)
 	more := func(listed int, n int64) {
@@ -427,12 +431,14 @@ func writePlanText(w io.Writer, s migrate.Summary) error {
 	return nil
 }
 
-// writeRunJSON prints the summary as one {"type":"summary"} object.
-func writeRunJSON(w io.Writer, s migrate.Summary) error {
+// writeRunJSON prints the summary as one {"type":"summary"} object; ru,
+// this session's request units, is its "ru" (absent in a dry run).
+func writeRunJSON(w io.Writer, s migrate.Summary, ru *ruReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(struct {
 		Type string `json:"type"`
 		migrate.Summary
-	}{"summary", s})
+		RU *ruReport `json:"ru,omitempty"`
+	}{"summary", s, ru})
 }

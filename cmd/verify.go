@@ -40,6 +40,9 @@ type VerifyOptions struct {
 	BlobContainer string
 	// PageSize is the most docs per query page.
 	PageSize int
+	// RU is --max-ru; pacer, made from it, paces every Cosmos DB request.
+	RU    ruFlags
+	pacer *azure.Pacer
 
 	// Verifier connects to the accounts and returns the engine with its
 	// sources, and a description of the targets without secrets.
@@ -106,6 +109,7 @@ Exit 0 only when no doc is missing, different or orphaned; else 3.`,
 	fl.StringVar(&opts.TablePrefix, "table-prefix", "", "put this before every table name (tests, benchmarks side by side)")
 	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
 	fl.IntVar(&opts.PageSize, "page-size", azure.DefaultQueryPageSize, "docs per query page")
+	opts.RU.bind(fl)
 	for _, hidden := range []string{"table-prefix", "blob-container", "page-size"} {
 		_ = fl.MarkHidden(hidden)
 	}
@@ -129,7 +133,7 @@ func parseTables(list string) ([]string, error) {
 // newVerifier connects the engine to the accounts of f, once each
 // endpoint answered its start-up check.
 func newVerifier(ctx context.Context, f *Factory, opts *VerifyOptions) (*verify.Verifier, string, error) {
-	t, err := connectTarget(f, opts.Database, opts.BlobContainer, nil)
+	t, err := connectTarget(f, opts.Database, opts.BlobContainer, opts.pacer)
 	if err != nil {
 		return nil, "", err
 	}
@@ -150,18 +154,23 @@ func newVerifier(ctx context.Context, f *Factory, opts *VerifyOptions) (*verify.
 }
 
 // stderrProgress prints verify's phases on stderr: text lines, or with
-// --output json {"type":"progress","step":…} lines.
+// --output json {"type":"progress","step":…} lines, with the request
+// units per second and the throttled share of the last seconds.
 type stderrProgress struct {
 	w    io.Writer
 	json bool
+	ru   ruRecent
 }
 
 func (p stderrProgress) Step(msg string) {
+	perSecond, share := p.ru()
 	if p.json {
 		_ = verify.WriteJSON(p.w, struct {
-			Type string `json:"type"`
-			Step string `json:"step"`
-		}{"progress", msg})
+			Type           string  `json:"type"`
+			Step           string  `json:"step"`
+			RUPerSecond    float64 `json:"ruPerSecond"`
+			ThrottledShare float64 `json:"throttledShare"`
+		}{"progress", msg, perSecond, share})
 		return
 	}
 	fmt.Fprintf(p.w, "verify: %s\n", msg)
@@ -177,12 +186,21 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.RU.validate(); err != nil {
+		return err
+	}
+	opts.pacer = opts.RU.pacer()
+	if opts.RU.MaxRU > 0 {
+		// A query page is charged as a whole: keep one page to a small
+		// share of the budget, so that no 5-second window exceeds it.
+		opts.PageSize = min(opts.PageSize, max(100, int(opts.RU.MaxRU/10)))
+	}
 	v, where, err := opts.Verifier(ctx)
 	if err != nil {
 		return err
 	}
 	if !opts.Quiet {
-		v.Progress = stderrProgress{opts.ErrOut, opts.JSON}
+		v.Progress = stderrProgress{opts.ErrOut, opts.JSON, recentRU(opts.pacer)}
 		v.Progress.Step(where)
 	}
 	r, err := v.Run(ctx, verify.Options{
@@ -196,8 +214,12 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if err != nil {
 		return err
 	}
+	ru := newRUReport(opts.pacer, 0)
 	if !opts.Quiet {
 		v.Progress.Step(fmt.Sprintf("%d rows in %.1fs (%.0f rows/s)", r.Totals.Rows, r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9)))
+		if !opts.JSON {
+			ru.writeText(prefixed{opts.ErrOut, "verify: "})
+		}
 	}
 	if opts.ReportFile != "" {
 		if err := writeReportFile(opts.ReportFile, r); err != nil {
@@ -205,7 +227,10 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		}
 	}
 	if opts.JSON {
-		err = verify.WriteJSON(opts.Out, r.Summary())
+		err = verify.WriteJSON(opts.Out, struct {
+			*verify.Report
+			RU ruReport `json:"ru"`
+		}{r.Summary(), ru})
 	} else {
 		err = r.WriteText(opts.Out)
 	}

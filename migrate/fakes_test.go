@@ -225,6 +225,8 @@ func (p *recordingProgress) Total(table string, n int64) {
 	p.totals[table] = n
 }
 
+func (p *recordingProgress) Resumed(table string, n int64) { p.Advance(table, n) }
+
 func (p *recordingProgress) Advance(table string, n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -8,9 +8,11 @@ type Progress interface {
 	// Total reports the number of rows of table, from a keys-only
 	// pre-count. It may arrive before, during or after the table's rows.
 	Total(table string, rows int64)
+	// Resumed reports, once and before any Advance of table, the n rows
+	// of table that earlier invocations of a resumed run did.
+	Resumed(table string, n int64)
 	// Advance reports n more rows of table whose outcome is final
 	// (written and acknowledged, or not to be written) and checkpointed.
-	// On resume the rows done before are reported once, first.
 	Advance(table string, n int64)
 	// TableDone reports that every row of table has its final outcome.
 	TableDone(table string)
@@ -22,6 +24,7 @@ type Progress interface {
 type nopProgress struct{}
 
 func (nopProgress) Total(string, int64)   {}
+func (nopProgress) Resumed(string, int64) {}
 func (nopProgress) Advance(string, int64) {}
 func (nopProgress) TableDone(string)      {}
 func (nopProgress) Message(string)        {}

@@ -321,14 +321,14 @@ func (r *runner) run(ctx context.Context) (Summary, error) {
 			continue
 		case ts.Done:
 			err = r.replay(ctx, table, ts, true)
-			r.progress.Advance(table, ts.Rows)
+			r.progress.Resumed(table, ts.Rows)
 			r.progress.TableDone(table)
 		default:
 			if ts.Rows > 0 {
 				if err = r.replay(ctx, table, ts, false); err != nil {
 					break
 				}
-				r.progress.Advance(table, ts.Rows)
+				r.progress.Resumed(table, ts.Rows)
 			}
 			err = r.process(ctx, table, ts)
 		}

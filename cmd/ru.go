@@ -1,0 +1,150 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+)
+
+// ruFlags is --max-ru, the request-unit budget of the commands that send
+// Cosmos DB requests in volume (run, replay, verify; SPEC §14).
+type ruFlags struct {
+	// MaxRU is the cap in RU/s; 0 means none: the command adapts to what
+	// the account allows.
+	MaxRU float64
+	fs    *pflag.FlagSet
+}
+
+func (r *ruFlags) bind(fl *pflag.FlagSet) {
+	r.fs = fl
+	fl.Float64Var(&r.MaxRU, "max-ru", 0, "use at most `N` Cosmos DB request units per second (default: find out what the account allows and keep to it)")
+}
+
+// validate rejects a --max-ru that is given but not positive.
+func (r *ruFlags) validate() error {
+	if r.fs != nil && r.fs.Changed("max-ru") && !(r.MaxRU > 0 && !math.IsInf(r.MaxRU, 1)) {
+		return UsageError(fmt.Errorf("--max-ru must be a positive number of request units per second, got %g", r.MaxRU))
+	}
+	return nil
+}
+
+// pacer returns the pacer every Cosmos DB request of the command goes
+// through.
+func (r *ruFlags) pacer() *azure.Pacer { return azure.NewPacer(azure.PacerOptions{MaxRU: r.MaxRU}) }
+
+// ruReport is the request-unit part of a command's summary (SPEC §14): what
+// this invocation consumed in Cosmos DB, as the service reported it.
+type ruReport struct {
+	RequestUnits    float64            `json:"requestUnits"`
+	ByContainer     map[string]float64 `json:"byContainer"`
+	Seconds         float64            `json:"seconds"`
+	MeanRUPerSecond float64            `json:"meanRuPerSecond"`
+	// RUPerDoc is RequestUnits over the docs written (0 when none).
+	RUPerDoc       float64 `json:"ruPerDoc"`
+	Requests       int64   `json:"requests"`
+	Throttled      int64   `json:"throttled"`
+	ThrottledShare float64 `json:"throttledShare"`
+	// MaxRU is --max-ru (0: none).
+	MaxRU float64 `json:"maxRu"`
+}
+
+func newRUReport(p *azure.Pacer, docs int64) ruReport {
+	s := p.Stats()
+	r := ruReport{
+		RequestUnits: s.RequestUnits, ByContainer: map[string]float64{}, Seconds: s.Seconds,
+		MeanRUPerSecond: s.MeanRUPerSecond(), Requests: s.Requests, Throttled: s.Throttled,
+		ThrottledShare: s.ThrottledShare(), MaxRU: s.Cap,
+	}
+	for c, ru := range s.ByContainer {
+		if c == "" {
+			c = "(account)"
+		}
+		r.ByContainer[c] += ru
+	}
+	if docs > 0 {
+		r.RUPerDoc = s.RequestUnits / float64(docs)
+	}
+	return r
+}
+
+// writeText prints the report as two lines.
+func (r ruReport) writeText(w io.Writer) {
+	var parts []string
+	for _, c := range slices.Sorted(func(yield func(string) bool) {
+		for c := range r.ByContainer {
+			if !yield(c) {
+				return
+			}
+		}
+	}) {
+		parts = append(parts, fmt.Sprintf("%s %.2f", c, r.ByContainer[c]))
+	}
+	limit := "no --max-ru: paced to what the account allows"
+	if r.MaxRU > 0 {
+		limit = fmt.Sprintf("--max-ru %g", r.MaxRU)
+	}
+	fmt.Fprintf(w, "request units this session: %.2f (%s); mean %.0f RU/s over %.1fs (%s); %.2f RU per doc\n",
+		r.RequestUnits, strings.Join(parts, ", "), r.MeanRUPerSecond, r.Seconds, limit, r.RUPerDoc)
+	fmt.Fprintf(w, "throttled (429): %d of %d requests (%.1f %%)\n", r.Throttled, r.Requests, 100*r.ThrottledShare)
+}
+
+// ruDuration says how long estimated RU take at maxRU RU/s ("≈ 12 min at
+// 1,000 RU/s"), or how to find out when there is no cap.
+func ruDuration(estimated int64, maxRU float64) string {
+	if maxRU <= 0 {
+		return "pass --max-ru N to see how long that takes at N RU/s"
+	}
+	d := time.Duration(float64(estimated) / maxRU * float64(time.Second))
+	return fmt.Sprintf("≈ %s at %s RU/s", roughDuration(d), thousands(maxRU))
+}
+
+// roughDuration rounds d for people: seconds under 2 minutes, minutes
+// under 2 hours, else hours and minutes.
+func roughDuration(d time.Duration) string {
+	switch {
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%d s", int(math.Ceil(d.Seconds())))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%d min", int(math.Round(d.Minutes())))
+	}
+	h := int(d.Hours())
+	return fmt.Sprintf("%d h %02d min", h, int(math.Round(d.Minutes()))-60*h)
+}
+
+// thousands prints a number with thousands separators and no decimals
+// unless it has some.
+func thousands(v float64) string {
+	if v != math.Trunc(v) {
+		return fmt.Sprintf("%g", v)
+	}
+	s := fmt.Sprintf("%d", int64(v))
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// prefixed writes each line with a prefix ("verify: "); lines must come
+// whole, one per Write, as fmt.Fprintf sends them.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix); err != nil {
+		return 0, err
+	}
+	return p.w.Write(b)
+}
