@@ -1,9 +1,11 @@
 package azure
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -75,6 +77,45 @@ type Options struct {
 	// Pacer, when not nil, paces every Cosmos DB request and counts its
 	// request units (SPEC §14). Storage requests are not paced.
 	Pacer *Pacer
+	// Credential authenticates with Microsoft Entra ID the accounts that
+	// have no key (and, for storage, no SAS); nil means
+	// DefaultAzureCredential, created at the first request that needs it.
+	Credential azcore.TokenCredential
+}
+
+// storageScope is the Entra ID scope of Table and Blob Storage.
+const storageScope = "https://storage.azure.com/.default"
+
+// credential returns o.Credential, or DefaultAzureCredential created when
+// first asked for a token.
+func (o Options) credential() azcore.TokenCredential {
+	if o.Credential != nil {
+		return o.Credential
+	}
+	return &defaultCredential{}
+}
+
+// defaultCredential is azidentity's DefaultAzureCredential, created at the
+// first GetToken so that building a client never fails for it: a missing
+// credential is reported by the first request (the start-up check). It is
+// safe for concurrent use.
+type defaultCredential struct {
+	once sync.Once
+	cred azcore.TokenCredential
+	err  error
+}
+
+func (d *defaultCredential) GetToken(ctx context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	d.once.Do(func() {
+		d.cred, d.err = azidentity.NewDefaultAzureCredential(nil)
+		if d.err != nil {
+			d.err = fmt.Errorf("Entra ID credential: %w", d.err)
+		}
+	})
+	if d.err != nil {
+		return azcore.AccessToken{}, d.err
+	}
+	return d.cred.GetToken(ctx, o)
 }
 
 // client returns the azcore options of a client of service at endpoint:
@@ -93,8 +134,11 @@ func (o Options) client(endpoint, service string) azcore.ClientOptions {
 // numbers exactly.
 func NewTablesClient(a StorageAccount, o Options) (*aztables.ServiceClient, error) {
 	opts := &aztables.ClientOptions{ClientOptions: o.client(a.TableEndpoint, "Table Storage")}
-	if a.SAS != "" {
+	switch a.Auth() {
+	case "SAS":
 		return aztables.NewServiceClientWithNoCredential(a.TableEndpoint+"/?"+a.SAS, opts)
+	case "Entra ID":
+		return aztables.NewServiceClient(a.TableEndpoint+"/", o.credential(), opts)
 	}
 	cred, err := aztables.NewSharedKeyCredential(a.Name, a.Key)
 	if err != nil {
@@ -107,8 +151,11 @@ func NewTablesClient(a StorageAccount, o Options) (*aztables.ServiceClient, erro
 func NewBlobContainerClient(a StorageAccount, containerName string, o Options) (*container.Client, error) {
 	opts := &container.ClientOptions{ClientOptions: o.client(a.BlobEndpoint, "Blob Storage")}
 	u := a.BlobEndpoint + "/" + containerName
-	if a.SAS != "" {
+	switch a.Auth() {
+	case "SAS":
 		return container.NewClientWithNoCredential(u+"?"+a.SAS, opts)
+	case "Entra ID":
+		return container.NewClient(u, o.credential(), opts)
 	}
 	cred, err := container.NewSharedKeyCredential(a.Name, a.Key)
 	if err != nil {
@@ -133,9 +180,5 @@ func NewCosmosClient(a CosmosAccount, o Options) (*azcosmos.Client, error) {
 		}
 		return azcosmos.NewClientWithKey(a.Endpoint, cred, opts)
 	}
-	cred, err := azidentity.NewDefaultAzureCredential(nil)
-	if err != nil {
-		return nil, fmt.Errorf("Entra ID credential: %w", err)
-	}
-	return azcosmos.NewClient(a.Endpoint, cred, opts)
+	return azcosmos.NewClient(a.Endpoint, o.credential(), opts)
 }

@@ -49,6 +49,63 @@ func (a StorageAccount) String() string {
 	return fmt.Sprintf("storage account %q (tables %s, blobs %s)", a.Name, a.TableEndpoint, a.BlobEndpoint)
 }
 
+// Auth says how requests to the account authenticate: "shared key",
+// "SAS" or "Entra ID" (neither a key nor a SAS: DefaultAzureCredential).
+func (a StorageAccount) Auth() string {
+	switch {
+	case a.Key != "":
+		return "shared key"
+	case a.SAS != "":
+		return "SAS"
+	}
+	return "Entra ID"
+}
+
+// StorageEndpoints returns a storage account reached with Microsoft Entra
+// ID (no key, no SAS) at the given table and blob endpoints; either may be
+// empty, not both. An empty blob endpoint is derived from an Azure table
+// endpoint (https://acct.table.core.windows.net gives
+// https://acct.blob.core.windows.net) and stays empty otherwise. The
+// account's name is the first label of the host, or, for an
+// emulator-style URL (http://127.0.0.1:10002/devstoreaccount1), its path.
+// Errors wrap ErrBadConnection.
+func StorageEndpoints(table, blob string) (StorageAccount, error) {
+	a := StorageAccount{TableEndpoint: strings.TrimRight(table, "/"), BlobEndpoint: strings.TrimRight(blob, "/")}
+	if a.TableEndpoint == "" && a.BlobEndpoint == "" {
+		return StorageAccount{}, fmt.Errorf("%w: no storage endpoint", ErrBadConnection)
+	}
+	for _, e := range []struct{ name, ep string }{{"--tables-endpoint", a.TableEndpoint}, {"--blob-endpoint", a.BlobEndpoint}} {
+		name, ep := e.name, e.ep
+		if ep == "" {
+			continue
+		}
+		u, err := url.Parse(ep)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.RawQuery != "" {
+			return StorageAccount{}, fmt.Errorf("%w: %s is not an http(s) URL without a query", ErrBadConnection, name)
+		}
+		if a.Name == "" {
+			a.Name = accountName(u)
+		}
+	}
+	if a.BlobEndpoint == "" {
+		if u, _ := url.Parse(a.TableEndpoint); strings.Contains(u.Host, ".table.") {
+			a.BlobEndpoint = u.Scheme + "://" + strings.Replace(u.Host, ".table.", ".blob.", 1) + u.Path
+		}
+	}
+	return a, nil
+}
+
+// accountName is the storage account an endpoint URL names.
+func accountName(u *url.URL) string {
+	host := u.Hostname()
+	if net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") {
+		first, _, _ := strings.Cut(strings.Trim(u.Path, "/"), "/")
+		return first
+	}
+	name, _, _ := strings.Cut(host, ".")
+	return name
+}
+
 // ParseStorageConnection parses an Azure Storage connection string, expanding
 // UseDevelopmentStorage=true to the Azurite settings. Errors wrap
 // ErrBadConnection and never contain the connection string.

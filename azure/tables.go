@@ -72,9 +72,11 @@ type TableReader struct {
 // requests travel and are retried as o says.
 func NewTableReader(a StorageAccount, o Options) *TableReader {
 	co := o.client(a.TableEndpoint, "Table Storage")
-	pl := runtime.NewPipeline("bifrost-migrate", "v1", runtime.PipelineOptions{
-		PerRetry: []policy.Policy{&sharedKeyLitePolicy{account: a}},
-	}, &co)
+	perRetry := []policy.Policy{&sharedKeyLitePolicy{account: a}}
+	if a.Auth() == "Entra ID" {
+		perRetry = append(perRetry, runtime.NewBearerTokenPolicy(o.credential(), []string{storageScope}, nil))
+	}
+	pl := runtime.NewPipeline("bifrost-migrate", "v1", runtime.PipelineOptions{PerRetry: perRetry}, &co)
 	return &TableReader{pl: pl, endpoint: a.TableEndpoint, account: a}
 }
 
@@ -202,8 +204,9 @@ func splitValue(body []byte) ([]json.RawMessage, error) {
 	return resp.Value, nil
 }
 
-// sharedKeyLitePolicy signs Table service requests (SharedKeyLite:
-// x-ms-date + "\n" + canonicalized resource).
+// sharedKeyLitePolicy sets the version and date of Table service requests
+// and, for an account with a key, signs them (SharedKeyLite: x-ms-date +
+// "\n" + canonicalized resource).
 type sharedKeyLitePolicy struct{ account StorageAccount }
 
 func (p *sharedKeyLitePolicy) Do(req *policy.Request) (*http.Response, error) {

@@ -3,9 +3,14 @@ package cmd
 import (
 	"context"
 	"net"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
@@ -119,4 +124,69 @@ func TestHostPort(t *testing.T) {
 			t.Errorf("hostPort(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// The start-up line names every endpoint as it will be used: here the
+// blobs come from BIFROST_BLOB_CONNECTION, spelled differently from the
+// tables account's own blob endpoint, and the line says so.
+func TestStartUpLineNamesTheEndpointsUsed(t *testing.T) {
+	storage := testenv.Storage(t)
+	cosmos := testenv.Cosmos(t)
+	blobs := strings.Replace(storage.BlobEndpoint, "127.0.0.1", "localhost", 1)
+	db := testenv.Name("startup")
+	env := map[string]string{
+		"BIFROST_TABLES_CONNECTION": testenv.StorageConnection(t),
+		"BIFROST_BLOB_CONNECTION":   "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + azure.DevStorageKey + ";BlobEndpoint=" + blobs + ";",
+		"CosmosDBConnection":        testenv.CosmosConnection(t),
+	}
+	f, _, errOut := newTestFactory(env)
+	Execute(context.Background(), f, []string{"run", "--dry-run", "--database", db, "--table-prefix", testenv.Name("none")})
+	want := "run: tables " + storage.TableEndpoint + " (account devstoreaccount1, shared key) → Cosmos DB " + cosmos.Endpoint +
+		` database "` + db + `" (account key), blobs ` + blobs + "/execution-data (account devstoreaccount1, shared key)\n"
+	if first, _, _ := strings.Cut(errOut.String(), "\n"); first+"\n" != want {
+		t.Errorf("start-up line:\n%s\nwant:\n%s", first, want)
+	}
+}
+
+// Storage given by endpoints alone (--tables-endpoint, --blob-endpoint) is
+// reached with Entra ID: the start-up checks carry the credential's bearer
+// token, and a refusal names each endpoint and says the credentials were
+// refused.
+func TestStorageEndpointsUseEntraID(t *testing.T) {
+	cosmos := testenv.Cosmos(t)
+	var mu sync.Mutex
+	var auths []string
+	f, _, errOut := newTestFactory(map[string]string{"CosmosDBConnection": testenv.CosmosConnection(t)})
+	f.Credential = tokenStandIn{}
+	f.Transport = roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if strings.HasPrefix(cosmos.Endpoint, req.URL.Scheme+"://"+req.URL.Host) {
+			return http.DefaultTransport.RoundTrip(req)
+		}
+		mu.Lock()
+		auths = append(auths, req.Header.Get("Authorization"))
+		mu.Unlock()
+		return &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+	})
+	code := Execute(context.Background(), f, []string{"verify", "--database", testenv.Name("entra"),
+		"--tables-endpoint", "https://prodtables.table.core.windows.net", "--blob-endpoint", "https://prodblobs.blob.core.windows.net"})
+	want := "bifrost-migrate: cannot use Table Storage at prodtables.table.core.windows.net:443: the credentials were refused (403 Forbidden); check " + tablesSettings + "\n" +
+		"cannot use Blob Storage at prodblobs.blob.core.windows.net:443: the credentials were refused (403 Forbidden); check " + blobSettings + "\n"
+	if code != ExitFatal || errOut.String() != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and:\n%s", code, errOut, want)
+	}
+	if len(auths) != 2 {
+		t.Fatalf("%d storage requests, want 2 (one check each)", len(auths))
+	}
+	for _, a := range auths {
+		if a != "Bearer stand-in-token" {
+			t.Errorf("storage request authorized with %q, want the stand-in's bearer token", a)
+		}
+	}
+}
+
+// tokenStandIn is a token credential that hands out a fixed token.
+type tokenStandIn struct{}
+
+func (tokenStandIn) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	return azcore.AccessToken{Token: "stand-in-token", ExpiresOn: time.Now().Add(time.Hour)}, nil
 }

@@ -130,7 +130,7 @@ What was written goes to stdout; progress to stderr.`,
 				if err != nil {
 					return nil, nil, "", err
 				}
-				return tw, bw, acct.String(), nil
+				return tw, bw, describeTables(acct) + " and " + describeBlobs(blobAcct, fixtures.BlobContainer), nil
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)

@@ -33,7 +33,7 @@ type InitOptions struct {
 	// answers; they are called only after the definitions are valid, and
 	// Blobs only when the layout has blob containers.
 	Cosmos func(ctx context.Context) (provision.Cosmos, string, error) // client and a description without secrets
-	Blobs  func(ctx context.Context) (provision.Blobs, error)
+	Blobs  func(ctx context.Context) (provision.Blobs, string, error) // and the blob endpoint, without secrets
 }
 
 // NewCmdInit builds `bifrost-migrate init`. runF replaces the command's
@@ -68,17 +68,18 @@ init then writes nothing and exits 1. Invalid definitions exit 2.
 				if err := checkEndpoints(ctx, cosmosProbe(acct, client, opts.Database)); err != nil {
 					return nil, "", err
 				}
-				return azure.NewProvisionCosmos(client), acct.String(), nil
+				return azure.NewProvisionCosmos(client), describeCosmos(acct, opts.Database), nil
 			}
-			opts.Blobs = func(ctx context.Context) (provision.Blobs, error) {
+			opts.Blobs = func(ctx context.Context) (provision.Blobs, string, error) {
 				acct, err := f.BlobStorage()
 				if err != nil {
-					return nil, err
+					return nil, "", err
 				}
 				if err := checkEndpoints(ctx, blobsProbe(acct, f.azureOptions(), fixtures.BlobContainer)); err != nil {
-					return nil, err
+					return nil, "", err
 				}
-				return azure.NewProvisionBlobs(acct, f.azureOptions()), nil
+				where := fmt.Sprintf("blobs %s (account %s, %s)", acct.BlobEndpoint, acct.Name, acct.Auth())
+				return azure.NewProvisionBlobs(acct, f.azureOptions()), where, nil
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -107,16 +108,18 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 	}
 	p := provision.Provisioner{Cosmos: cosmos, Database: opts.Database}
 	if len(layout.BlobContainers) > 0 {
-		if p.Blobs, err = opts.Blobs(ctx); err != nil {
+		var blobs string
+		if p.Blobs, blobs, err = opts.Blobs(ctx); err != nil {
 			return err
 		}
+		where += ", " + blobs
 	}
 	status := func(format string, args ...any) {
 		if !opts.Quiet {
 			fmt.Fprintf(opts.ErrOut, format+"\n", args...)
 		}
 	}
-	status("init: database %q in %s", opts.Database, where)
+	status("init: %s", where)
 
 	plan, err := p.Plan(ctx, layout)
 	if err != nil {

@@ -81,7 +81,9 @@ func (e *initEnv) layoutFile() string {
 }
 
 func (e *initEnv) statusLine() string {
-	return `init: database "` + e.db + `" in ` + testenv.Cosmos(e.t).String() + "\n"
+	storage := testenv.Storage(e.t)
+	return "init: Cosmos DB " + testenv.Cosmos(e.t).Endpoint + ` database "` + e.db + `" (account key), blobs ` +
+		storage.BlobEndpoint + " (account devstoreaccount1, shared key)\n"
 }
 
 // assertNoWrites fails unless every recorded request since the last Reset

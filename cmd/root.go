@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -35,6 +36,9 @@ type Factory struct {
 	// Transport, when not nil, carries every HTTP request (tests: recording
 	// or fault-injecting transports).
 	Transport http.RoundTripper
+	// Credential, when not nil, replaces DefaultAzureCredential for the
+	// accounts reached with Entra ID (tests: a token stand-in).
+	Credential azcore.TokenCredential
 
 	Global GlobalOptions
 }
@@ -42,7 +46,9 @@ type Factory struct {
 // GlobalOptions are the flags every command shares (SPEC §1).
 type GlobalOptions struct {
 	TablesConnection string
+	TablesEndpoint   string
 	BlobConnection   string
+	BlobEndpoint     string
 	CosmosConnection string
 	CosmosEndpoint   string
 	Database         string
@@ -57,29 +63,71 @@ type GlobalOptions struct {
 // JSON reports whether --output json was chosen.
 func (g GlobalOptions) JSON() bool { return g.Output == "json" }
 
-// Storage returns the Table Storage account: --tables-connection,
-// BIFROST_TABLES_CONNECTION, AzureWebJobsStorage, or the local Azurite.
+// Storage returns the Table Storage account: --tables-connection, or
+// --tables-endpoint (Entra ID), or BIFROST_TABLES_CONNECTION,
+// BIFROST_TABLES_ENDPOINT, AzureWebJobsStorage, or the local Azurite.
 func (f *Factory) Storage() (azure.StorageAccount, error) {
-	s := firstNonEmpty(f.Global.TablesConnection, f.Getenv("BIFROST_TABLES_CONNECTION"), f.Getenv("AzureWebJobsStorage"), azure.DevStorageConnection)
-	a, err := azure.ParseStorageConnection(s)
+	if f.Global.TablesConnection != "" && f.Global.TablesEndpoint != "" {
+		return azure.StorageAccount{}, UsageError(errors.New("--tables-connection and --tables-endpoint exclude each other"))
+	}
+	conn, endpoint := f.Global.TablesConnection, f.Global.TablesEndpoint
+	if conn == "" && endpoint == "" {
+		conn = f.Getenv("BIFROST_TABLES_CONNECTION")
+		if conn == "" {
+			endpoint = f.Getenv("BIFROST_TABLES_ENDPOINT")
+		}
+		if conn == "" && endpoint == "" {
+			conn = firstNonEmpty(f.Getenv("AzureWebJobsStorage"), azure.DevStorageConnection)
+		}
+	}
+	var (
+		a   azure.StorageAccount
+		err error
+	)
+	if endpoint != "" {
+		a, err = azure.StorageEndpoints(endpoint, "")
+	} else {
+		a, err = azure.ParseStorageConnection(conn)
+	}
 	if err != nil {
 		return a, UsageError(fmt.Errorf("tables connection: %w", err))
 	}
 	return a, nil
 }
 
-// BlobStorage returns the Blob Storage account: --blob-connection,
-// BIFROST_BLOB_CONNECTION, or the tables account.
+// BlobStorage returns the Blob Storage account: --blob-connection, or
+// --blob-endpoint (Entra ID), or BIFROST_BLOB_CONNECTION,
+// BIFROST_BLOB_ENDPOINT, or the tables account.
 func (f *Factory) BlobStorage() (azure.StorageAccount, error) {
-	s := firstNonEmpty(f.Global.BlobConnection, f.Getenv("BIFROST_BLOB_CONNECTION"))
-	if s == "" {
-		return f.Storage()
+	if f.Global.BlobConnection != "" && f.Global.BlobEndpoint != "" {
+		return azure.StorageAccount{}, UsageError(errors.New("--blob-connection and --blob-endpoint exclude each other"))
 	}
-	a, err := azure.ParseStorageConnection(s)
-	if err != nil {
-		return a, UsageError(fmt.Errorf("blob connection: %w", err))
+	conn, endpoint := f.Global.BlobConnection, f.Global.BlobEndpoint
+	if conn == "" && endpoint == "" {
+		conn = f.Getenv("BIFROST_BLOB_CONNECTION")
+		if conn == "" {
+			endpoint = f.Getenv("BIFROST_BLOB_ENDPOINT")
+		}
 	}
-	return a, nil
+	switch {
+	case endpoint != "":
+		a, err := azure.StorageEndpoints("", endpoint)
+		if err != nil {
+			return a, UsageError(fmt.Errorf("blob connection: %w", err))
+		}
+		return a, nil
+	case conn != "":
+		a, err := azure.ParseStorageConnection(conn)
+		if err != nil {
+			return a, UsageError(fmt.Errorf("blob connection: %w", err))
+		}
+		return a, nil
+	}
+	a, err := f.Storage()
+	if err == nil && a.BlobEndpoint == "" {
+		err = UsageError(fmt.Errorf("the blob endpoint of the tables account %s cannot be derived: give --blob-endpoint or --blob-connection", a.TableEndpoint))
+	}
+	return a, err
 }
 
 // Cosmos returns the Cosmos DB account: --cosmos-connection or
@@ -114,7 +162,7 @@ func (f *Factory) Cosmos() (azure.CosmosAccount, error) {
 // azureOptions are the options of every Azure client a command builds:
 // the transport (tests, --verbose) and the retry rule (--retry-timeout).
 func (f *Factory) azureOptions() azure.Options {
-	return azure.Options{Transport: f.Transport, Retry: azure.RetryOptions{Timeout: f.Global.RetryTimeout}}
+	return azure.Options{Transport: f.Transport, Retry: azure.RetryOptions{Timeout: f.Global.RetryTimeout}, Credential: f.Credential}
 }
 
 // secrets returns every secret the settings carry, so that error output
@@ -196,7 +244,9 @@ With no connection settings it targets the local emulators: Azurite
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.Global.TablesConnection, "tables-connection", "", "Storage connection string for the tables [$BIFROST_TABLES_CONNECTION, $AzureWebJobsStorage]")
+	pf.StringVar(&f.Global.TablesEndpoint, "tables-endpoint", "", "Table Storage endpoint, authenticated with Microsoft Entra ID [$BIFROST_TABLES_ENDPOINT]")
 	pf.StringVar(&f.Global.BlobConnection, "blob-connection", "", "Storage connection string for blobs [$BIFROST_BLOB_CONNECTION] (default: the tables connection)")
+	pf.StringVar(&f.Global.BlobEndpoint, "blob-endpoint", "", "Blob Storage endpoint, authenticated with Microsoft Entra ID [$BIFROST_BLOB_ENDPOINT] (default: the tables account's)")
 	pf.StringVar(&f.Global.CosmosConnection, "cosmos-connection", "", "Cosmos DB connection string AccountEndpoint=...;AccountKey=...; [$CosmosDBConnection]")
 	pf.StringVar(&f.Global.CosmosEndpoint, "cosmos-endpoint", "", "Cosmos DB endpoint, authenticated with Microsoft Entra ID [$BIFROST_COSMOS_ENDPOINT]")
 	pf.StringVar(&f.Global.Database, "database", "bifrost", "Cosmos DB database")

@@ -73,9 +73,30 @@ func connectCosmos(f *Factory, pacer *azure.Pacer) (azure.CosmosAccount, *azcosm
 	return acct, client, err
 }
 
-// where describes the targets for status output, without secrets.
+// where describes the targets for the start-up line: every endpoint as it
+// will be used, and how each authenticates; never a secret.
 func (t target) where() string {
-	return fmt.Sprintf("tables %s → database %q in %s, blob container %q", t.tables, t.database, t.cosmos, t.blobName)
+	return describeTables(t.tables) + " → " + describeCosmos(t.cosmos, t.database) + ", " + describeBlobs(t.blobs, t.blobName)
+}
+
+// describeTables names the table endpoint of a, its account and how it
+// authenticates.
+func describeTables(a azure.StorageAccount) string {
+	return fmt.Sprintf("tables %s (account %s, %s)", a.TableEndpoint, a.Name, a.Auth())
+}
+
+// describeBlobs names the blob container of a as it will be used.
+func describeBlobs(a azure.StorageAccount, container string) string {
+	return fmt.Sprintf("blobs %s/%s (account %s, %s)", a.BlobEndpoint, container, a.Name, a.Auth())
+}
+
+// describeCosmos names database of account a.
+func describeCosmos(a azure.CosmosAccount, database string) string {
+	auth := "account key"
+	if a.Key == "" {
+		auth = "Entra ID"
+	}
+	return fmt.Sprintf("Cosmos DB %s database %q (%s)", a.Endpoint, database, auth)
 }
 
 // fingerprint identifies the targets in run's state, without secrets.

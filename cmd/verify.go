@@ -149,8 +149,7 @@ func newVerifier(ctx context.Context, f *Factory, opts *VerifyOptions) (*verify.
 		Docs:  docs,
 		Blobs: azure.NewBlobStore(t.blobContainer),
 	}
-	where := fmt.Sprintf("tables %s, database %q in %s", t.tables, opts.Database, t.cosmos)
-	return v, where, nil
+	return v, t.where(), nil
 }
 
 // stderrProgress prints verify's phases on stderr: text lines, or with
