@@ -33,7 +33,7 @@ type InitOptions struct {
 	// answers; they are called only after the definitions are valid, and
 	// Blobs only when the layout has blob containers.
 	Cosmos func(ctx context.Context) (provision.Cosmos, string, error) // client and a description without secrets
-	Blobs  func(ctx context.Context) (provision.Blobs, string, error) // and the blob endpoint, without secrets
+	Blobs  func(ctx context.Context) (provision.Blobs, string, error)  // and the blob endpoint, without secrets
 }
 
 // NewCmdInit builds `bifrost-migrate init`. runF replaces the command's
