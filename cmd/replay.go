@@ -176,6 +176,7 @@ func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replay
 		Blobs:  azure.NewBlobStore(t.blobContainer),
 		Query:  reader,
 		Now:    opts.Now,
+		Log:    f.log.logf(),
 	}
 	s.where = t.where()
 	s.missing, _, err = t.missing(ctx)

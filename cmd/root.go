@@ -41,6 +41,11 @@ type Factory struct {
 	Credential azcore.TokenCredential
 
 	Global GlobalOptions
+
+	// log is --log-file, open while a command runs; nil without it.
+	log *logFile
+	// args is the command line Execute runs, for the log.
+	args []string
 }
 
 // GlobalOptions are the flags every command shares (SPEC §1).
@@ -58,6 +63,8 @@ type GlobalOptions struct {
 	// RetryTimeout bounds how long one request to any service is retried
 	// (--retry-timeout, SPEC §11).
 	RetryTimeout time.Duration
+	// LogFile receives a timestamped log of the command (--log-file).
+	LogFile string
 }
 
 // JSON reports whether --output json was chosen.
@@ -162,7 +169,11 @@ func (f *Factory) Cosmos() (azure.CosmosAccount, error) {
 // azureOptions are the options of every Azure client a command builds:
 // the transport (tests, --verbose) and the retry rule (--retry-timeout).
 func (f *Factory) azureOptions() azure.Options {
-	return azure.Options{Transport: f.Transport, Retry: azure.RetryOptions{Timeout: f.Global.RetryTimeout}, Credential: f.Credential}
+	o := azure.Options{Transport: f.Transport, Retry: azure.RetryOptions{Timeout: f.Global.RetryTimeout}, Credential: f.Credential}
+	if f.log != nil {
+		o.Retry.OnRetry = f.log.retried
+	}
+	return o
 }
 
 // secrets returns every secret the settings carry, so that error output
@@ -239,6 +250,14 @@ With no connection settings it targets the local emulators: Azurite
 			if f.Global.Verbose {
 				f.Transport = &verboseTransport{next: f.Transport, w: f.ErrOut, now: f.Now}
 			}
+			if f.Global.LogFile != "" {
+				l, err := openLogFile(f.Global.LogFile, f.Now, f.Redact)
+				if err != nil {
+					return err
+				}
+				f.log = l
+				l.Printf("start: bifrost-migrate %s", strings.Join(redactArgs(f.args), " "))
+			}
 			return nil
 		},
 	}
@@ -253,6 +272,7 @@ With no connection settings it targets the local emulators: Azurite
 	pf.StringVar(&f.Global.Output, "output", "text", "output format: text or json")
 	pf.BoolVar(&f.Global.Quiet, "quiet", false, "no progress output")
 	pf.DurationVar(&f.Global.RetryTimeout, "retry-timeout", azure.DefaultRetryTimeout, "how long to keep retrying one request that is throttled (429) or fails transiently before giving up, waits included")
+	pf.StringVar(&f.Global.LogFile, "log-file", "", "append a timestamped log of what the command does (pages, retries, dead letters, checkpoints; never secrets) to `FILE`")
 	pf.BoolVar(&f.Global.Verbose, "verbose", false, "print every HTTP request (method, host, path, status; never query strings, headers or bodies) on stderr")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return UsageError(err) })
 	root.SetOut(f.Out)
@@ -314,7 +334,19 @@ func Main() int {
 func Execute(ctx context.Context, f *Factory, args []string) int {
 	root := NewRootCmd(f)
 	root.SetArgs(args)
+	f.args = args
 	err := root.ExecuteContext(ctx)
+	if f.log != nil {
+		if err != nil {
+			f.log.Printf("end: %v", err)
+		} else {
+			f.log.Printf("end: success")
+		}
+		if cerr := f.log.Close(); err == nil {
+			err = cerr
+		}
+		f.log = nil
+	}
 	code := exitCode(err, ctx.Err() != nil)
 	if err == nil {
 		return code
@@ -331,6 +363,27 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 		fmt.Fprintln(f.ErrOut, "Run 'bifrost-migrate --help' for usage.")
 	}
 	return code
+}
+
+// redactArgs returns the command line with the values of the connection
+// flags replaced by "***": they may hold keys.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	hide := false
+	for i, a := range args {
+		switch {
+		case hide:
+			out[i], hide = "***", false
+		case a == "--tables-connection" || a == "--blob-connection" || a == "--cosmos-connection":
+			out[i], hide = a, true
+		case strings.HasPrefix(a, "--tables-connection=") || strings.HasPrefix(a, "--blob-connection=") || strings.HasPrefix(a, "--cosmos-connection="):
+			name, _, _ := strings.Cut(a, "=")
+			out[i] = name + "=***"
+		default:
+			out[i] = a
+		}
+	}
+	return out
 }
 
 // isCobraUsage recognises cobra's own argument errors, which are plain

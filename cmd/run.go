@@ -160,6 +160,7 @@ func connectRun(ctx context.Context, f *Factory, opts *RunOptions) (runServices,
 		Docs:   azure.NewCosmosDocs(t.client, opts.Database, &t.azopts.Retry),
 		Blobs:  azure.NewBlobStore(t.blobContainer),
 		Now:    opts.Now,
+		Log:    f.log.logf(),
 	}
 	s.where = t.where()
 	s.target = t.fingerprint()

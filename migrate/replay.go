@@ -110,6 +110,9 @@ type ReplayDeps struct {
 	// Progress may be nil.
 	Progress Progress
 	Now      func() time.Time
+	// Log, when not nil, hears one line per page read and dead letter
+	// (--log-file), as Deps.Log does.
+	Log func(format string, args ...any)
 }
 
 // ReplayCounts are what a replay did with the rows (and, for Pruned, the
@@ -287,6 +290,7 @@ type replayer struct {
 	blobs    BlobStore
 	query    DocQuerier
 	progress Progress
+	log      func(format string, args ...any)
 
 	blobIdx blobIndex
 	ids     *transform.IDSet // used by the reading goroutine only
@@ -329,8 +333,11 @@ func newReplayer(opts ReplayOptions, deps ReplayDeps) (*replayer, error) {
 	}
 	r := &replayer{
 		opts: opts, tables: tables, topts: topts, start: start, now: now,
-		src: deps.Source, docs: deps.Docs, blobs: deps.Blobs, query: deps.Query, progress: deps.Progress,
+		src: deps.Source, docs: deps.Docs, blobs: deps.Blobs, query: deps.Query, progress: deps.Progress, log: deps.Log,
 		ids: transform.NewIDSet(), counts: map[string]map[string]*ReplayCounts{}, warnings: map[string]int64{},
+	}
+	if r.log == nil {
+		r.log = func(string, ...any) {}
 	}
 	if r.progress == nil {
 		r.progress = nopProgress{}
@@ -416,6 +423,7 @@ func (r *replayer) replayTable(ctx context.Context, table, filter string) error 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.opts.Concurrency)
 	err := r.scan(gctx, table, azure.Query{Filter: filter}, func(p azure.Page) error {
+		r.log("page of %s read: %d rows changed since %s, more to come: %v", table, len(p.Rows), r.opts.Since.Format(time.RFC3339), !p.Next.IsZero())
 		for _, row := range p.Rows {
 			var facts transform.BlobFacts
 			if table == transform.TableEntities {
@@ -702,6 +710,7 @@ func (r *replayer) record(row transform.Row, o transform.Outcome, res applied) {
 	}
 	if reason != "" {
 		c.DeadLetters++
+		r.log("dead letter %s %s/%s: %s", row.Table, row.PartitionKey, row.RowKey, reason)
 		// A failed append loses only the line, not the count; the error
 		// cannot be returned from a worker without stopping the replay.
 		if _, err := r.sink.Append([]DeadLetter{newDeadLetter(row, row.Table, reason)}); err != nil {

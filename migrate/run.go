@@ -78,6 +78,10 @@ type Deps struct {
 	// Progress may be nil.
 	Progress Progress
 	Now      func() time.Time
+	// Log, when not nil, hears one line per page read, checkpoint and dead
+	// letter (--log-file). The lines carry keys and reasons, never a
+	// property's value. It is called from several goroutines.
+	Log func(format string, args ...any)
 }
 
 // ErrTooManyDeadLetters is returned (wrapped) when --max-errors stops a
@@ -127,6 +131,7 @@ type runner struct {
 	docs     DocWriter
 	blobs    BlobStore
 	progress Progress
+	log      func(format string, args ...any)
 
 	state   *State
 	store   stateStore
@@ -164,8 +169,11 @@ func newRunner(opts RunOptions, deps Deps) (*runner, error) {
 	}
 	r := &runner{
 		opts: opts, tables: tables, topts: topts, start: start, now: now,
-		src: deps.Source, docs: deps.Docs, blobs: deps.Blobs, progress: deps.Progress,
+		src: deps.Source, docs: deps.Docs, blobs: deps.Blobs, progress: deps.Progress, log: deps.Log,
 		ids: transform.NewIDSet(), execs: execSet{}, samples: map[string]int{},
+	}
+	if r.log == nil {
+		r.log = func(string, ...any) {}
 	}
 	r.fp = fmt.Sprintf("%s;tables=%s;table-prefix=%s;target=%s", topts.Fingerprint(), strings.Join(tables, ","), opts.TablePrefix, opts.Target)
 	if r.progress == nil {
@@ -521,6 +529,7 @@ func (r *runner) process(ctx context.Context, table string, ts *TableState) erro
 	go func() {
 		defer close(pages)
 		err := r.scan(gctx, table, azure.Query{}, ts.Next, func(p azure.Page) error {
+			r.log("page of %s read: %d rows, more to come: %v", table, len(p.Rows), !p.Next.IsZero())
 			select {
 			case pages <- readPage{p: p}:
 				return nil
@@ -709,6 +718,9 @@ func (r *runner) checkpoint(table string, ts *TableState, pg *page) error {
 	if err != nil {
 		return err
 	}
+	for _, dl := range dls {
+		r.log("dead letter %s %s/%s: %s", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
+	}
 	r.deadLetters += int64(len(dls))
 	ts.add(c)
 	ts.Next = pg.next
@@ -721,6 +733,9 @@ func (r *runner) checkpoint(table string, ts *TableState, pg *page) error {
 	r.state.Updated = r.now()
 	if err := r.store.Save(r.state); err != nil {
 		return err
+	}
+	if !r.opts.DryRun {
+		r.log("checkpoint %s: %d rows done (%d docs, %d dead letters in all), state saved", table, ts.Rows, ts.disposition(string(transform.DispositionDoc)), r.deadLetters)
 	}
 	r.progress.Advance(table, int64(len(pg.items)))
 	if ts.Done {
