@@ -19,6 +19,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // ListPageSize is the number of blobs BlobStore.List asks for per page
@@ -126,7 +128,7 @@ func (s *BlobStore) PutIfAbsent(ctx context.Context, name string, data []byte, c
 			desc += " with Content-MD5 " + base64.StdEncoding.EncodeToString(theirs)
 		}
 		return false, fmt.Errorf("blob %s/%s exists with %s, ours is %d bytes with Content-MD5 %s: %w",
-			s.name, name, desc, len(data), base64.StdEncoding.EncodeToString(sum[:]), ErrBlobConflict)
+			s.name, name, desc, len(data), base64.StdEncoding.EncodeToString(sum[:]), store.ErrBlobConflict)
 	}
 	return false, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 var _ migrate.BlobStore = (*azure.BlobStore)(nil)
@@ -81,7 +82,7 @@ func TestBlobStorePutIfAbsent(t *testing.T) {
 	other[20] = 'y' // same size, different content
 	for _, d := range [][]byte{other, data[:100]} {
 		created, err = s.PutIfAbsent(ctx, "e1/result.json", d, "application/json")
-		if !errors.Is(err, azure.ErrBlobConflict) || created || !strings.Contains(err.Error(), cname+"/e1/result.json") {
+		if !errors.Is(err, store.ErrBlobConflict) || created || !strings.Contains(err.Error(), cname+"/e1/result.json") {
 			t.Errorf("different content (%d bytes): created=%v err=%v, want ErrBlobConflict naming the blob", len(d), created, err)
 		}
 	}
@@ -120,7 +121,7 @@ func TestBlobStorePutIfAbsentExistingBlobWithoutMD5(t *testing.T) {
 	if created, err := s.PutIfAbsent(ctx, "e2/logs.json", data, "application/json"); err != nil || created {
 		t.Errorf("same bytes: created=%v err=%v, want false, nil", created, err)
 	}
-	if _, err := s.PutIfAbsent(ctx, "e2/logs.json", []byte("hello from the APP"), "application/json"); !errors.Is(err, azure.ErrBlobConflict) {
+	if _, err := s.PutIfAbsent(ctx, "e2/logs.json", []byte("hello from the APP"), "application/json"); !errors.Is(err, store.ErrBlobConflict) {
 		t.Errorf("different bytes of the same size: %v, want ErrBlobConflict", err)
 	}
 }

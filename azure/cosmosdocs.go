@@ -14,29 +14,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/bifrost/bifrost-migrate/store"
 )
-
-// ErrExists is wrapped by the error of CosmosDocs.Create when a doc with the
-// same id already exists in the partition (409).
-var ErrExists = errors.New("doc already exists")
-
-// ErrPreconditionFailed is wrapped by the errors of CosmosDocs.Replace and
-// CosmosDocs.Delete when the doc's _etag no longer matches If-Match (412).
-var ErrPreconditionFailed = errors.New("doc changed since it was read (etag mismatch)")
-
-// ErrNotFound is wrapped by the errors of CosmosDocs.Replace and
-// CosmosDocs.Delete when the doc does not exist (404).
-var ErrNotFound = errors.New("doc not found")
-
-// WriteResult is what a successful write reports. migrate.WriteResult has
-// the same fields.
-type WriteResult struct {
-	// RequestCharge is the sum of the request units of every attempt,
-	// including throttled and failed ones.
-	RequestCharge float64
-	// ETag is the doc's new _etag, when the service returned it.
-	ETag string
-}
 
 // CosmosDocs reads and writes docs in the containers of one Cosmos DB
 // database. It implements migrate.DocWriter (Upsert) and the conditional
@@ -79,8 +59,8 @@ func NewCosmosDocs(client *azcosmos.Client, database string, retry *RetryOptions
 // returns a *PermanentError for a 4xx other than 408/429/449, an error
 // wrapping ErrRetriesExhausted when transient failures last too long, or
 // the context's error.
-func (d *CosmosDocs) Upsert(ctx context.Context, container, scope, id string, doc []byte) (WriteResult, error) {
-	var res WriteResult
+func (d *CosmosDocs) Upsert(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error) {
+	var res store.WriteResult
 	err := d.do(ctx, "upsert", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
 		r, err := c.UpsertItem(ctx, azcosmos.NewPartitionKeyString(scope), doc, nil)
 		if err == nil {
@@ -107,7 +87,7 @@ func (d *CosmosDocs) Read(ctx context.Context, container, scope, id string) (doc
 		}
 		return float64(r.RequestCharge), err
 	})
-	var pe *PermanentError
+	var pe *store.PermanentError
 	if errors.As(err, &pe) && pe.StatusCode == http.StatusNotFound {
 		return nil, "", false, charge, nil
 	}
@@ -119,8 +99,8 @@ func (d *CosmosDocs) Read(ctx context.Context, container, scope, id string) (doc
 // service created the doc makes the retry report ErrExists too: callers
 // that get it read the doc again (SPEC §13 "start over"). Other errors are
 // as for Upsert.
-func (d *CosmosDocs) Create(ctx context.Context, container, scope, id string, doc []byte) (WriteResult, error) {
-	var res WriteResult
+func (d *CosmosDocs) Create(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error) {
+	var res store.WriteResult
 	err := d.do(ctx, "create", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
 		r, err := c.CreateItem(ctx, azcosmos.NewPartitionKeyString(scope), doc, nil)
 		if err == nil {
@@ -128,7 +108,7 @@ func (d *CosmosDocs) Create(ctx context.Context, container, scope, id string, do
 		}
 		return float64(r.RequestCharge), err
 	})
-	return res, mapStatus(err, http.StatusConflict, ErrExists)
+	return res, mapStatus(err, http.StatusConflict, store.ErrExists)
 }
 
 // Replace replaces the doc with If-Match: ifMatch (no condition when
@@ -137,8 +117,8 @@ func (d *CosmosDocs) Create(ctx context.Context, container, scope, id string, do
 // Create, a retry after a dropped connection can report
 // ErrPreconditionFailed for a replace that did happen. Other errors are as
 // for Upsert.
-func (d *CosmosDocs) Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (WriteResult, error) {
-	var res WriteResult
+func (d *CosmosDocs) Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (store.WriteResult, error) {
+	var res store.WriteResult
 	err := d.do(ctx, "replace", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
 		r, err := c.ReplaceItem(ctx, azcosmos.NewPartitionKeyString(scope), id, doc, itemOptions(ifMatch))
 		if err == nil {
@@ -146,20 +126,20 @@ func (d *CosmosDocs) Replace(ctx context.Context, container, scope, id string, d
 		}
 		return float64(r.RequestCharge), err
 	})
-	return res, mapNotFound(mapStatus(err, http.StatusPreconditionFailed, ErrPreconditionFailed))
+	return res, mapNotFound(mapStatus(err, http.StatusPreconditionFailed, store.ErrPreconditionFailed))
 }
 
 // Delete deletes the doc with If-Match: ifMatch (no condition when empty).
 // Errors wrap ErrPreconditionFailed (412) or ErrNotFound (404, which a
 // retry after a dropped connection can also report for a delete that did
 // happen); others are as for Upsert.
-func (d *CosmosDocs) Delete(ctx context.Context, container, scope, id, ifMatch string) (WriteResult, error) {
-	var res WriteResult
+func (d *CosmosDocs) Delete(ctx context.Context, container, scope, id, ifMatch string) (store.WriteResult, error) {
+	var res store.WriteResult
 	err := d.do(ctx, "delete", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
 		r, err := c.DeleteItem(ctx, azcosmos.NewPartitionKeyString(scope), id, itemOptions(ifMatch))
 		return float64(r.RequestCharge), err
 	})
-	return res, mapNotFound(mapStatus(err, http.StatusPreconditionFailed, ErrPreconditionFailed))
+	return res, mapNotFound(mapStatus(err, http.StatusPreconditionFailed, store.ErrPreconditionFailed))
 }
 
 func itemOptions(ifMatch string) *azcosmos.ItemOptions {
@@ -174,14 +154,14 @@ func itemOptions(ifMatch string) *azcosmos.ItemOptions {
 // sentinel instead: these answers are outcomes the caller acts on (SPEC §13
 // "start over"), not reasons to dead-letter.
 func mapStatus(err error, status int, sentinel error) error {
-	var pe *PermanentError
+	var pe *store.PermanentError
 	if errors.As(err, &pe) && pe.StatusCode == status {
 		return fmt.Errorf("%s: %w", pe.Reason, sentinel)
 	}
 	return err
 }
 
-func mapNotFound(err error) error { return mapStatus(err, http.StatusNotFound, ErrNotFound) }
+func mapNotFound(err error) error { return mapStatus(err, http.StatusNotFound, store.ErrNotFound) }
 
 // noSDKRetries switches off the azcore retry policy for one call
 // (MaxRetries < 0 means one try): our loop is the one that retries.
@@ -220,10 +200,10 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 				// The account refuses us (key rotated, missing role,
 				// firewall): no row can be written, so this is fatal, not a
 				// dead letter for every row; the run stops resumable.
-				return fmt.Errorf("cosmos %s: %w: %s", opName, ErrAccessDenied, describe(err))
+				return fmt.Errorf("cosmos %s: %w: %s", opName, store.ErrAccessDenied, describe(err))
 			}
 			if errors.As(err, &re) {
-				return &PermanentError{StatusCode: re.StatusCode, Reason: fmt.Sprintf("cosmos %s: %s", opName, describe(err))}
+				return &store.PermanentError{StatusCode: re.StatusCode, Reason: fmt.Sprintf("cosmos %s: %s", opName, describe(err))}
 			}
 			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, ScrubError(err))
 		}
@@ -232,11 +212,6 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 		}
 	}
 }
-
-// ErrAccessDenied is wrapped by the error of a write that Cosmos DB refused
-// with 401 or 403: a problem of the account or its permissions, not of the
-// row, so callers stop instead of dead-lettering.
-var ErrAccessDenied = errors.New("access denied")
 
 func responseCharge(err error) float64 {
 	var re *azcore.ResponseError

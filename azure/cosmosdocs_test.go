@@ -20,6 +20,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // cosmosFixture is a fresh database with container "entities" (partition
@@ -260,7 +261,7 @@ func TestCosmosDocsPermanentErrorIsNotRetried(t *testing.T) {
 	f := newCosmosFixture(t, nil)
 	w := f.docs(t, azure.RetryOptions{})
 	_, err := w.Upsert(context.Background(), "entities", "GLOBAL", "", []byte(`{"scope":"GLOBAL","secret":"do-not-echo"}`))
-	var pe *azure.PermanentError
+	var pe *store.PermanentError
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v (%T), want *PermanentError", err, err)
 	}
@@ -270,7 +271,7 @@ func TestCosmosDocsPermanentErrorIsNotRetried(t *testing.T) {
 	if n := len(f.rec.Writes()); n != 1 {
 		t.Errorf("%d write requests, want 1 (no retry)", n)
 	}
-	if errors.Is(err, azure.ErrRetriesExhausted) || strings.Contains(err.Error(), "do-not-echo") {
+	if errors.Is(err, store.ErrRetriesExhausted) || strings.Contains(err.Error(), "do-not-echo") {
 		t.Errorf("bad error %q", err)
 	}
 }
@@ -279,8 +280,8 @@ func TestCosmosDocsGivesUpAfterMaxAttempts(t *testing.T) {
 	f := newCosmosFixture(t, &faultproxy.Config{Rules: []faultproxy.Rule{{Kind: faultproxy.Unavailable, Share: 1}}})
 	w := f.docs(t, azure.RetryOptions{MaxAttempts: 3})
 	_, err := w.Upsert(context.Background(), "entities", "GLOBAL", "x", testDoc("x", "GLOBAL", 0))
-	var pe *azure.PermanentError
-	if !errors.Is(err, azure.ErrRetriesExhausted) || errors.As(err, &pe) {
+	var pe *store.PermanentError
+	if !errors.Is(err, store.ErrRetriesExhausted) || errors.As(err, &pe) {
 		t.Fatalf("err = %v, want ErrRetriesExhausted and not permanent", err)
 	}
 	if !strings.Contains(err.Error(), "after 3 attempts") || !strings.Contains(err.Error(), "503 Service Unavailable") {
@@ -297,7 +298,7 @@ func TestCosmosDocsGivesUpWhenTheWaitExceedsTheTimeout(t *testing.T) {
 		{Kind: faultproxy.Throttle, Share: 1, RetryAfter: time.Hour}}})
 	w := f.docs(t, azure.RetryOptions{Timeout: time.Minute})
 	_, err := w.Upsert(context.Background(), "entities", "GLOBAL", "x", testDoc("x", "GLOBAL", 0))
-	if !errors.Is(err, azure.ErrRetriesExhausted) || !strings.Contains(err.Error(), "429 Too Many Requests") {
+	if !errors.Is(err, store.ErrRetriesExhausted) || !strings.Contains(err.Error(), "429 Too Many Requests") {
 		t.Fatalf("err = %v", err)
 	}
 	if len(f.sleeps) != 0 || f.proxy.Requests("x") != 1 {
@@ -325,7 +326,7 @@ func TestCosmosDocsCancelEndsTheWait(t *testing.T) {
 		cancel()
 	}()
 	_, err = w.Upsert(ctx, "entities", "GLOBAL", "x", testDoc("x", "GLOBAL", 0))
-	if !errors.Is(err, context.Canceled) || errors.Is(err, azure.ErrRetriesExhausted) {
+	if !errors.Is(err, context.Canceled) || errors.Is(err, store.ErrRetriesExhausted) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if n := f.proxy.Requests("x"); n != 1 {
@@ -353,7 +354,7 @@ func TestCosmosDocsReadCreateReplaceDelete(t *testing.T) {
 	if err != nil || created.ETag == "" {
 		t.Fatalf("Create: %+v %v", created, err)
 	}
-	if _, err := w.Create(ctx, "entities", "org-1", "a", doc1); !errors.Is(err, azure.ErrExists) {
+	if _, err := w.Create(ctx, "entities", "org-1", "a", doc1); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("second Create: %v, want ErrExists", err)
 	}
 	got, etag, found, _, err := w.Read(ctx, "entities", "org-1", "a")
@@ -362,7 +363,7 @@ func TestCosmosDocsReadCreateReplaceDelete(t *testing.T) {
 	}
 
 	doc2 := testDoc("a", "org-1", 2)
-	if _, err := w.Replace(ctx, "entities", "org-1", "a", doc2, `"stale"`); !errors.Is(err, azure.ErrPreconditionFailed) {
+	if _, err := w.Replace(ctx, "entities", "org-1", "a", doc2, `"stale"`); !errors.Is(err, store.ErrPreconditionFailed) {
 		t.Fatalf("Replace with a stale etag: %v, want ErrPreconditionFailed", err)
 	}
 	replaced, err := w.Replace(ctx, "entities", "org-1", "a", doc2, etag)
@@ -372,11 +373,11 @@ func TestCosmosDocsReadCreateReplaceDelete(t *testing.T) {
 	if !reflect.DeepEqual(f.readDirect(t, "org-1", "a"), withoutSystem(t, doc2)) {
 		t.Errorf("Replace did not store the new doc")
 	}
-	if _, err := w.Replace(ctx, "entities", "org-1", "nope", testDoc("nope", "org-1", 0), ""); !errors.Is(err, azure.ErrNotFound) {
+	if _, err := w.Replace(ctx, "entities", "org-1", "nope", testDoc("nope", "org-1", 0), ""); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Replace missing: %v, want ErrNotFound", err)
 	}
 
-	if _, err := w.Delete(ctx, "entities", "org-1", "a", etag); !errors.Is(err, azure.ErrPreconditionFailed) {
+	if _, err := w.Delete(ctx, "entities", "org-1", "a", etag); !errors.Is(err, store.ErrPreconditionFailed) {
 		t.Fatalf("Delete with the old etag: %v, want ErrPreconditionFailed", err)
 	}
 	if _, err := w.Delete(ctx, "entities", "org-1", "a", replaced.ETag); err != nil {
@@ -385,7 +386,7 @@ func TestCosmosDocsReadCreateReplaceDelete(t *testing.T) {
 	if _, _, found, _, err := w.Read(ctx, "entities", "org-1", "a"); err != nil || found {
 		t.Fatalf("Read after Delete: found=%v err=%v", found, err)
 	}
-	if _, err := w.Delete(ctx, "entities", "org-1", "a", ""); !errors.Is(err, azure.ErrNotFound) {
+	if _, err := w.Delete(ctx, "entities", "org-1", "a", ""); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("second Delete: %v, want ErrNotFound", err)
 	}
 }
@@ -416,8 +417,8 @@ func TestCosmosDocsAccessDeniedIsFatal(t *testing.T) {
 		}
 		w := azure.NewCosmosDocs(c, f.db, &azure.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
 		_, err = w.Upsert(context.Background(), "entities", "GLOBAL", "x", testDoc("x", "GLOBAL", 0))
-		var pe *azure.PermanentError
-		if !errors.Is(err, azure.ErrAccessDenied) || errors.As(err, &pe) || errors.Is(err, azure.ErrRetriesExhausted) {
+		var pe *store.PermanentError
+		if !errors.Is(err, store.ErrAccessDenied) || errors.As(err, &pe) || errors.Is(err, store.ErrRetriesExhausted) {
 			t.Errorf("%d: err = %v (%T), want ErrAccessDenied, not permanent", status, err, err)
 		}
 	}

@@ -9,20 +9,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/bifrost/bifrost-migrate/store"
 )
-
-// DefaultQueryPageSize is the page size DocReader.QueryAll uses when given
-// 0. It is large on purpose: a real account caps a page at 4 MB of
-// response anyway, and the @vercel/cosmosdb-server stand-in evaluates every
-// page by scanning its whole container, so small pages make a full read
-// quadratic.
-const DefaultQueryPageSize = 10000
-
-// QueryParam is one named parameter of a Cosmos DB SQL query ("@scope").
-type QueryParam struct {
-	Name  string
-	Value any
-}
 
 // DocReader reads docs of the containers of one Cosmos DB database in bulk
 // (queries, page by page) and one at a time (point reads). It returns docs
@@ -47,16 +36,16 @@ func NewDocReader(client *azcosmos.Client, database string) (*DocReader, error) 
 // scope, since the stand-in ignores the partition key header) and calls fn
 // with each doc's raw JSON, page by page, following the continuation until
 // the service has no more. pageSize is the most docs per page (the
-// x-ms-max-item-count header); 0 means DefaultQueryPageSize. Each slice
+// x-ms-max-item-count header); 0 means store.DefaultQueryPageSize. Each slice
 // is fn's to keep (it shares no memory with other docs). It stops at the
 // first error, from the service or fn; errors name the container.
-func (r *DocReader) QueryAll(ctx context.Context, container, query string, params []QueryParam, pageSize int, fn func(doc []byte) error) error {
+func (r *DocReader) QueryAll(ctx context.Context, container, query string, params []store.QueryParam, pageSize int, fn func(doc []byte) error) error {
 	c, err := r.db.NewContainer(container)
 	if err != nil {
 		return fmt.Errorf("container %s: %w", container, err)
 	}
 	if pageSize <= 0 {
-		pageSize = DefaultQueryPageSize
+		pageSize = store.DefaultQueryPageSize
 	}
 	opts := &azcosmos.QueryOptions{PageSizeHint: int32(pageSize)}
 	for _, p := range params {

@@ -14,6 +14,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // newDocContainer creates a fresh database with one container partitioned
@@ -87,7 +88,7 @@ func TestDocReaderQueryWithParameters(t *testing.T) {
 	client, dbName := newDocContainer(t, 9)
 	r, _ := azure.NewDocReader(client, dbName)
 	var got []string
-	err := r.QueryAll(context.Background(), "docs", "SELECT * FROM c WHERE c.scope = @scope", []azure.QueryParam{{Name: "@scope", Value: "s1"}}, 0, func(doc []byte) error {
+	err := r.QueryAll(context.Background(), "docs", "SELECT * FROM c WHERE c.scope = @scope", []store.QueryParam{{Name: "@scope", Value: "s1"}}, 0, func(doc []byte) error {
 		got = append(got, string(doc))
 		return nil
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // fakeCredential is a token credential stand-in: it hands out a fixed
@@ -63,7 +64,7 @@ func TestStorageWithEntraID(t *testing.T) {
 	cred, rec := &fakeCredential{}, &authRecorder{}
 	o := azure.Options{Transport: rec, Credential: cred}
 	ctx := context.Background()
-	if _, err := azure.NewTableReader(acct, o).ReadPage(ctx, "Entities", azure.Query{}, azure.Continuation{}); err != nil {
+	if _, err := azure.NewTableReader(acct, o).ReadPage(ctx, "Entities", store.Query{}, store.Cursor{}); err != nil {
 		t.Fatalf("table page: %v", err)
 	}
 	c, err := azure.NewBlobContainerClient(acct, "execution-data", o)

@@ -17,17 +17,3 @@ func ScrubError(err error) error {
 	}
 	return err
 }
-
-// ErrBlobConflict means a blob that must be created already exists with
-// different content.
-var ErrBlobConflict = errors.New("a different blob already exists")
-
-// PermanentError is a write failure that retrying cannot fix (a 4xx other
-// than 408, 409 where noted, 429 and 449); the row is dead-lettered with
-// Reason, which never contains credentials or the doc.
-type PermanentError struct {
-	StatusCode int
-	Reason     string
-}
-
-func (e *PermanentError) Error() string { return e.Reason }

@@ -15,18 +15,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // DefaultRetryTimeout is the default of RetryOptions.Timeout
 // (--retry-timeout).
 const DefaultRetryTimeout = 10 * time.Minute
-
-// ErrRetriesExhausted is wrapped (together with the last attempt's error)
-// when a transient failure outlasts RetryOptions.Timeout (or, for failures
-// other than 429, RetryOptions.MaxAttempts). It is not a *PermanentError:
-// the operation may well succeed later, so the caller should stop and
-// resume rather than dead-letter.
-var ErrRetriesExhausted = errors.New("retries exhausted")
 
 // RetryOptions is the retry rule of every request this package sends to
 // Cosmos DB, Table Storage and Blob Storage (SPEC §11, §14). A 429 is
@@ -147,7 +142,7 @@ func (b *retryBudget) next(ctx context.Context, last error, wait time.Duration, 
 	if (b.o.MaxAttempts > 0 && !throttled && b.failures >= b.o.MaxAttempts) || elapsed+wait > b.o.Timeout {
 		return &exhaustedError{
 			msg: fmt.Sprintf("%s: %v after %d attempts in %s (--retry-timeout %s): %s",
-				b.op, ErrRetriesExhausted, b.attempts, elapsed.Round(time.Millisecond), b.o.Timeout, describe(last)),
+				b.op, store.ErrRetriesExhausted, b.attempts, elapsed.Round(time.Millisecond), b.o.Timeout, describe(last)),
 			last: last,
 		}
 	}
@@ -169,7 +164,7 @@ type exhaustedError struct {
 }
 
 func (e *exhaustedError) Error() string   { return e.msg }
-func (e *exhaustedError) Unwrap() []error { return []error{ErrRetriesExhausted, e.last} }
+func (e *exhaustedError) Unwrap() []error { return []error{store.ErrRetriesExhausted, e.last} }
 
 // backoff is the full-jitter exponential wait before attempt+1.
 func backoff(o RetryOptions, attempt int) time.Duration {

@@ -13,6 +13,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // tableThroughProxy returns a fresh table holding one row, and the account
@@ -56,7 +57,7 @@ func TestTableReaderWaitsOutAnyNumberOf429s(t *testing.T) {
 			mu.Unlock()
 		},
 	}})
-	page, err := r.ReadPage(context.Background(), name, azure.Query{}, azure.Continuation{})
+	page, err := r.ReadPage(context.Background(), name, store.Query{}, store.Cursor{})
 	if err != nil {
 		t.Fatalf("ReadPage through 40 429s: %v", err)
 	}
@@ -76,8 +77,8 @@ func TestTableReaderGivesUpAfterTheTimeout(t *testing.T) {
 	name, acct, p := tableThroughProxy(t, faultproxy.Rule{Kind: faultproxy.Unavailable, Share: 1})
 	r := azure.NewTableReader(acct, azure.Options{Retry: azure.RetryOptions{Timeout: 300 * time.Millisecond, BaseDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}})
 	start := time.Now()
-	_, err := r.ReadPage(context.Background(), name, azure.Query{}, azure.Continuation{})
-	if !errors.Is(err, azure.ErrRetriesExhausted) || !strings.Contains(err.Error(), "503 Service Unavailable") ||
+	_, err := r.ReadPage(context.Background(), name, store.Query{}, store.Cursor{})
+	if !errors.Is(err, store.ErrRetriesExhausted) || !strings.Contains(err.Error(), "503 Service Unavailable") ||
 		!strings.Contains(err.Error(), "--retry-timeout 300ms") {
 		t.Fatalf("err = %v; want ErrRetriesExhausted naming the 503 and the timeout", err)
 	}
@@ -93,7 +94,7 @@ func TestTableReaderGivesUpAfterTheTimeout(t *testing.T) {
 func TestSingleAttemptIsNotRetried(t *testing.T) {
 	name, acct, p := tableThroughProxy(t, faultproxy.Rule{Kind: faultproxy.Unavailable, Share: 1})
 	r := azure.NewTableReader(acct, azure.Options{})
-	_, err := r.ReadPage(azure.SingleAttempt(context.Background()), name, azure.Query{}, azure.Continuation{})
+	_, err := r.ReadPage(azure.SingleAttempt(context.Background()), name, store.Query{}, store.Cursor{})
 	if err == nil || p.Injected(faultproxy.Unavailable) != 1 {
 		t.Errorf("err %v after %d attempts; want the 503 after 1", err, p.Injected(faultproxy.Unavailable))
 	}

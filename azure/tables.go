@@ -20,44 +20,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
 // tablesAPIVersion is the Table service REST version the reader speaks.
 const tablesAPIVersion = "2019-02-02"
-
-// PageSize is the most rows the Table service returns in one page.
-const PageSize = 1000
-
-// Continuation is where the next page of a table query starts. The zero
-// value means "from the beginning" when passed in, and "no more pages" when
-// returned.
-type Continuation struct {
-	NextPartitionKey string `json:"nextPartitionKey,omitempty"`
-	NextRowKey       string `json:"nextRowKey,omitempty"`
-}
-
-// IsZero reports whether c is the zero Continuation.
-func (c Continuation) IsZero() bool { return c == Continuation{} }
-
-// Query selects rows of one table.
-type Query struct {
-	// Filter is an OData $filter expression, evaluated by the service, e.g.
-	// TimestampFilter(t). Empty means every row.
-	Filter string
-	// Select limits the properties returned ($select). Empty means all.
-	Select []string
-	// Top is the page size; 0 means PageSize.
-	Top int
-}
-
-// Page is one page of rows, in the service's key order.
-type Page struct {
-	Rows []transform.Row
-	// Next is the continuation of the following page; zero when this page
-	// is the last. A page may be empty and still have a Next.
-	Next Continuation
-}
 
 // TableReader reads Table Storage through the service's annotated JSON and
 // decodes it itself (transform.DecodeEntity), so numbers stay exact. It is
@@ -80,23 +48,34 @@ func NewTableReader(a StorageAccount, o Options) *TableReader {
 	return &TableReader{pl: pl, endpoint: a.TableEndpoint, account: a}
 }
 
-// TimestampFilter returns the OData filter "Timestamp ge datetime'…'".
-func TimestampFilter(since time.Time) string {
-	return "Timestamp ge datetime'" + since.UTC().Format("2006-01-02T15:04:05.0000000Z") + "'"
+// filter returns the OData $filter of q: its Timestamp bound and its
+// keys, joined with "and"; "" for every row.
+func filter(q store.Query) string {
+	var parts []string
+	if !q.Since.IsZero() {
+		parts = append(parts, "Timestamp ge datetime'"+q.Since.UTC().Format("2006-01-02T15:04:05.0000000Z")+"'")
+	}
+	if q.Key != nil {
+		parts = append(parts, "PartitionKey eq '"+odataQuote(q.Key.PartitionKey)+"' and RowKey eq '"+odataQuote(q.Key.RowKey)+"'")
+	}
+	return strings.Join(parts, " and ")
 }
+
+// odataQuote doubles the single quotes of a string literal.
+func odataQuote(s string) string { return strings.ReplaceAll(s, "'", "''") }
 
 // ReadPage reads one page of table starting at from. A row whose keys are
 // readable but whose properties are not comes back with its keys and
 // Row.DecodeError set (transform dead-letters it); any other error returns
 // nothing. Errors name the table and never contain credentials.
-func (r *TableReader) ReadPage(ctx context.Context, table string, q Query, from Continuation) (Page, error) {
+func (r *TableReader) ReadPage(ctx context.Context, table string, q store.Query, from store.Cursor) (store.Page, error) {
 	body, next, err := r.query(ctx, table, q, from)
 	if err != nil {
-		return Page{}, err
+		return store.Page{}, err
 	}
 	raws, err := splitValue(body)
 	if err != nil {
-		return Page{}, fmt.Errorf("table %s: %w", table, err)
+		return store.Page{}, fmt.Errorf("table %s: %w", table, err)
 	}
 	rows := make([]transform.Row, 0, len(raws))
 	for _, raw := range raws {
@@ -104,7 +83,7 @@ func (r *TableReader) ReadPage(ctx context.Context, table string, q Query, from 
 		if err != nil {
 			if row.PartitionKey == "" && row.RowKey == "" {
 				// Not even the keys: nothing to dead-letter the row under.
-				return Page{}, fmt.Errorf("table %s: %w", table, err)
+				return store.Page{}, fmt.Errorf("table %s: %w", table, err)
 			}
 			// A value that does not match its annotation: the row goes on
 			// with its keys and the reason, to be dead-lettered.
@@ -112,15 +91,15 @@ func (r *TableReader) ReadPage(ctx context.Context, table string, q Query, from 
 		}
 		rows = append(rows, row)
 	}
-	return Page{Rows: rows, Next: next}, nil
+	return store.Page{Rows: rows, Next: next}, nil
 }
 
-// Count returns the number of rows matching filter, reading keys only
+// Count returns the number of rows q selects, reading keys only
 // ($select=PartitionKey,RowKey) page by page.
-func (r *TableReader) Count(ctx context.Context, table, filter string) (int64, error) {
+func (r *TableReader) Count(ctx context.Context, table string, q store.Query) (int64, error) {
 	var n int64
-	q := Query{Filter: filter, Select: []string{"PartitionKey", "RowKey"}}
-	err := r.Scan(ctx, table, q, Continuation{}, func(p Page) error {
+	q.Select = []string{"PartitionKey", "RowKey"}
+	err := store.Scan(ctx, r, "", table, q, store.Cursor{}, func(p store.Page) error {
 		n += int64(len(p.Rows))
 		return nil
 	})
@@ -129,7 +108,7 @@ func (r *TableReader) Count(ctx context.Context, table, filter string) (int64, e
 
 // Exists reports whether the table exists.
 func (r *TableReader) Exists(ctx context.Context, table string) (bool, error) {
-	_, _, err := r.query(ctx, table, Query{Top: 1, Select: []string{"PartitionKey"}}, Continuation{})
+	_, _, err := r.query(ctx, table, store.Query{Top: 1, Select: []string{"PartitionKey"}}, store.Cursor{})
 	if err == nil {
 		return true, nil
 	}
@@ -140,20 +119,20 @@ func (r *TableReader) Exists(ctx context.Context, table string) (bool, error) {
 	return false, err
 }
 
-func (r *TableReader) query(ctx context.Context, table string, q Query, from Continuation) ([]byte, Continuation, error) {
+func (r *TableReader) query(ctx context.Context, table string, q store.Query, from store.Cursor) ([]byte, store.Cursor, error) {
 	u := r.endpoint + "/" + url.PathEscape(table) + "()"
 	req, err := runtime.NewRequest(ctx, http.MethodGet, u)
 	if err != nil {
-		return nil, Continuation{}, fmt.Errorf("table %s: %w", table, err)
+		return nil, store.Cursor{}, fmt.Errorf("table %s: %w", table, err)
 	}
 	v := url.Values{}
 	top := q.Top
-	if top <= 0 || top > PageSize {
-		top = PageSize
+	if top <= 0 || top > store.PageSize {
+		top = store.PageSize
 	}
 	v.Set("$top", strconv.Itoa(top))
-	if q.Filter != "" {
-		v.Set("$filter", q.Filter)
+	if f := filter(q); f != "" {
+		v.Set("$filter", f)
 	}
 	if len(q.Select) > 0 {
 		v.Set("$select", strings.Join(q.Select, ","))
@@ -174,17 +153,17 @@ func (r *TableReader) query(ctx context.Context, table string, q Query, from Con
 	req.Raw().Header.Set("MaxDataServiceVersion", "3.0;NetFx")
 	resp, err := r.pl.Do(req)
 	if err != nil {
-		return nil, Continuation{}, fmt.Errorf("table %s: %w", table, ScrubError(err))
+		return nil, store.Cursor{}, fmt.Errorf("table %s: %w", table, ScrubError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, Continuation{}, fmt.Errorf("table %s: %w", table, runtime.NewResponseError(resp))
+		return nil, store.Cursor{}, fmt.Errorf("table %s: %w", table, runtime.NewResponseError(resp))
 	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, Continuation{}, fmt.Errorf("table %s: read page: %w", table, err)
+		return nil, store.Cursor{}, fmt.Errorf("table %s: read page: %w", table, err)
 	}
-	next := Continuation{
+	next := store.Cursor{
 		NextPartitionKey: resp.Header.Get("x-ms-continuation-NextPartitionKey"),
 		NextRowKey:       resp.Header.Get("x-ms-continuation-NextRowKey"),
 	}
@@ -228,26 +207,4 @@ func (p *sharedKeyLitePolicy) Do(req *policy.Request) (*http.Response, error) {
 		h.Set("Authorization", "SharedKeyLite "+p.account.Name+":"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 	}
 	return req.Next()
-}
-
-// Scan reads table from `from` to the end, calling fn for each page in key
-// order, including empty pages that still carry a continuation. It stops at
-// the first error, from the service or from fn.
-func (r *TableReader) Scan(ctx context.Context, table string, q Query, from Continuation, fn func(Page) error) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		page, err := r.ReadPage(ctx, table, q, from)
-		if err != nil {
-			return err
-		}
-		if err := fn(page); err != nil {
-			return err
-		}
-		if page.Next.IsZero() {
-			return nil
-		}
-		from = page.Next
-	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -41,10 +42,10 @@ func newTable(t *testing.T, entities ...string) (string, *azure.TableReader) {
 	return name, azure.NewTableReader(acct, azure.Options{})
 }
 
-func readAll(t *testing.T, r *azure.TableReader, table string, q azure.Query) []transform.Row {
+func readAll(t *testing.T, r *azure.TableReader, table string, q store.Query) []transform.Row {
 	t.Helper()
 	var rows []transform.Row
-	err := r.Scan(context.Background(), table, q, azure.Continuation{}, func(p azure.Page) error {
+	err := store.Scan(context.Background(), r, "", table, q, store.Cursor{}, func(p store.Page) error {
 		rows = append(rows, p.Rows...)
 		return nil
 	})
@@ -82,7 +83,7 @@ func TestReaderDecodesEveryEdmTypeExactly(t *testing.T) {
 		"BTrue":true,
 		"BFalse":false}`, base64.StdEncoding.EncodeToString(big), longString)
 	table, r := newTable(t, entity)
-	rows := readAll(t, r, table, azure.Query{})
+	rows := readAll(t, r, table, store.Query{})
 	if len(rows) != 1 {
 		t.Fatalf("got %d rows, want 1", len(rows))
 	}
@@ -162,7 +163,7 @@ func TestReaderKeysAndContinuation(t *testing.T) {
 	// special characters.
 	var got []string
 	pages := 0
-	err := r.Scan(context.Background(), table, azure.Query{Top: 2}, azure.Continuation{}, func(p azure.Page) error {
+	err := store.Scan(context.Background(), r, "", table, store.Query{Top: 2}, store.Cursor{}, func(p store.Page) error {
 		pages++
 		if len(p.Rows) > 2 {
 			t.Errorf("page of %d rows with Top=2", len(p.Rows))
@@ -190,7 +191,7 @@ func TestReaderKeysAndContinuation(t *testing.T) {
 		t.Errorf("%d pages for %d rows with Top=2", pages, len(keys))
 	}
 	// Resuming from a continuation taken mid-table returns exactly the rest.
-	first, err := r.ReadPage(context.Background(), table, azure.Query{Top: 3}, azure.Continuation{})
+	first, err := r.ReadPage(context.Background(), table, store.Query{Top: 3}, store.Cursor{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestReaderKeysAndContinuation(t *testing.T) {
 		t.Fatal("no continuation after 3 of 7 rows")
 	}
 	rest := 0
-	err = r.Scan(context.Background(), table, azure.Query{}, first.Next, func(p azure.Page) error {
+	err = store.Scan(context.Background(), r, "", table, store.Query{}, first.Next, func(p store.Page) error {
 		rest += len(p.Rows)
 		return nil
 	})
@@ -213,31 +214,31 @@ func TestReaderFilterAndKeysOnlyCount(t *testing.T) {
 		`{"PartitionKey":"p","RowKey":"2"}`,
 		`{"PartitionKey":"q","RowKey":"3"}`)
 	ctx := context.Background()
-	n, err := r.Count(ctx, table, "")
+	n, err := r.Count(ctx, table, store.Query{})
 	if err != nil || n != 3 {
 		t.Fatalf("Count = %d, %v; want 3", n, err)
 	}
-	keysOnly := readAll(t, r, table, azure.Query{Select: []string{"PartitionKey", "RowKey"}})
+	keysOnly := readAll(t, r, table, store.Query{Select: []string{"PartitionKey", "RowKey"}})
 	for _, row := range keysOnly {
 		if _, ok := row.Props["Big"]; ok {
 			t.Errorf("keys-only read returned property Big")
 		}
 	}
-	rows := readAll(t, r, table, azure.Query{Filter: "PartitionKey eq 'q'"})
+	rows := readAll(t, r, table, store.Query{Key: &store.Key{PartitionKey: "q", RowKey: "3"}})
 	if len(rows) != 1 || rows[0].RowKey != "3" {
-		t.Errorf("filter PartitionKey eq 'q': %d rows", len(rows))
+		t.Errorf("the row q/3: %d rows", len(rows))
+	}
+	if rows := readAll(t, r, table, store.Query{Key: &store.Key{PartitionKey: "q", RowKey: "1"}}); len(rows) != 0 {
+		t.Errorf("the row q/1 (none): %d rows", len(rows))
 	}
 	// Every row was written before now, none after.
 	future := time.Now().Add(time.Hour)
-	if n, err := r.Count(ctx, table, azure.TimestampFilter(future)); err != nil || n != 0 {
+	if n, err := r.Count(ctx, table, store.Query{Since: future}); err != nil || n != 0 {
 		t.Errorf("Count(Timestamp ge future) = %d, %v; want 0", n, err)
 	}
 	past := time.Now().Add(-time.Hour)
-	if n, err := r.Count(ctx, table, azure.TimestampFilter(past)); err != nil || n != 3 {
+	if n, err := r.Count(ctx, table, store.Query{Since: past}); err != nil || n != 3 {
 		t.Errorf("Count(Timestamp ge past) = %d, %v; want 3", n, err)
-	}
-	if got := azure.TimestampFilter(time.Date(2025, 11, 20, 14, 0, 0, 0, time.FixedZone("x", 3600))); got != "Timestamp ge datetime'2025-11-20T13:00:00.0000000Z'" {
-		t.Errorf("TimestampFilter = %s", got)
 	}
 }
 
@@ -276,7 +277,7 @@ func TestScanFollowsEmptyPages(t *testing.T) {
 	r := azure.NewTableReader(azure.StorageAccount{Name: "acct", Key: "a2V5", TableEndpoint: srv.URL + "/acct"}, azure.Options{})
 	var got []string
 	pages := 0
-	err := r.Scan(context.Background(), "T", azure.Query{}, azure.Continuation{}, func(p azure.Page) error {
+	err := store.Scan(context.Background(), r, "", "T", store.Query{}, store.Cursor{}, func(p store.Page) error {
 		pages++
 		for _, row := range p.Rows {
 			got = append(got, row.PartitionKey)
@@ -331,7 +332,7 @@ func TestReadPageKeepsUndecodableRowsForDeadLetters(t *testing.T) {
 	}))
 	defer srv.Close()
 	r := azure.NewTableReader(azure.StorageAccount{Name: "acct", Key: "a2V5", TableEndpoint: srv.URL + "/acct"}, azure.Options{})
-	page, err := r.ReadPage(context.Background(), "T", azure.Query{}, azure.Continuation{})
+	page, err := r.ReadPage(context.Background(), "T", store.Query{}, store.Cursor{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -280,7 +281,7 @@ func (b *bench) docs(prefix, blobs string) []benchDoc {
 	ids := transform.NewIDSet()
 	var out []benchDoc
 	for _, table := range []string{"Entities", "Relationships"} {
-		err := r.Scan(ctx, prefix+table, azure.Query{}, azure.Continuation{}, func(p azure.Page) error {
+		err := store.Scan(ctx, r, "", prefix+table, store.Query{}, store.Cursor{}, func(p store.Page) error {
 			for _, row := range p.Rows {
 				row.Table = table
 				var f transform.BlobFacts

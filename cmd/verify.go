@@ -15,6 +15,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
 
@@ -108,7 +109,7 @@ Exit 0 only when no doc is missing, different or orphaned; else 3.`,
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to check (default: Config,Entities,Relationships)")
 	fl.StringVar(&opts.TablePrefix, "table-prefix", "", "put this before every table name (tests, benchmarks side by side)")
 	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
-	fl.IntVar(&opts.PageSize, "page-size", azure.DefaultQueryPageSize, "docs per query page")
+	fl.IntVar(&opts.PageSize, "page-size", store.DefaultQueryPageSize, "docs per query page")
 	opts.RU.bind(fl)
 	for _, hidden := range []string{"table-prefix", "blob-container", "page-size"} {
 		_ = fl.MarkHidden(hidden)

@@ -18,6 +18,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
@@ -147,7 +148,7 @@ func (e *verifyEnv) migrate() {
 		if ok, err := reader.Exists(ctx, e.prefix+table); err != nil || !ok {
 			continue // generated data has no Config
 		}
-		err := reader.Scan(ctx, e.prefix+table, azure.Query{}, azure.Continuation{}, func(p azure.Page) error {
+		err := store.Scan(ctx, reader, "", e.prefix+table, store.Query{}, store.Cursor{}, func(p store.Page) error {
 			for _, row := range p.Rows {
 				row.Table = table
 				var f transform.BlobFacts

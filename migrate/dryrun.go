@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -24,23 +25,23 @@ type BlobInspector interface {
 // concurrent use.
 type dryRunDocs struct{}
 
-func (dryRunDocs) Upsert(context.Context, string, string, string, []byte) (WriteResult, error) {
-	return WriteResult{}, nil
+func (dryRunDocs) Upsert(context.Context, string, string, string, []byte) (store.WriteResult, error) {
+	return store.WriteResult{}, nil
 }
 
 // dryRunBlobs is the BlobStore of a dry run: List reads the real
 // container; PutIfAbsent writes nothing and answers from that listing what
-// the real PutIfAbsent would (created, same content, or ErrBlobConflict).
+// the real PutIfAbsent would (created, same content, or store.ErrBlobConflict).
 // It is safe for concurrent use.
 type dryRunBlobs struct {
 	inner BlobStore
 
 	mu     sync.Mutex
-	listed blobIndex // what List saw, plus what PutIfAbsent pretended to create
+	listed transform.BlobIndex // what List saw, plus what PutIfAbsent pretended to create
 }
 
 func newDryRunBlobs(inner BlobStore) *dryRunBlobs {
-	return &dryRunBlobs{inner: inner, listed: blobIndex{}}
+	return &dryRunBlobs{inner: inner, listed: transform.BlobIndex{}}
 }
 
 func (d *dryRunBlobs) List(ctx context.Context, fn func(name string, size int64) error) error {
@@ -51,27 +52,16 @@ func (d *dryRunBlobs) List(ctx context.Context, fn func(name string, size int64)
 }
 
 func (d *dryRunBlobs) remember(name string, size int64) {
-	id, file, ok := strings.Cut(name, "/")
-	if !ok {
-		return
-	}
-	b, ok := transform.ParseBlobName(file)
-	if !ok {
-		return
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	k := blobKey(id)
-	f := d.listed[k]
-	f.Set(b, size)
-	d.listed[k] = f
+	_ = d.listed.Add(name, size)
 }
 
 func (d *dryRunBlobs) PutIfAbsent(ctx context.Context, name string, data []byte, contentType string) (bool, error) {
 	id, file, _ := strings.Cut(name, "/")
 	b, known := transform.ParseBlobName(file)
 	d.mu.Lock()
-	size, exists := d.listed[blobKey(id)].Size(b)
+	size, exists := d.listed.Facts(id).Size(b)
 	d.mu.Unlock()
 	if !known || !exists {
 		// Uploads are always one of the known names (transform.Upload);
@@ -80,7 +70,7 @@ func (d *dryRunBlobs) PutIfAbsent(ctx context.Context, name string, data []byte,
 		return true, nil
 	}
 	if size != int64(len(data)) {
-		return false, ErrBlobConflict
+		return false, store.ErrBlobConflict
 	}
 	if in, ok := d.inner.(BlobInspector); ok {
 		sum, err := in.ContentMD5(ctx, name)
@@ -88,7 +78,7 @@ func (d *dryRunBlobs) PutIfAbsent(ctx context.Context, name string, data []byte,
 			return false, err
 		}
 		if want := md5.Sum(data); sum != nil && !bytes.Equal(sum, want[:]) { //nolint:gosec
-			return false, ErrBlobConflict
+			return false, store.ErrBlobConflict
 		}
 	}
 	return false, nil

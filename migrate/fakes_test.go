@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -46,29 +46,34 @@ func newFakeSource(t testing.TB, pageSize int) *fakeSource {
 func (s *fakeSource) add(table string, rows ...transform.Row) {
 	s.tables[table] = append(s.tables[table], rows...)
 	slices.SortStableFunc(s.tables[table], func(a, b transform.Row) int {
-		return compareKeys(a.PartitionKey, a.RowKey, b.PartitionKey, b.RowKey)
+		return transform.CompareKeys(a.PartitionKey, a.RowKey, b.PartitionKey, b.RowKey)
 	})
 }
 
-func (s *fakeSource) ReadPage(ctx context.Context, table string, q azure.Query, from azure.Continuation) (azure.Page, error) {
+func (s *fakeSource) ReadPage(ctx context.Context, table string, q store.Query, from store.Cursor) (store.Page, error) {
 	if err := ctx.Err(); err != nil {
-		return azure.Page{}, err
+		return store.Page{}, err
 	}
 	s.mu.Lock()
 	s.reads[table]++
 	s.mu.Unlock()
-	rows := s.tables[table]
+	var rows []transform.Row
+	for _, r := range s.tables[table] {
+		if (q.Key == nil || (r.PartitionKey == q.Key.PartitionKey && r.RowKey == q.Key.RowKey)) && !r.Timestamp.Before(q.Since) {
+			rows = append(rows, r)
+		}
+	}
 	i := 0
 	if !from.IsZero() {
 		i = slices.IndexFunc(rows, func(r transform.Row) bool {
 			return r.PartitionKey == from.NextPartitionKey && r.RowKey == from.NextRowKey
 		})
 		if i < 0 {
-			return azure.Page{}, fmt.Errorf("fake: bad continuation %+v", from)
+			return store.Page{}, fmt.Errorf("fake: bad continuation %+v", from)
 		}
 	}
 	end := min(i+s.pageSize, len(rows))
-	p := azure.Page{}
+	p := store.Page{}
 	for _, r := range rows[i:end] {
 		r.Table = table
 		if len(q.Select) > 0 {
@@ -83,13 +88,18 @@ func (s *fakeSource) ReadPage(ctx context.Context, table string, q azure.Query, 
 		p.Rows = append(p.Rows, r)
 	}
 	if end < len(rows) {
-		p.Next = azure.Continuation{NextPartitionKey: rows[end].PartitionKey, NextRowKey: rows[end].RowKey}
+		p.Next = store.Cursor{NextPartitionKey: rows[end].PartitionKey, NextRowKey: rows[end].RowKey}
 	}
 	return p, nil
 }
 
-func (s *fakeSource) Count(ctx context.Context, table, filter string) (int64, error) {
-	return int64(len(s.tables[table])), nil
+func (s *fakeSource) Count(ctx context.Context, table string, q store.Query) (int64, error) {
+	var n int64
+	err := store.Scan(ctx, s, "", table, q, store.Cursor{}, func(p store.Page) error {
+		n += int64(len(p.Rows))
+		return nil
+	})
+	return n, err
 }
 
 // fakeDocs keeps docs by container/scope/id. before, when set, runs
@@ -103,20 +113,20 @@ type fakeDocs struct {
 
 func newFakeDocs() *fakeDocs { return &fakeDocs{docs: map[string][]byte{}} }
 
-func (d *fakeDocs) Upsert(ctx context.Context, container, scope, id string, doc []byte) (WriteResult, error) {
+func (d *fakeDocs) Upsert(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error) {
 	if d.before != nil {
 		if err := d.before(ctx, container, scope, id); err != nil {
-			return WriteResult{}, err
+			return store.WriteResult{}, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return WriteResult{}, err
+		return store.WriteResult{}, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.docs[container+"/"+scope+"/"+id] = bytes.Clone(doc)
 	d.writes++
-	return WriteResult{RequestCharge: 1.5}, nil
+	return store.WriteResult{RequestCharge: 1.5}, nil
 }
 
 func (d *fakeDocs) count() int {
@@ -181,7 +191,7 @@ func (b *fakeBlobs) PutIfAbsent(ctx context.Context, name string, data []byte, c
 	defer b.mu.Unlock()
 	if old, ok := b.blobs[name]; ok {
 		if md5.Sum(old) != md5.Sum(data) { //nolint:gosec
-			return false, fmt.Errorf("blob %s: %w", name, ErrBlobConflict)
+			return false, fmt.Errorf("blob %s: %w", name, store.ErrBlobConflict)
 		}
 		return false, nil
 	}

@@ -9,13 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -31,7 +30,7 @@ const DefaultReplayAttempts = 5
 
 // DocStore is what replay needs of Cosmos DB: point reads and conditional
 // writes (SPEC §13). *azure.CosmosDocs implements it. Implementations
-// retry transient failures themselves, return a *PermanentError for what
+// retry transient failures themselves, return a *store.PermanentError for what
 // retrying cannot fix, and are safe for concurrent use.
 type DocStore interface {
 	// Read point-reads a doc; found is false (and err nil) when it does
@@ -39,13 +38,13 @@ type DocStore interface {
 	Read(ctx context.Context, container, scope, id string) (doc []byte, etag string, found bool, charge float64, err error)
 	// Create creates the doc; an existing doc gives an error wrapping
 	// ErrExists.
-	Create(ctx context.Context, container, scope, id string, doc []byte) (WriteResult, error)
+	Create(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error)
 	// Replace replaces the doc if its _etag is ifMatch: otherwise the
 	// error wraps ErrPreconditionFailed, or ErrNotFound when it is gone.
-	Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (WriteResult, error)
+	Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (store.WriteResult, error)
 	// Delete deletes the doc if its _etag is ifMatch, with the errors of
 	// Replace.
-	Delete(ctx context.Context, container, scope, id, ifMatch string) (WriteResult, error)
+	Delete(ctx context.Context, container, scope, id, ifMatch string) (store.WriteResult, error)
 }
 
 // DocQuerier lists the docs of a container in bulk (replay --prune).
@@ -53,16 +52,8 @@ type DocStore interface {
 type DocQuerier interface {
 	// QueryAll runs query over every partition of container and calls fn
 	// with each doc's raw JSON, page by page.
-	QueryAll(ctx context.Context, container, query string, params []azure.QueryParam, pageSize int, fn func(doc []byte) error) error
+	QueryAll(ctx context.Context, container, query string, params []store.QueryParam, pageSize int, fn func(doc []byte) error) error
 }
-
-// The outcomes of DocStore's conditional operations (defined in package
-// azure, which returns them).
-var (
-	ErrExists             = azure.ErrExists
-	ErrPreconditionFailed = azure.ErrPreconditionFailed
-	ErrNotFound           = azure.ErrNotFound
-)
 
 // ReplayOptions say what a replay reads and how it writes (SPEC §13).
 type ReplayOptions struct {
@@ -292,7 +283,7 @@ type replayer struct {
 	progress Progress
 	log      func(format string, args ...any)
 
-	blobIdx blobIndex
+	blobIdx transform.BlobIndex
 	ids     *transform.IDSet // used by the reading goroutine only
 
 	mu        sync.Mutex // guards everything below
@@ -306,7 +297,7 @@ type replayer struct {
 }
 
 func newReplayer(opts ReplayOptions, deps ReplayDeps) (*replayer, error) {
-	tables, err := readOrder(opts.Tables)
+	tables, err := transform.SelectTables(opts.Tables)
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +358,7 @@ func (r *replayer) run(ctx context.Context) (ReplaySummary, error) {
 	if r.blobIdx, err = listBlobs(ctx, r.blobs); err != nil {
 		return r.summary(), err
 	}
-	filter := azure.TimestampFilter(r.opts.Since)
+	since := store.Query{Since: r.opts.Since}
 	if r.opts.CountRows {
 		// The pre-count ends (cancelled, if need be) before Replay
 		// returns, so Progress hears nothing afterwards.
@@ -379,7 +370,7 @@ func (r *replayer) run(ctx context.Context) (ReplaySummary, error) {
 		go func() {
 			defer counting.Done()
 			for _, t := range r.tables {
-				n, err := r.src.Count(countCtx, r.opts.TablePrefix+t, filter)
+				n, err := r.src.Count(countCtx, r.opts.TablePrefix+t, since)
 				if err != nil {
 					return
 				}
@@ -388,7 +379,7 @@ func (r *replayer) run(ctx context.Context) (ReplaySummary, error) {
 		}()
 	}
 	for _, table := range r.tables {
-		if err := r.replayTable(ctx, table, filter); err != nil {
+		if err := r.replayTable(ctx, table, since); err != nil {
 			return r.summary(), err
 		}
 		r.progress.TableDone(table)
@@ -411,23 +402,23 @@ func openReplayDeadLetters(dir string) (*fileSink, error) {
 }
 
 // scan reads table (its prefixed name) from the start with q, calling fn
-// per page; fn may end it with errStopScan.
-func (r *replayer) scan(ctx context.Context, table string, q azure.Query, fn func(azure.Page) error) error {
-	return scanTable(ctx, r.src, r.opts.TablePrefix, table, q, azure.Continuation{}, fn)
+// per page (store.Scan).
+func (r *replayer) scan(ctx context.Context, table string, q store.Query, fn func(store.Page) error) error {
+	return store.Scan(ctx, r.src, r.opts.TablePrefix, table, q, store.Cursor{}, fn)
 }
 
-// replayTable replays the rows of table matching filter: transforms them
-// in read order (collisions within the window are judged as run judges
-// them) and applies their docs through the pool.
-func (r *replayer) replayTable(ctx context.Context, table, filter string) error {
+// replayTable replays the rows of table that q selects: transforms them in
+// read order (collisions within the window are judged as run judges them)
+// and applies their docs through the pool.
+func (r *replayer) replayTable(ctx context.Context, table string, q store.Query) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.opts.Concurrency)
-	err := r.scan(gctx, table, azure.Query{Filter: filter}, func(p azure.Page) error {
+	err := r.scan(gctx, table, q, func(p store.Page) error {
 		r.log("page of %s read: %d rows changed since %s, more to come: %v", table, len(p.Rows), r.opts.Since.Format(time.RFC3339), !p.Next.IsZero())
 		for _, row := range p.Rows {
 			var facts transform.BlobFacts
 			if table == transform.TableEntities {
-				facts = r.blobIdx.facts(blobExecutionID(row))
+				facts = r.blobIdx.Facts(transform.ExecutionID(row))
 			}
 			o := r.ids.Check(transform.Transform(row, facts, r.topts))
 			if o.Disposition != transform.DispositionDoc {
@@ -535,7 +526,7 @@ func (r *replayer) apply(ctx context.Context, row transform.Row, o transform.Out
 		for _, u := range o.Uploads {
 			created, err := r.blobs.PutIfAbsent(ctx, u.Path, u.Data, u.ContentType)
 			switch {
-			case errors.Is(err, ErrBlobConflict):
+			case errors.Is(err, store.ErrBlobConflict):
 				res.action, res.deadLetter = actDeadLetter, fmt.Sprintf("blob %s already exists with different content", u.Path)
 				return false, nil
 			case err != nil:
@@ -551,20 +542,20 @@ func (r *replayer) apply(ctx context.Context, row transform.Row, o transform.Out
 	}
 	// written handles the error of a write: done, start over, dead
 	// letter, or fail.
-	written := func(op string, wr WriteResult, err error, action replayAction) (done bool, ferr error) {
+	written := func(op string, wr store.WriteResult, err error, action replayAction) (done bool, ferr error) {
 		res.ru += wr.RequestCharge
-		var pe *PermanentError
+		var pe *store.PermanentError
 		switch {
 		case err == nil:
 			res.action = action
 			return true, nil
-		case errors.Is(err, ErrExists):
+		case errors.Is(err, store.ErrExists):
 			res.e409++
 			return false, nil
-		case errors.Is(err, ErrPreconditionFailed):
+		case errors.Is(err, store.ErrPreconditionFailed):
 			res.e412++
 			return false, nil
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, store.ErrNotFound):
 			res.e404++
 			return false, nil
 		case errors.As(err, &pe):
@@ -580,7 +571,7 @@ func (r *replayer) apply(ctx context.Context, row transform.Row, o transform.Out
 		}
 		raw, etag, found, ru, err := r.docs.Read(ctx, o.Container, o.Scope, o.ID)
 		res.ru += ru
-		var pe *PermanentError
+		var pe *store.PermanentError
 		switch {
 		case errors.As(err, &pe):
 			res.action, res.deadLetter = actDeadLetter, fmt.Sprintf("Cosmos DB refused to read the doc (%d): %s", pe.StatusCode, pe.Reason)
@@ -774,10 +765,10 @@ func (r *replayer) summary() ReplaySummary {
 		s.Conflicts = []Conflict{}
 	}
 	slices.SortFunc(s.Conflicts, func(a, b Conflict) int {
-		if c := tableIndex(a.Table) - tableIndex(b.Table); c != 0 {
+		if c := transform.TableOrder(a.Table) - transform.TableOrder(b.Table); c != 0 {
 			return c
 		}
-		return compareKeys(a.PartitionKey, a.RowKey, b.PartitionKey, b.RowKey)
+		return transform.CompareKeys(a.PartitionKey, a.RowKey, b.PartitionKey, b.RowKey)
 	})
 	for _, t := range r.tables {
 		ts := ReplayTableSummary{Table: t, Kinds: map[string]ReplayCounts{}}
@@ -797,10 +788,6 @@ func (r *replayer) summary() ReplaySummary {
 	return s
 }
 
-func tableIndex(t string) int {
-	return slices.Index([]string{transform.TableConfig, transform.TableEntities, transform.TableRelationships}, t)
-}
-
 // pruneCandidate is a migrated doc whose row was not found.
 type pruneCandidate struct {
 	table, pk, rk    string
@@ -816,9 +803,9 @@ type pruneCandidate struct {
 func (r *replayer) prune(ctx context.Context) error {
 	r.progress.Message("prune: reading the keys of the tables")
 	rows := map[[16]byte]struct{}{}
-	keysOnly := azure.Query{Select: []string{"PartitionKey", "RowKey"}}
+	keysOnly := store.Query{Select: []string{"PartitionKey", "RowKey"}}
 	for _, t := range r.tables {
-		err := r.scan(ctx, t, keysOnly, func(p azure.Page) error {
+		err := r.scan(ctx, t, keysOnly, func(p store.Page) error {
 			for _, row := range p.Rows {
 				rows[rowKeyHash(t, row.PartitionKey, row.RowKey)] = struct{}{}
 			}
@@ -930,16 +917,16 @@ func (r *replayer) pruneOne(ctx context.Context, pc pruneCandidate) (applied, er
 		}
 		wr, err := r.docs.Delete(ctx, pc.container, pc.scope, pc.id, etag)
 		res.ru += wr.RequestCharge
-		var pe *PermanentError
+		var pe *store.PermanentError
 		switch {
 		case err == nil:
 			res.action = action
 			return res, nil
-		case errors.Is(err, ErrPreconditionFailed):
+		case errors.Is(err, store.ErrPreconditionFailed):
 			res.e412++
 			res.conflict = nil
 			continue
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, store.ErrNotFound):
 			res.e404++
 			res.action = actNone
 			return res, nil
@@ -957,25 +944,12 @@ func (r *replayer) pruneOne(ctx context.Context, pc pruneCandidate) (applied, er
 
 // rowExists looks one row up by its keys.
 func (r *replayer) rowExists(ctx context.Context, table, pk, rk string) (bool, error) {
-	q := azure.Query{
-		Filter: "PartitionKey eq '" + replayQuote(pk) + "' and RowKey eq '" + replayQuote(rk) + "'",
-		Select: []string{"PartitionKey", "RowKey"},
-	}
-	found := false
-	err := r.scan(ctx, table, q, func(p azure.Page) error {
-		if len(p.Rows) > 0 {
-			found = true
-			return errStopScan
-		}
-		return nil
-	})
+	_, found, err := store.Lookup(ctx, r.src, r.opts.TablePrefix, table, store.Key{PartitionKey: pk, RowKey: rk}, "PartitionKey", "RowKey")
 	return found, err
 }
 
-func replayQuote(s string) string { return strings.ReplaceAll(s, "'", "''") }
-
 func rowKeyHash(table, pk, rk string) [16]byte {
-	return blobKey(table + "\x00" + pk + "\x00" + rk)
+	return transform.BlobKey(table + "\x00" + pk + "\x00" + rk)
 }
 
 // replayString returns a decoded JSON string's value, or "" for anything
@@ -993,14 +967,14 @@ func (d dryRunStore) Read(ctx context.Context, container, scope, id string) ([]b
 	return d.inner.Read(ctx, container, scope, id)
 }
 
-func (dryRunStore) Create(context.Context, string, string, string, []byte) (WriteResult, error) {
-	return WriteResult{}, nil
+func (dryRunStore) Create(context.Context, string, string, string, []byte) (store.WriteResult, error) {
+	return store.WriteResult{}, nil
 }
 
-func (dryRunStore) Replace(context.Context, string, string, string, []byte, string) (WriteResult, error) {
-	return WriteResult{}, nil
+func (dryRunStore) Replace(context.Context, string, string, string, []byte, string) (store.WriteResult, error) {
+	return store.WriteResult{}, nil
 }
 
-func (dryRunStore) Delete(context.Context, string, string, string, string) (WriteResult, error) {
-	return WriteResult{}, nil
+func (dryRunStore) Delete(context.Context, string, string, string, string) (store.WriteResult, error) {
+	return store.WriteResult{}, nil
 }

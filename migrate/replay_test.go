@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -51,15 +52,15 @@ func (s *fakeStore) Read(ctx context.Context, container, scope, id string) ([]by
 	return bytes.Clone(d), strconv.Itoa(s.etags[id]), true, 1, nil
 }
 
-func (s *fakeStore) Create(ctx context.Context, container, scope, id string, doc []byte) (WriteResult, error) {
+func (s *fakeStore) Create(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.docs[id]; ok {
-		return WriteResult{}, fmt.Errorf("create %s: %w", id, ErrExists)
+		return store.WriteResult{}, fmt.Errorf("create %s: %w", id, store.ErrExists)
 	}
 	s.writes++
 	s.put(id, doc)
-	return WriteResult{RequestCharge: 5}, nil
+	return store.WriteResult{RequestCharge: 5}, nil
 }
 
 func (s *fakeStore) check(op, id, ifMatch string) error {
@@ -69,34 +70,34 @@ func (s *fakeStore) check(op, id, ifMatch string) error {
 		s.mu.Lock()
 	}
 	if _, ok := s.docs[id]; !ok {
-		return fmt.Errorf("%s %s: %w", op, id, ErrNotFound)
+		return fmt.Errorf("%s %s: %w", op, id, store.ErrNotFound)
 	}
 	if ifMatch == "" || strconv.Itoa(s.etags[id]) != ifMatch {
-		return fmt.Errorf("%s %s: %w", op, id, ErrPreconditionFailed)
+		return fmt.Errorf("%s %s: %w", op, id, store.ErrPreconditionFailed)
 	}
 	return nil
 }
 
-func (s *fakeStore) Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (WriteResult, error) {
+func (s *fakeStore) Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (store.WriteResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check("replace", id, ifMatch); err != nil {
-		return WriteResult{}, err
+		return store.WriteResult{}, err
 	}
 	s.writes++
 	s.put(id, doc)
-	return WriteResult{RequestCharge: 5}, nil
+	return store.WriteResult{RequestCharge: 5}, nil
 }
 
-func (s *fakeStore) Delete(ctx context.Context, container, scope, id, ifMatch string) (WriteResult, error) {
+func (s *fakeStore) Delete(ctx context.Context, container, scope, id, ifMatch string) (store.WriteResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check("delete", id, ifMatch); err != nil {
-		return WriteResult{}, err
+		return store.WriteResult{}, err
 	}
 	s.writes++
 	delete(s.docs, id)
-	return WriteResult{RequestCharge: 5}, nil
+	return store.WriteResult{RequestCharge: 5}, nil
 }
 
 func (s *fakeStore) doc(t *testing.T, id string) map[string]any {

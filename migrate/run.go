@@ -15,11 +15,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf16"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -138,9 +137,9 @@ type runner struct {
 	sink    deadLetterSink
 	resumed bool
 
-	blobIdx blobIndex
+	blobIdx transform.BlobIndex
 	ids     *transform.IDSet
-	execs   execSet
+	execs   transform.ExecutionSet
 
 	// Bookkeeping of the committer (one goroutine at a time).
 	deadLetters int64 // dead letters recorded by this invocation and before
@@ -150,7 +149,7 @@ type runner struct {
 }
 
 func newRunner(opts RunOptions, deps Deps) (*runner, error) {
-	tables, err := readOrder(opts.Tables)
+	tables, err := transform.SelectTables(opts.Tables)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +169,7 @@ func newRunner(opts RunOptions, deps Deps) (*runner, error) {
 	r := &runner{
 		opts: opts, tables: tables, topts: topts, start: start, now: now,
 		src: deps.Source, docs: deps.Docs, blobs: deps.Blobs, progress: deps.Progress, log: deps.Log,
-		ids: transform.NewIDSet(), execs: execSet{}, samples: map[string]int{},
+		ids: transform.NewIDSet(), execs: transform.ExecutionSet{}, samples: map[string]int{},
 	}
 	if r.log == nil {
 		r.log = func(string, ...any) {}
@@ -203,26 +202,6 @@ func startClock(now func() time.Time, topts transform.Options) (func() time.Time
 	}
 	topts = topts.WithDefaults()
 	return now, start, topts, topts.Validate()
-}
-
-// readOrder returns the selected tables in read order.
-func readOrder(selected []string) ([]string, error) {
-	all := []string{transform.TableConfig, transform.TableEntities, transform.TableRelationships}
-	if len(selected) == 0 {
-		return all, nil
-	}
-	for _, t := range selected {
-		if !slices.Contains(all, t) {
-			return nil, fmt.Errorf("unknown table %q (want Config, Entities or Relationships)", t)
-		}
-	}
-	var out []string
-	for _, t := range all {
-		if slices.Contains(selected, t) {
-			out = append(out, t)
-		}
-	}
-	return out, nil
 }
 
 func newRunID(t time.Time) string {
@@ -318,7 +297,7 @@ func (r *runner) run(ctx context.Context) (Summary, error) {
 		counting.Go(func() { r.count(countCtx) })
 	}
 
-	for _, table := range []string{transform.TableConfig, transform.TableEntities, transform.TableRelationships} {
+	for _, table := range transform.Tables() {
 		ts := r.state.table(table)
 		switch {
 		case ts == nil && table == transform.TableEntities && slices.Contains(r.tables, transform.TableRelationships):
@@ -385,7 +364,7 @@ func (r *runner) summary() Summary {
 // totals. Errors only cost the totals.
 func (r *runner) count(ctx context.Context) {
 	for _, t := range r.tables {
-		n, err := r.src.Count(ctx, r.opts.TablePrefix+t, "")
+		n, err := r.src.Count(ctx, r.opts.TablePrefix+t, store.Query{})
 		if err != nil {
 			return
 		}
@@ -393,56 +372,10 @@ func (r *runner) count(ctx context.Context) {
 	}
 }
 
-// compareKeys compares row keys in the Table service's order: by
-// PartitionKey, then RowKey, each by UTF-16 code units.
-func compareKeys(pk1, rk1, pk2, rk2 string) int {
-	if c := compareUTF16(pk1, pk2); c != 0 {
-		return c
-	}
-	return compareUTF16(rk1, rk2)
-}
-
-func compareUTF16(a, b string) int {
-	if a == b {
-		return 0
-	}
-	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
-}
-
-// errStopScan ends a Scan early.
-var errStopScan = errors.New("stop")
-
-// scanTable reads table (read under its prefixed name) from `from` to its
-// end, calling fn for each page with the rows' Table set to the unprefixed
-// name; fn may end the scan early with errStopScan.
-func scanTable(ctx context.Context, src RowSource, prefix, table string, q azure.Query, from azure.Continuation, fn func(azure.Page) error) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		page, err := src.ReadPage(ctx, prefix+table, q, from)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", table, err)
-		}
-		for i := range page.Rows {
-			page.Rows[i].Table = table
-		}
-		if err := fn(page); err != nil {
-			if errors.Is(err, errStopScan) {
-				return nil
-			}
-			return err
-		}
-		if page.Next.IsZero() {
-			return nil
-		}
-		from = page.Next
-	}
-}
-
-// scan reads table from `from` to its end, calling fn for each page.
-func (r *runner) scan(ctx context.Context, table string, q azure.Query, from azure.Continuation, fn func(azure.Page) error) error {
-	return scanTable(ctx, r.src, r.opts.TablePrefix, table, q, from, fn)
+// scan reads table (under its prefixed name) from `from` to its end,
+// calling fn for each page (store.Scan).
+func (r *runner) scan(ctx context.Context, table string, q store.Query, from store.Cursor, fn func(store.Page) error) error {
+	return store.Scan(ctx, r.src, r.opts.TablePrefix, table, q, from, fn)
 }
 
 // replay re-reads the rows of table before its checkpoint (all of them
@@ -450,10 +383,10 @@ func (r *runner) scan(ctx context.Context, table string, q azure.Query, from azu
 // collisions and dangling indexes are judged against every earlier row
 // after a resume, exactly as in a run that was never interrupted.
 func (r *runner) replay(ctx context.Context, table string, ts *TableState, whole bool) error {
-	return r.scan(ctx, table, azure.Query{}, azure.Continuation{}, func(p azure.Page) error {
+	return r.scan(ctx, table, store.Query{}, store.Cursor{}, func(p store.Page) error {
 		for _, row := range p.Rows {
-			if !whole && compareKeys(row.PartitionKey, row.RowKey, ts.LastPartitionKey, ts.LastRowKey) > 0 {
-				return errStopScan
+			if !whole && transform.CompareKeys(row.PartitionKey, row.RowKey, ts.LastPartitionKey, ts.LastRowKey) > 0 {
+				return store.ErrStop
 			}
 			r.decide(row)
 		}
@@ -464,10 +397,10 @@ func (r *runner) replay(ctx context.Context, table string, ts *TableState, whole
 // scanExecutions records the execution ids of Entities, reading only
 // what is needed for it.
 func (r *runner) scanExecutions(ctx context.Context) error {
-	q := azure.Query{Select: []string{"PartitionKey", "RowKey", "ExecutionId"}}
-	return r.scan(ctx, transform.TableEntities, q, azure.Continuation{}, func(p azure.Page) error {
+	q := store.Query{Select: []string{"PartitionKey", "RowKey", "ExecutionId"}}
+	return r.scan(ctx, transform.TableEntities, q, store.Cursor{}, func(p store.Page) error {
 		for _, row := range p.Rows {
-			r.execs.addRow(row)
+			r.execs.AddRow(row)
 		}
 		return nil
 	})
@@ -478,13 +411,13 @@ func (r *runner) scanExecutions(ctx context.Context) error {
 func (r *runner) decide(row transform.Row) transform.Outcome {
 	var facts transform.BlobFacts
 	if row.Table == transform.TableEntities {
-		facts = r.blobIdx.facts(blobExecutionID(row))
+		facts = r.blobIdx.Facts(transform.ExecutionID(row))
 	}
 	o := r.ids.Check(transform.Transform(row, facts, r.topts))
 	switch {
 	case row.Table == transform.TableEntities:
-		r.execs.addRow(row)
-	case o.Disposition == transform.DispositionDroppedIndex && o.IndexExecutionID != "" && !r.execs.has(o.IndexExecutionID):
+		r.execs.AddRow(row)
+	case o.Disposition == transform.DispositionDroppedIndex && o.IndexExecutionID != "" && !r.execs.Has(o.IndexExecutionID):
 		o.Warnings = append(o.Warnings, transform.Warning{Reason: transform.ReasonDanglingIndex, Detail: o.IndexExecutionID})
 	}
 	return o
@@ -506,12 +439,15 @@ type item struct {
 // page is one page of rows on its way through the pipeline.
 type page struct {
 	items   []item
-	next    azure.Continuation
+	next    store.Cursor
 	pending sync.WaitGroup
 	failed  atomic.Bool
 }
 
-// process migrates table from its checkpoint to its end.
+// process migrates table from its checkpoint to its end: it transforms
+// each page as it is read (the next one is read meanwhile), hands its docs
+// to the pool of writers, and passes it on to the committer, which
+// checkpoints pages in order once their writes are acknowledged.
 func (r *runner) process(ctx context.Context, table string, ts *TableState) error {
 	// The committer cancels the rest when it stops (--max-errors, a
 	// failed state save).
@@ -520,30 +456,6 @@ func (r *runner) process(ctx context.Context, table string, ts *TableState) erro
 	g, gctx := errgroup.WithContext(pctx)
 	g.SetLimit(r.opts.Concurrency)
 
-	// Reader: one page ahead of the transform.
-	type readPage struct {
-		p   azure.Page
-		err error
-	}
-	pages := make(chan readPage, 1)
-	go func() {
-		defer close(pages)
-		err := r.scan(gctx, table, azure.Query{}, ts.Next, func(p azure.Page) error {
-			r.log("page of %s read: %d rows, more to come: %v", table, len(p.Rows), !p.Next.IsZero())
-			select {
-			case pages <- readPage{p: p}:
-				return nil
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		})
-		if err != nil && gctx.Err() == nil {
-			pages <- readPage{err: err}
-		}
-	}()
-
-	// Committer: checkpoints pages in order, once each page's writes are
-	// acknowledged.
 	inflight := make(chan *page, pagesInFlight)
 	commitErr := make(chan error, 1)
 	go func() {
@@ -554,15 +466,10 @@ func (r *runner) process(ctx context.Context, table string, ts *TableState) erro
 		commitErr <- err
 	}()
 
-	var loopErr error
-read:
-	for rp := range pages {
-		if rp.err != nil {
-			loopErr = rp.err
-			break
-		}
-		pg := &page{next: rp.p.Next, items: make([]item, len(rp.p.Rows))}
-		for i, row := range rp.p.Rows {
+	scanErr := r.scan(gctx, table, store.Query{}, ts.Next.store(), func(p store.Page) error {
+		r.log("page of %s read: %d rows, more to come: %v", table, len(p.Rows), !p.Next.IsZero())
+		pg := &page{next: p.Next, items: make([]item, len(p.Rows))}
+		for i, row := range p.Rows {
 			it := &pg.items[i]
 			it.row, it.out = row, r.decide(row)
 			r.planRow(it)
@@ -572,8 +479,8 @@ read:
 			if it.out.Disposition != transform.DispositionDoc {
 				continue
 			}
-			if gctx.Err() != nil {
-				break read
+			if err := gctx.Err(); err != nil {
+				return err
 			}
 			pg.pending.Add(1)
 			g.Go(func() error {
@@ -587,17 +494,18 @@ read:
 		}
 		select {
 		case inflight <- pg:
+			return nil
 		case <-gctx.Done():
-			break read
+			return gctx.Err()
 		}
-	}
+	})
 	close(inflight)
 	werr := g.Wait()
 	cerr := <-commitErr
-	// Drain the reader, which stops on gctx (done once g.Wait returned).
-	for range pages {
+	if gctx.Err() != nil && errors.Is(scanErr, gctx.Err()) {
+		scanErr = nil // a consequence of a writer's, the committer's or the caller's stop
 	}
-	if err := errors.Join(loopErr, werr, cerr); err != nil {
+	if err := errors.Join(scanErr, werr, cerr); err != nil {
 		if cerr == nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -623,7 +531,7 @@ func (r *runner) write(ctx context.Context, table string, it *item) error {
 	for _, u := range o.Uploads {
 		created, err := r.blobs.PutIfAbsent(ctx, u.Path, u.Data, u.ContentType)
 		switch {
-		case errors.Is(err, ErrBlobConflict):
+		case errors.Is(err, store.ErrBlobConflict):
 			it.deadLetter = fmt.Sprintf("blob %s already exists with different content", u.Path)
 			return nil
 		case err != nil:
@@ -635,7 +543,7 @@ func (r *runner) write(ctx context.Context, table string, it *item) error {
 		}
 	}
 	res, err := r.docs.Upsert(ctx, o.Container, o.Scope, o.ID, o.DocJSON)
-	var pe *PermanentError
+	var pe *store.PermanentError
 	switch {
 	case errors.As(err, &pe):
 		it.deadLetter = fmt.Sprintf("Cosmos DB rejected the doc (%d): %s", pe.StatusCode, pe.Reason)
@@ -723,7 +631,7 @@ func (r *runner) checkpoint(table string, ts *TableState, pg *page) error {
 	}
 	r.deadLetters += int64(len(dls))
 	ts.add(c)
-	ts.Next = pg.next
+	ts.Next = cursorOf(pg.next)
 	if n := len(pg.items); n > 0 {
 		last := pg.items[n-1].row
 		ts.LastPartitionKey, ts.LastRowKey = last.PartitionKey, last.RowKey

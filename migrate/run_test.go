@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -157,7 +158,7 @@ func TestRunDeadLetters(t *testing.T) {
 	}
 	e.docs.before = func(ctx context.Context, container, scope, id string) error {
 		if id == rejectID {
-			return &PermanentError{StatusCode: 400, Reason: "One of the specified inputs is invalid"}
+			return &store.PermanentError{StatusCode: 400, Reason: "One of the specified inputs is invalid"}
 		}
 		return nil
 	}
@@ -448,26 +449,5 @@ func TestRunRelationshipsAlone(t *testing.T) {
 	}
 	if s.Warnings[transform.ReasonDanglingIndex] != 1 || len(s.Tables) != 1 || s.Tables[0].Rows != 73 {
 		t.Errorf("summary %+v", s)
-	}
-}
-
-func TestReadOrder(t *testing.T) {
-	got, err := readOrder([]string{"Relationships", "Config"})
-	if err != nil || !reflect.DeepEqual(got, []string{"Config", "Relationships"}) {
-		t.Errorf("readOrder: %v %v", got, err)
-	}
-	if _, err := readOrder([]string{"Users"}); err == nil {
-		t.Error("unknown table accepted")
-	}
-}
-
-func TestCompareUTF16(t *testing.T) {
-	// U+FF21 sorts before U+1F600 in UTF-16 (0xFF21 < 0xD83D is false!):
-	// surrogates 0xD800–0xDFFF sort below 0xE000–0xFFFF.
-	if compareUTF16("\U0001F600", "\uFF21") >= 0 {
-		t.Error("a supplementary character must sort before U+FF21 in UTF-16 order")
-	}
-	if compareUTF16("a", "b") >= 0 || compareUTF16("b", "a") <= 0 || compareUTF16("x", "x") != 0 {
-		t.Error("ASCII order")
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // File names in the state directory.
@@ -42,12 +42,24 @@ type State struct {
 	Tables          []TableState `json:"tables"`
 }
 
+// cursor is where a table's reading resumes, as state.json keeps it: the
+// Table service's continuation, in a format of migrate's own (the
+// adapter's types carry no JSON format).
+type cursor struct {
+	NextPartitionKey string `json:"nextPartitionKey,omitempty"`
+	NextRowKey       string `json:"nextRowKey,omitempty"`
+}
+
+func cursorOf(c store.Cursor) cursor { return cursor(c) }
+
+func (c cursor) store() store.Cursor { return store.Cursor(c) }
+
 // TableState is the checkpoint of one table.
 type TableState struct {
 	Table string `json:"table"`
 	// Next is where reading resumes; zero with Rows > 0 and !Done cannot
 	// happen (a table whose last page is checkpointed is Done).
-	Next azure.Continuation `json:"next"`
+	Next cursor `json:"next"`
 	// LastPartitionKey and LastRowKey are the keys of the last row
 	// checkpointed, so a resume can re-read the rows before the checkpoint
 	// (for collision and dangling-index detection) without relying on the

@@ -17,6 +17,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	provision "github.com/bifrost/bifrost-migrate/init"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
@@ -121,7 +122,7 @@ func rawScan(b *testing.B, reader *azure.TableReader, docs *azure.DocReader, pre
 		if ok, _ := reader.Exists(ctx, prefix+table); !ok {
 			continue
 		}
-		err := reader.Scan(ctx, prefix+table, azure.Query{}, azure.Continuation{}, func(p azure.Page) error {
+		err := store.Scan(ctx, reader, "", prefix+table, store.Query{}, store.Cursor{}, func(p store.Page) error {
 			rows += len(p.Rows)
 			if table == fixtures.TableEntities {
 				for _, r := range p.Rows {
@@ -138,7 +139,7 @@ func rawScan(b *testing.B, reader *azure.TableReader, docs *azure.DocReader, pre
 	ndocs := 0
 	for _, c := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
 		for scope := range scopes {
-			err := docs.QueryAll(ctx, c, "SELECT * FROM c WHERE c.scope = @scope", []azure.QueryParam{{Name: "@scope", Value: scope}}, 0, func([]byte) error {
+			err := docs.QueryAll(ctx, c, "SELECT * FROM c WHERE c.scope = @scope", []store.QueryParam{{Name: "@scope", Value: scope}}, 0, func([]byte) error {
 				ndocs++
 				return nil
 			})
@@ -245,7 +246,7 @@ func loadBench(b *testing.B, acct azure.StorageAccount, cosmos *azcosmos.Client,
 		}()
 	}
 	ids := transform.NewIDSet()
-	err = reader.Scan(ctx, prefix+fixtures.TableEntities, azure.Query{}, azure.Continuation{}, func(p azure.Page) error {
+	err = store.Scan(ctx, reader, "", prefix+fixtures.TableEntities, store.Query{}, store.Cursor{}, func(p store.Page) error {
 		for _, row := range p.Rows {
 			row.Table = fixtures.TableEntities
 			_, rest, _ := strings.Cut(row.RowKey, "_")

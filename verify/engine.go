@@ -11,11 +11,10 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -48,7 +47,7 @@ type Options struct {
 	// falls below it, and judges only the docs of those rows. 0 means 1.
 	Sample float64
 	// PageSize is the most docs per query page; 0 means
-	// azure.DefaultQueryPageSize.
+	// store.DefaultQueryPageSize.
 	PageSize int
 	// Database is recorded in the report.
 	Database string
@@ -137,7 +136,7 @@ type state struct {
 	v    *Verifier
 	opts Options
 
-	facts       map[string]transform.BlobFacts
+	blobs       transform.BlobIndex
 	blobsListed int
 
 	mu       sync.Mutex // guards actual, byKey, bySrc, docsRead
@@ -179,7 +178,7 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	s := &state{
 		v: v, opts: opts,
-		facts:     map[string]transform.BlobFacts{},
+		blobs:     transform.BlobIndex{},
 		byKey:     map[key]int{},
 		bySrc:     map[key]int{},
 		docsRead:  map[string]int{},
@@ -245,26 +244,8 @@ func firstReal(errs ...error) []error {
 func (s *state) listBlobs(ctx context.Context) error {
 	return s.v.Blobs.List(ctx, func(name string, size int64) error {
 		s.blobsListed++
-		exec, file, ok := strings.Cut(name, "/")
-		if !ok {
-			return nil
-		}
-		if b, ok := transform.ParseBlobName(file); ok {
-			f := s.facts[exec]
-			f.Set(b, size)
-			s.facts[exec] = f
-		}
-		return nil
+		return s.blobs.Add(name, size)
 	})
-}
-
-func (s *state) blobExists(path string) bool {
-	exec, file, ok := strings.Cut(path, "/")
-	if !ok {
-		return false
-	}
-	b, ok := transform.ParseBlobName(file)
-	return ok && s.facts[exec].Exists(b)
 }
 
 // readDocs reads every doc of every container, hashing them on all CPUs
@@ -350,7 +331,7 @@ func (s *state) indexDoc(c string, raw []byte) (actualDoc, key, error) {
 	}
 	if c == transform.ContainerExecutions {
 		for _, f := range blobPathFields {
-			if p, ok := m[f].(string); ok && !s.blobExists(p) {
+			if p, ok := m[f].(string); ok && !s.blobs.Exists(p) {
 				a.blobIssues = append(a.blobIssues, blobIssue{f, p})
 			}
 		}
@@ -382,9 +363,9 @@ func canonicalKey(v any) (key, error) {
 // entries of the sampled ones.
 func (s *state) readRows(ctx context.Context) error {
 	ids := transform.NewIDSet()
-	var executions map[string]struct{}
+	var executions transform.ExecutionSet
 	if slices.Contains(s.opts.Tables, transform.TableEntities) {
-		executions = map[string]struct{}{}
+		executions = transform.ExecutionSet{}
 		s.entities = true
 	}
 	for _, table := range s.opts.Tables {
@@ -406,9 +387,7 @@ func (s *state) readRows(ctx context.Context) error {
 				if executions != nil && table == transform.TableEntities && o.Kind == "execution" {
 					// Both ids count, as in run: an index naming either
 					// is not dangling.
-					for _, id := range rowExecutionIDs(row) {
-						executions[id] = struct{}{}
-					}
+					executions.AddRow(row)
 				}
 				src := keyOf(table, row.PartitionKey, row.RowKey)
 				if !sampledKey(src, s.opts.Sample) {
@@ -428,43 +407,11 @@ func (s *state) readRows(ctx context.Context) error {
 }
 
 // scan reads table page by page, fetching the next page while fn works on
-// the current one.
+// the current one (store.Scan).
 func (s *state) scan(ctx context.Context, table string, fn func([]transform.Row) error) error {
-	type result struct {
-		page azure.Page
-		err  error
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	pages := make(chan result, 2)
-	go func() {
-		defer close(pages)
-		var from azure.Continuation
-		for {
-			p, err := s.v.Rows.ReadPage(ctx, s.opts.TablePrefix+table, azure.Query{}, from)
-			select {
-			case pages <- result{p, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil || p.Next.IsZero() {
-				return
-			}
-			from = p.Next
-		}
-	}()
-	for r := range pages {
-		if r.err != nil {
-			return r.err
-		}
-		for i := range r.page.Rows {
-			r.page.Rows[i].Table = table
-		}
-		if err := fn(r.page.Rows); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
+	return store.Scan(ctx, s.v.Rows, s.opts.TablePrefix, table, store.Query{}, store.Cursor{}, func(p store.Page) error {
+		return fn(p.Rows)
+	})
 }
 
 // transformAll transforms a page of rows on all CPUs (Transform is pure).
@@ -488,34 +435,9 @@ func (s *state) transformAll(rows []transform.Row) []transform.Outcome {
 func (s *state) transformRow(row transform.Row) transform.Outcome {
 	var facts transform.BlobFacts
 	if row.Table == transform.TableEntities && transform.Kind(row.RowKey) == "execution" {
-		facts = s.facts[executionID(row)]
+		facts = s.blobs.Facts(transform.ExecutionID(row))
 	}
 	return transform.Transform(row, facts, s.opts.Transform)
-}
-
-// executionID is the id an execution row's blobs are filed under: its
-// ExecutionId property, else the RowKey after the first '_' (SPEC §8).
-func executionID(row transform.Row) string {
-	if v, ok := row.Props["ExecutionId"]; ok && v.Str != "" {
-		return v.Str
-	}
-	_, rest, _ := strings.Cut(row.RowKey, ":")
-	_, id, _ := strings.Cut(rest, "_")
-	return id
-}
-
-// rowExecutionIDs returns the non-empty execution ids an execution row
-// stands for: its ExecutionId property and the id in its RowKey.
-func rowExecutionIDs(row transform.Row) []string {
-	var ids []string
-	if v, ok := row.Props["ExecutionId"]; ok && v.Str != "" {
-		ids = append(ids, v.Str)
-	}
-	_, rest, _ := strings.Cut(row.RowKey, ":")
-	if _, id, _ := strings.Cut(rest, "_"); id != "" {
-		ids = append(ids, id)
-	}
-	return ids
 }
 
 func (s *state) kind(table, kind string) int {
@@ -530,7 +452,7 @@ func (s *state) kind(table, kind string) int {
 	return i
 }
 
-func (s *state) addRow(row transform.Row, src key, o transform.Outcome, executions map[string]struct{}) error {
+func (s *state) addRow(row transform.Row, src key, o transform.Outcome, executions transform.ExecutionSet) error {
 	ki := s.kind(row.Table, transform.Kind(row.RowKey))
 	c := &s.kinds[ki]
 	c.Rows++
@@ -559,7 +481,7 @@ func (s *state) addRow(row transform.Row, src key, o transform.Outcome, executio
 	case transform.DispositionDroppedIndex:
 		c.DroppedIndex++
 		if executions != nil && o.IndexExecutionID != "" {
-			if _, ok := executions[o.IndexExecutionID]; !ok {
+			if !executions.Has(o.IndexExecutionID) {
 				s.dangling = append(s.dangling, DanglingIndex{PartitionKey: row.PartitionKey, RowKey: row.RowKey, ExecutionID: o.IndexExecutionID})
 				s.warnings[transform.ReasonDanglingIndex]++
 			}
@@ -677,7 +599,7 @@ func (s *state) join() (*Report, []detailJob) {
 	sort.Slice(r.Orphans, func(i, j int) bool {
 		a, b := r.Orphans[i], r.Orphans[j]
 		if a.Table != b.Table {
-			return tableOrder(a.Table) < tableOrder(b.Table)
+			return transform.TableOrder(a.Table) < transform.TableOrder(b.Table)
 		}
 		if a.PartitionKey != b.PartitionKey {
 			return a.PartitionKey < b.PartitionKey
@@ -691,18 +613,6 @@ func (s *state) join() (*Report, []detailJob) {
 	return r, jobs
 }
 
-func tableOrder(t string) int {
-	switch t {
-	case transform.TableConfig:
-		return 0
-	case transform.TableEntities:
-		return 1
-	case transform.TableRelationships:
-		return 2
-	}
-	return 3
-}
-
 // fillCounts copies the per-kind counters into the report, tables in read
 // order and kinds by name, and sums them.
 func (s *state) fillCounts(r *Report) {
@@ -713,7 +623,7 @@ func (s *state) fillCounts(r *Report) {
 	sort.Slice(order, func(i, j int) bool {
 		a, b := s.kindNames[order[i]], s.kindNames[order[j]]
 		if a.table != b.table {
-			return tableOrder(a.table) < tableOrder(b.table)
+			return transform.TableOrder(a.table) < transform.TableOrder(b.table)
 		}
 		return a.kind < b.kind
 	})
@@ -805,16 +715,10 @@ func (s *state) detail(ctx context.Context, j detailJob) ([]Difference, error) {
 // readAndCompare reads the row of exp and the doc at act and compares
 // them field by field.
 func (s *state) readAndCompare(ctx context.Context, exp, act DocRef) ([]fieldDiff, error) {
-	filter := fmt.Sprintf("PartitionKey eq '%s' and RowKey eq '%s'", odataQuote(exp.PartitionKey), odataQuote(exp.RowKey))
-	page, err := s.v.Rows.ReadPage(ctx, s.opts.TablePrefix+exp.Table, azure.Query{Filter: filter, Top: 1}, azure.Continuation{})
-	if err != nil {
+	row, found, err := store.Lookup(ctx, s.v.Rows, s.opts.TablePrefix, exp.Table, store.Key{PartitionKey: exp.PartitionKey, RowKey: exp.RowKey})
+	if err != nil || !found {
 		return nil, err
 	}
-	if len(page.Rows) == 0 {
-		return nil, nil
-	}
-	row := page.Rows[0]
-	row.Table = exp.Table
 	o := s.transformRow(row)
 	if o.Disposition != transform.DispositionDoc {
 		return nil, nil
@@ -833,5 +737,3 @@ func (s *state) readAndCompare(ctx context.Context, exp, act DocRef) ([]fieldDif
 	}
 	return compareDocs(want, got), nil
 }
-
-func odataQuote(s string) string { return strings.ReplaceAll(s, "'", "''") }

@@ -3,13 +3,13 @@ package verify
 import (
 	"context"
 
-	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // RowSource reads table pages. *azure.TableReader implements it.
 type RowSource interface {
 	// ReadPage reads one page of table from `from` (zero: the beginning).
-	ReadPage(ctx context.Context, table string, q azure.Query, from azure.Continuation) (azure.Page, error)
+	ReadPage(ctx context.Context, table string, q store.Query, from store.Cursor) (store.Page, error)
 	// Exists reports whether the table exists.
 	Exists(ctx context.Context, table string) (bool, error)
 }
@@ -19,7 +19,7 @@ type RowSource interface {
 type DocSource interface {
 	// QueryAll runs query over every partition of container and calls fn
 	// with each doc's raw JSON, page by page (pageSize docs at most).
-	QueryAll(ctx context.Context, container, query string, params []azure.QueryParam, pageSize int, fn func(doc []byte) error) error
+	QueryAll(ctx context.Context, container, query string, params []store.QueryParam, pageSize int, fn func(doc []byte) error) error
 	// Read point-reads one doc; found is false when it does not exist.
 	Read(ctx context.Context, container, scope, id string) (doc []byte, found bool, err error)
 }

@@ -1,0 +1,112 @@
+// Package store holds what the domain packages (migrate, verify) and the
+// Azure adapters (package azure) share: how table rows are selected and
+// paged, what a write reports, and the errors that decide what the
+// pipeline does with a row. It is a leaf: it imports no adapter and no
+// SDK, so the domain packages never depend on package azure, and azure
+// implements these types rather than defining them.
+package store
+
+import (
+	"errors"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// PageSize is the most rows the Table service returns in one page.
+const PageSize = 1000
+
+// Cursor is where the next page of a table query starts: the Table
+// service's continuation (NextPartitionKey, NextRowKey). The zero value
+// means "from the beginning" when passed in, and "no more pages" when
+// returned. It is opaque to callers, who only store it and pass it back.
+type Cursor struct {
+	NextPartitionKey string
+	NextRowKey       string
+}
+
+// IsZero reports whether c is the zero Cursor.
+func (c Cursor) IsZero() bool { return c == Cursor{} }
+
+// Query selects rows of one table. The zero value selects every row with
+// every property.
+type Query struct {
+	// Since, when not zero, selects the rows whose Timestamp is at or
+	// after it (the service filters them).
+	Since time.Time
+	// Key, when not nil, selects the one row with these keys.
+	Key *Key
+	// Select limits the properties returned. Empty means all.
+	Select []string
+	// Top is the page size; 0 means PageSize.
+	Top int
+}
+
+// Key is a row's PartitionKey and RowKey.
+type Key struct {
+	PartitionKey string
+	RowKey       string
+}
+
+// Page is one page of rows, in the service's key order.
+type Page struct {
+	Rows []transform.Row
+	// Next is where the following page starts; zero when this page is
+	// the last. A page may be empty and still have a Next.
+	Next Cursor
+}
+
+// QueryParam is one named parameter of a Cosmos DB SQL query ("@scope").
+type QueryParam struct {
+	Name  string
+	Value any
+}
+
+// DefaultQueryPageSize is the page size of a doc query given 0. It is
+// large on purpose: a real account caps a page at 4 MB of response anyway,
+// and the Cosmos DB stand-in evaluates every page by scanning its whole
+// container, so small pages make a full read quadratic.
+const DefaultQueryPageSize = 10000
+
+// WriteResult is what a successful write reports.
+type WriteResult struct {
+	// RequestCharge is the sum of the request units of every attempt,
+	// including throttled and failed ones.
+	RequestCharge float64
+	// ETag is the doc's new _etag, when the service returned it.
+	ETag string
+}
+
+// PermanentError is a write failure that retrying cannot fix (a 4xx other
+// than 408, 409 where noted, 429 and 449): the row is dead-lettered with
+// Reason, which never contains credentials or the doc.
+type PermanentError struct {
+	StatusCode int
+	Reason     string
+}
+
+func (e *PermanentError) Error() string { return e.Reason }
+
+// The outcomes a caller acts on. The adapters wrap them in errors that say
+// more; test with errors.Is.
+var (
+	// ErrExists: a doc created with that id already exists in the
+	// partition (409).
+	ErrExists = errors.New("doc already exists")
+	// ErrPreconditionFailed: the doc's _etag no longer matches If-Match
+	// (412).
+	ErrPreconditionFailed = errors.New("doc changed since it was read (etag mismatch)")
+	// ErrNotFound: the doc does not exist (404 on a replace or delete).
+	ErrNotFound = errors.New("doc not found")
+	// ErrBlobConflict: a blob that must be created already exists with
+	// different content.
+	ErrBlobConflict = errors.New("a different blob already exists")
+	// ErrRetriesExhausted: a transient failure outlasted the retry
+	// timeout (--retry-timeout). The operation may succeed later, so the
+	// caller stops resumable rather than dead-lettering.
+	ErrRetriesExhausted = errors.New("retries exhausted")
+	// ErrAccessDenied: the service refused the credentials (401, 403): a
+	// problem of the account or its permissions, not of the row, so
+	// callers stop instead of dead-lettering.
+	ErrAccessDenied = errors.New("access denied")
+)
