@@ -143,6 +143,11 @@ type CosmosDocs struct {
 	retry    RetryOptions
 }
 
+// resource is container of d's database, for a *ResourceError.
+func (d *CosmosDocs) resource(container string) Resource {
+	return Resource{Service: ServiceCosmos, Kind: KindContainer, Name: d.database + "/" + container, Endpoint: d.client.Endpoint()}
+}
+
 // NewCosmosDocs returns a CosmosDocs for database over client (see
 // NewCosmosClient). retry may be nil for the defaults.
 func NewCosmosDocs(client *azcosmos.Client, database string, retry *RetryOptions) *CosmosDocs {
@@ -156,9 +161,11 @@ func NewCosmosDocs(client *azcosmos.Client, database string, retry *RetryOptions
 // Upsert creates or replaces the doc (JSON bytes, which must carry id and
 // scope) in partition scope of container. Repeating it is harmless, so a
 // connection dropped after the service wrote it is simply retried. It
-// returns a *PermanentError for a 4xx other than 408/429/449, an error
-// wrapping ErrRetriesExhausted when transient failures last too long, or
-// the context's error.
+// returns a *PermanentError for a 4xx other than 401/403/408/429/449; a
+// *ResourceError naming the container that wraps ErrAccessDenied and the
+// service's answer for 401/403, or ErrRetriesExhausted and the last
+// attempt's error when transient failures last too long, or a transport
+// error that is not retried; or the context's error.
 func (d *CosmosDocs) Upsert(ctx context.Context, container, scope, id string, doc []byte) (WriteResult, error) {
 	var res WriteResult
 	err := d.do(ctx, "upsert", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
@@ -270,9 +277,10 @@ var noSDKRetries = policy.RetryOptions{MaxRetries: -1}
 // do runs op until it succeeds, fails permanently, or the retry budget is
 // spent. Every attempt's request charge is added to *charge.
 func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charge *float64, op func(context.Context, *azcosmos.ContainerClient) (float64, error)) error {
+	where := fmt.Sprintf("cosmos %s %s/%s", opName, container, id)
 	c, err := d.client.NewContainer(d.database, container)
 	if err != nil {
-		return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, err)
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	o := d.retry
 	start := o.Now()
@@ -289,7 +297,7 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 			*charge += responseCharge(err)
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, ctx.Err())
+			return fmt.Errorf("%s: %w", where, ctx.Err())
 		}
 		wait, transient := classify(err)
 		if !transient {
@@ -298,40 +306,34 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 				// The account refuses us (key rotated, missing role,
 				// firewall): no row can be written, so this is fatal, not a
 				// dead letter for every row; the run stops resumable.
-				return fmt.Errorf("cosmos %s: %w: %s", opName, ErrAccessDenied, describe(err))
+				return &ResourceError{Resource: d.resource(container), Err: &oneLineError{
+					msg:  fmt.Sprintf("cosmos %s: %v: %s", opName, ErrAccessDenied, describe(err)),
+					errs: []error{ErrAccessDenied, err},
+				}}
 			}
 			if errors.As(err, &re) {
 				return &PermanentError{StatusCode: re.StatusCode, Reason: fmt.Sprintf("cosmos %s: %s", opName, describe(err))}
 			}
-			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, ScrubError(err))
+			return &ResourceError{Resource: d.resource(container), Op: where, Err: ScrubError(err)}
 		}
 		if wait <= 0 {
 			wait = backoff(o, attempt)
 		}
 		elapsed := o.Now().Sub(start)
 		if attempt >= o.MaxAttempts || elapsed+wait > o.MaxElapsed {
-			return &exhaustedError{
-				msg: fmt.Sprintf("cosmos %s %s/%s: %v after %d attempts in %s: %s",
-					opName, container, id, ErrRetriesExhausted, attempt, elapsed.Round(time.Millisecond), describe(err)),
-				last: err,
-			}
+			// One line that wraps both ErrRetriesExhausted and the last
+			// attempt's error, so that callers can tell a 429 from a 503.
+			return &ResourceError{Resource: d.resource(container), Err: &oneLineError{
+				msg: fmt.Sprintf("%s: %v after %d attempts in %s: %s",
+					where, ErrRetriesExhausted, attempt, elapsed.Round(time.Millisecond), describe(err)),
+				errs: []error{ErrRetriesExhausted, err},
+			}}
 		}
 		if err := o.Sleep(ctx, wait); err != nil {
-			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
 }
-
-// exhaustedError is a one-line message that wraps both
-// ErrRetriesExhausted and the last attempt's error (whose own text, from
-// azcore, spans many lines).
-type exhaustedError struct {
-	msg  string
-	last error
-}
-
-func (e *exhaustedError) Error() string   { return e.msg }
-func (e *exhaustedError) Unwrap() []error { return []error{ErrRetriesExhausted, e.last} }
 
 // backoff is the full-jitter exponential wait before attempt+1.
 func backoff(o RetryOptions, attempt int) time.Duration {
@@ -345,8 +347,9 @@ func backoff(o RetryOptions, attempt int) time.Duration {
 }
 
 // ErrAccessDenied is wrapped by the error of a write that Cosmos DB refused
-// with 401 or 403: a problem of the account or its permissions, not of the
-// row, so callers stop instead of dead-lettering.
+// with 401 or 403 (together with the service's *azcore.ResponseError): a
+// problem of the account or its permissions, not of the row, so callers
+// stop instead of dead-lettering.
 var ErrAccessDenied = errors.New("access denied")
 
 // classify reports whether err is worth retrying and, for a 429 that says
