@@ -48,7 +48,7 @@ type ReplayOptions struct {
 type replayServices struct {
 	deps    migrate.ReplayDeps
 	where   string
-	missing []string
+	missing []azure.Resource
 }
 
 // maxConflictsShown is how many conflicts the text output lists.
@@ -208,7 +208,10 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	}
 	status("%s", svc.where)
 	if len(svc.missing) > 0 {
-		return fmt.Errorf("%s missing: run `bifrost-migrate init` (and `run`) first", strings.Join(svc.missing, ", "))
+		return &notProvisionedError{Missing: svc.missing}
+	}
+	if err := probeTables(ctx, svc.deps.Source, m.TablePrefix, m.Tables); err != nil {
+		return err
 	}
 	var bars *barProgress
 	if !opts.Quiet {

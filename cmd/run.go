@@ -41,17 +41,16 @@ type RunOptions struct {
 
 	// Connect connects to the accounts. It returns the pipeline's
 	// services, a description of the targets without secrets, and the
-	// containers that are missing ("database/container" or "blob
-	// container NAME").
+	// database or containers that are missing.
 	Connect func(ctx context.Context) (runServices, error)
 }
 
 // runServices is what Connect returns.
 type runServices struct {
 	deps    migrate.Deps
-	where   string   // for status output, no secrets
-	target  string   // for the state fingerprint, no secrets
-	missing []string // containers that do not exist
+	where   string           // for status output, no secrets
+	target  string           // for the state fingerprint, no secrets
+	missing []azure.Resource // the database or containers that do not exist
 	// noBlobContainer: the blob container is missing, so a dry run lists
 	// nothing.
 	noBlobContainer bool
@@ -102,7 +101,8 @@ time and docs/s.
 Exit 3 when rows were dead-lettered (a dry run too: it predicts them),
 1 when --max-errors stopped the run or on any fatal error, 130 when
 interrupted; in both cases the state is saved and a rerun resumes.
-The containers must exist: run 'bifrost-migrate init' first.`,
+The containers and the selected tables must exist (run 'bifrost-migrate
+init' first); run checks them before it reads or writes anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Out, opts.ErrOut = f.Out, f.ErrOut
@@ -206,12 +206,19 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	status("%s", svc.where)
 	if len(svc.missing) > 0 {
 		if !m.DryRun {
-			return fmt.Errorf("%s missing: run `bifrost-migrate init` first", strings.Join(svc.missing, ", "))
+			return &notProvisionedError{Missing: svc.missing}
 		}
-		status("dry run: %s missing (run `bifrost-migrate init` before the real run)", strings.Join(svc.missing, ", "))
+		names := make([]string, len(svc.missing))
+		for i, r := range svc.missing {
+			names[i] = r.String()
+		}
+		status("dry run: %s missing (run `bifrost-migrate init` before the real run)", strings.Join(names, ", "))
 		if svc.noBlobContainer {
 			svc.deps.Blobs = emptyBlobs{}
 		}
+	}
+	if err := probeTables(ctx, svc.deps.Source, m.TablePrefix, m.Tables); err != nil {
+		return err
 	}
 	m.Target = svc.target
 

@@ -566,12 +566,46 @@ func TestRunNeedsInit(t *testing.T) {
 	if _, err := fixtures.Load(context.Background(), e.tables, e.blobs, fixtures.LoadOptions{TablePrefix: e.prefix}); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := e.cli("run")
-	if code != ExitFatal || !strings.Contains(stderr, "run `bifrost-migrate init` first") {
-		t.Errorf("exit %d, stderr %q", code, stderr)
+	code, stdout, stderr := e.cli("run")
+	// Loading the fixtures created the blob container.
+	want := "bifrost-migrate: database " + e.database + " does not exist in Cosmos DB " + testenv.Cosmos(t).Endpoint + "; run `bifrost-migrate init` first"
+	if code != ExitFatal || stdout != "" || lastLine(stderr) != want {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 1 and last line\n%s", code, stdout, stderr, want)
 	}
 	if _, err := os.Stat(e.stateDir); !os.IsNotExist(err) {
 		t.Errorf("a run that could not start created the state directory")
+	}
+}
+
+// lastLine returns the last line of s (without its newline).
+func lastLine(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	return s[strings.LastIndex(s, "\n")+1:]
+}
+
+// TestRunMissingSourceTable: a selected table that does not exist stops
+// run before anything is read, written or saved: exit 1 with a sentence
+// naming the table and --tables, and no "run again to resume", which
+// could not help.
+func TestRunMissingSourceTable(t *testing.T) {
+	e := newRunEnv(t)
+	e.load()
+	if err := e.tables.DeleteTable(context.Background(), e.prefix+"Entities"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run"}, {"run", "--dry-run"}, {"--output", "json", "run"}} {
+		code, stdout, stderr := e.cli(args...)
+		want := "bifrost-migrate: source table " + e.prefix + "Entities does not exist in " + testenv.Storage(t).TableEndpoint +
+			"; check the tables connection, or choose tables with --tables"
+		if code != ExitFatal || lastLine(stderr) != want {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 1 and last line\n%s", args, code, stderr, want)
+		}
+		if strings.Contains(stdout+stderr, "run again") || stdout != "" {
+			t.Errorf("%v: stdout %q, stderr %q: nothing may be printed but the error", args, stdout, stderr)
+		}
+		if _, err := os.Stat(e.stateDir); !os.IsNotExist(err) {
+			t.Errorf("%v: a run that could not start created the state directory", args)
+		}
 	}
 }
 
