@@ -279,3 +279,28 @@ func transient(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
+
+// ending is how a command that writes a summary ended, for the summary's
+// last line.
+type ending int
+
+const (
+	endedDone        ending = iota // it finished (maybe with dead letters or conflicts)
+	endedInterrupted               // SIGINT/SIGTERM
+	endedTransient                 // a failure that running again may not meet
+	endedFailed                    // an error that must be fixed first
+)
+
+// endingOf classifies the error a command's work returned; interrupted
+// tells whether a signal cancelled the root context.
+func endingOf(err error, interrupted bool) ending {
+	switch {
+	case err == nil:
+		return endedDone
+	case interrupted:
+		return endedInterrupted
+	case transient(err):
+		return endedTransient
+	}
+	return endedFailed
+}

@@ -236,11 +236,12 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 		bars.finish()
 	}
 	if s.Tables != nil {
+		end := endingOf(err, ctx.Err() != nil)
 		var werr error
 		if opts.JSON {
-			werr = writeReplayJSON(opts.Out, s)
+			werr = writeReplayJSON(opts.Out, s, end)
 		} else {
-			werr = writeReplayText(opts.Out, s)
+			werr = writeReplayText(opts.Out, s, end)
 		}
 		if err == nil {
 			err = werr
@@ -286,8 +287,8 @@ var replayColumns = []struct {
 }
 
 // writeReplayText prints the summary table, the totals and the first
-// conflicts.
-func writeReplayText(w io.Writer, s migrate.ReplaySummary) error {
+// conflicts, and last a line that says how replay ended.
+func writeReplayText(w io.Writer, s migrate.ReplaySummary, end ending) error {
 	if s.DryRun {
 		fmt.Fprintf(w, "DRY RUN: nothing was written; the counts say what replay would do.\n")
 	}
@@ -348,6 +349,10 @@ func writeReplayText(w io.Writer, s migrate.ReplaySummary) error {
 		writeConflict(w, c)
 	}
 	switch {
+	case end == endedInterrupted || end == endedTransient:
+		fmt.Fprintf(w, "replay: not complete: run it again with the same --since to finish\n")
+	case end == endedFailed:
+		fmt.Fprintf(w, "replay: not complete: stopped by the error reported on stderr\n")
 	case t.Conflicts > 0:
 		fmt.Fprintf(w, "replay: %d conflict(s) left unresolved\n", t.Conflicts)
 	case t.DeadLetters > 0:
@@ -392,12 +397,14 @@ func valueText(v json.RawMessage) string {
 	return string(v)
 }
 
-// writeReplayJSON prints the summary as one {"type":"summary"} object.
-func writeReplayJSON(w io.Writer, s migrate.ReplaySummary) error {
+// writeReplayJSON prints the summary as one {"type":"summary"} object;
+// "complete" is false when replay stopped before the end (end).
+func writeReplayJSON(w io.Writer, s migrate.ReplaySummary, end ending) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(struct {
-		Type string `json:"type"`
+		Type     string `json:"type"`
+		Complete bool   `json:"complete"`
 		migrate.ReplaySummary
-	}{"summary", s})
+	}{"summary", end == endedDone, s})
 }

@@ -100,9 +100,11 @@ time and docs/s.
 
 Exit 3 when rows were dead-lettered (a dry run too: it predicts them),
 1 when --max-errors stopped the run or on any fatal error, 130 when
-interrupted; in both cases the state is saved and a rerun resumes.
-The containers and the selected tables must exist (run 'bifrost-migrate
-init' first); run checks them before it reads or writes anything.`,
+interrupted. The checkpoint survives every failure: after an interruption or a
+transient failure (throttling or 5xx beyond the retries) a rerun resumes;
+after any other error, fix what the error says first. The containers and
+the selected tables must exist (run 'bifrost-migrate init' first); run
+checks them before it reads or writes anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Out, opts.ErrOut = f.Out, f.ErrOut
@@ -255,7 +257,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		if opts.JSON {
 			werr = writeRunJSON(opts.Out, s)
 		} else {
-			werr = writeRunText(opts.Out, s)
+			werr = writeRunText(opts.Out, s, endingOf(err, ctx.Err() != nil))
 		}
 		if err == nil {
 			err = werr
@@ -282,8 +284,10 @@ var dispositionColumns = []transform.Disposition{
 	transform.DispositionExpired, transform.DispositionDeadLetter,
 }
 
-// writeRunText prints the summary as tables (and the plan of a dry run).
-func writeRunText(w io.Writer, s migrate.Summary) error {
+// writeRunText prints the summary as tables (and the plan of a dry run);
+// end says how the run ended, for the line that says whether it is
+// complete and what to do.
+func writeRunText(w io.Writer, s migrate.Summary, end ending) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "TABLE\tKIND\tROWS\t")
 	for _, d := range dispositionColumns {
@@ -342,20 +346,34 @@ func writeRunText(w io.Writer, s migrate.Summary) error {
 	default:
 		fmt.Fprintf(w, "dead letters: %d\n", s.DeadLetters)
 	}
+	if s.DryRun {
+		if s.Plan != nil {
+			if err := writePlanText(w, s); err != nil {
+				return err
+			}
+		}
+		if !s.Complete {
+			// Last, so that nothing after it looks like a finished plan.
+			_, err := fmt.Fprintln(w, "dry run not complete: stopped by the error reported on stderr")
+			return err
+		}
+		return nil
+	}
+	var err error
 	switch {
 	case s.AlreadyComplete:
-		fmt.Fprintf(w, "run %s was already complete: nothing done (use --restart to run again)\n", s.RunID)
+		_, err = fmt.Fprintf(w, "run %s was already complete: nothing done (use --restart to run again)\n", s.RunID)
 	case s.Resumed && s.Complete:
-		fmt.Fprintf(w, "run %s resumed and complete\n", s.RunID)
-	case s.Complete && !s.DryRun:
-		fmt.Fprintf(w, "run %s complete\n", s.RunID)
-	case !s.Complete:
-		fmt.Fprintf(w, "run %s not complete: run again to resume\n", s.RunID)
+		_, err = fmt.Fprintf(w, "run %s resumed and complete\n", s.RunID)
+	case s.Complete:
+		_, err = fmt.Fprintf(w, "run %s complete\n", s.RunID)
+	case end == endedInterrupted || end == endedTransient:
+		// Only these end in a state that running again as is can finish.
+		_, err = fmt.Fprintf(w, "run %s not complete: run again to resume\n", s.RunID)
+	default:
+		_, err = fmt.Fprintf(w, "run %s not complete: stopped by the error reported on stderr (the state is saved)\n", s.RunID)
 	}
-	if s.Plan != nil {
-		return writePlanText(w, s)
-	}
-	return nil
+	return err
 }
 
 func sumDisposition(kinds map[string]map[string]int64, d string) int64 {

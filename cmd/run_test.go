@@ -609,6 +609,40 @@ func TestRunMissingSourceTable(t *testing.T) {
 	}
 }
 
+// TestRunSummaryLastLine: the last line of run's summary suggests running
+// again only after an interruption or a transient failure, never after an
+// error that must be fixed first, and a failed dry run does not end in
+// its plan.
+func TestRunSummaryLastLine(t *testing.T) {
+	part := migrate.Summary{RunID: "r1", Tables: []migrate.TableSummary{{Table: "Config"}}}
+	done := part
+	done.Complete = true
+	dry := migrate.Summary{DryRun: true, Tables: part.Tables, Plan: &migrate.Plan{}}
+	dryDone := dry
+	dryDone.Complete = true
+	for _, tc := range []struct {
+		name string
+		s    migrate.Summary
+		end  ending
+		want string
+	}{
+		{"complete", done, endedDone, "run r1 complete"},
+		{"interrupted", part, endedInterrupted, "run r1 not complete: run again to resume"},
+		{"retries exhausted", part, endedTransient, "run r1 not complete: run again to resume"},
+		{"missing table", part, endedFailed, "run r1 not complete: stopped by the error reported on stderr (the state is saved)"},
+		{"dry run failed", dry, endedFailed, "dry run not complete: stopped by the error reported on stderr"},
+		{"dry run", dryDone, endedDone, "dead letters: 0"}, // a finished dry run ends with its plan
+	} {
+		var b bytes.Buffer
+		if err := writeRunText(&b, tc.s, tc.end); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastLine(b.String()); got != tc.want {
+			t.Errorf("%s: last line %q, want %q\n%s", tc.name, got, tc.want, b.String())
+		}
+	}
+}
+
 func TestRunUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--concurrency", "0"},
