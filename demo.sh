@@ -30,4 +30,8 @@ step fixtures load
 step init
 step run --dry-run --state-dir "$state" --execution-ttl full --show 1
 step run --state-dir "$state" --execution-ttl full
-step verify --execution-ttl full
+# The fixtures hold 6 rows that run dead-letters on purpose (bad values, an
+# id collision, ...): verify counts them as not migrated, names run's
+# dead-letter file and exits 3. In a real migration, fix those rows in the
+# tables (or accept their loss) until verify says "verify: OK".
+step verify --execution-ttl full --state-dir "$state"

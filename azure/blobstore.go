@@ -49,8 +49,8 @@ func NewBlobStore(c *container.Client) *BlobStore {
 	return &BlobStore{c: c, name: name}
 }
 
-// EnsureContainer creates the container unless it exists. Errors name the
-// container and never carry a SAS.
+// EnsureContainer creates the container unless it exists. Errors are
+// *ResourceError naming the container and never carry a SAS.
 func (s *BlobStore) EnsureContainer(ctx context.Context) error {
 	return createContainer(ctx, s.c, s.name)
 }
@@ -59,21 +59,32 @@ func (s *BlobStore) EnsureContainer(ctx context.Context) error {
 func createContainer(ctx context.Context, c *container.Client, name string) error {
 	_, err := c.Create(ctx, nil)
 	if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-		return fmt.Errorf("create blob container %s: %w", name, ScrubError(err))
+		return blobFail(c, name, "create blob container "+name, err)
 	}
 	return nil
+}
+
+// blobFail wraps a failed request about container c (named name) in a
+// *ResourceError whose message starts with op.
+func blobFail(c *container.Client, name, op string, err error) error {
+	return &ResourceError{
+		Resource: Resource{Service: ServiceBlobs, Kind: KindBlobContainer, Name: name, Endpoint: blobEndpoint(c.URL())},
+		Op:       op,
+		Err:      ScrubError(err),
+	}
 }
 
 // List calls fn(name, size) for every blob in the container, in the order
 // the service lists them, which is name order (UTF-8 byte order), reading
 // pages of ListPageSize. It stops at the first error from fn or the
-// service and returns it; service errors name the container.
+// service and returns it; a failed request returns a *ResourceError naming
+// the container (a missing container: 404 ContainerNotFound).
 func (s *BlobStore) List(ctx context.Context, fn func(name string, size int64) error) error {
 	pager := s.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{MaxResults: to.Ptr[int32](ListPageSize)})
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("list blob container %s: %w", s.name, ScrubError(err))
+			return blobFail(s.c, s.name, "list blob container "+s.name, err)
 		}
 		if page.Segment == nil {
 			continue
@@ -100,8 +111,8 @@ func (s *BlobStore) List(ctx context.Context, fn func(name string, size int64) e
 // created the blob. When the blob exists, its MD5 is compared with ours
 // (from the stored Content-MD5, or from its bytes when it has none): the
 // same content is success with created=false; different content returns
-// an error wrapping ErrBlobConflict that names the blob. Other errors name
-// the blob and never carry a SAS.
+// an error wrapping ErrBlobConflict that names the blob. Other errors are
+// *ResourceError naming the container and the blob, and never carry a SAS.
 func (s *BlobStore) PutIfAbsent(ctx context.Context, name string, data []byte, contentType string) (created bool, err error) {
 	sum := md5.Sum(data) //nolint:gosec // see import
 	bb := s.c.NewBlockBlobClient(name)
@@ -116,11 +127,11 @@ func (s *BlobStore) PutIfAbsent(ctx context.Context, name string, data []byte, c
 		return true, nil
 	}
 	if !blobExists(err) {
-		return false, fmt.Errorf("upload blob %s/%s: %w", s.name, name, ScrubError(err))
+		return false, blobFail(s.c, s.name, fmt.Sprintf("upload blob %s/%s", s.name, name), err)
 	}
 	theirs, size, err := s.existingMD5(ctx, bb, int64(len(data)))
 	if err != nil {
-		return false, fmt.Errorf("blob %s/%s exists; reading it: %w", s.name, name, ScrubError(err))
+		return false, blobFail(s.c, s.name, fmt.Sprintf("blob %s/%s exists; reading it", s.name, name), err)
 	}
 	if !bytes.Equal(theirs, sum[:]) {
 		desc := fmt.Sprintf("%d bytes", size)

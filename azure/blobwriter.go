@@ -40,14 +40,14 @@ func (w *BlobWriter) CreateContainer(ctx context.Context) error {
 
 // Upload writes data to the blob at name (a path inside the container),
 // replacing any blob there, with a Content-Type from its extension. Errors
-// name the container and blob.
+// are *ResourceError naming the container and blob.
 func (w *BlobWriter) Upload(ctx context.Context, name string, data []byte) error {
 	ct := contentType(name)
 	_, err := w.c.NewBlockBlobClient(name).Upload(ctx, streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{
 		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: &ct},
 	})
 	if err != nil {
-		return fmt.Errorf("upload blob %s/%s: %w", w.name, name, ScrubError(err))
+		return blobFail(w.c, w.name, fmt.Sprintf("upload blob %s/%s", w.name, name), err)
 	}
 	return nil
 }

@@ -43,6 +43,11 @@ type CosmosDocs struct {
 	retry    RetryOptions
 }
 
+// resource is container of d's database, for a *ResourceError.
+func (d *CosmosDocs) resource(container string) Resource {
+	return Resource{Service: ServiceCosmos, Kind: KindContainer, Name: d.database + "/" + container, Endpoint: d.client.Endpoint()}
+}
+
 // NewCosmosDocs returns a CosmosDocs for database over client (see
 // NewCosmosClient). retry may be nil for the defaults.
 func NewCosmosDocs(client *azcosmos.Client, database string, retry *RetryOptions) *CosmosDocs {
@@ -56,9 +61,12 @@ func NewCosmosDocs(client *azcosmos.Client, database string, retry *RetryOptions
 // Upsert creates or replaces the doc (JSON bytes, which must carry id and
 // scope) in partition scope of container. Repeating it is harmless, so a
 // connection dropped after the service wrote it is simply retried. It
-// returns a *PermanentError for a 4xx other than 408/429/449, an error
-// wrapping ErrRetriesExhausted when transient failures last too long, or
-// the context's error.
+// returns a *store.PermanentError for a 4xx other than 401/403/408/429/449;
+// a *ResourceError naming the container that wraps store.ErrAccessDenied
+// and the service's answer for 401/403, or store.ErrRetriesExhausted and
+// the last attempt's error when transient failures last longer than
+// RetryOptions.Timeout, or a transport error that is not retried; or the
+// context's error.
 func (d *CosmosDocs) Upsert(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error) {
 	var res store.WriteResult
 	err := d.do(ctx, "upsert", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
@@ -170,12 +178,13 @@ var noSDKRetries = policy.RetryOptions{MaxRetries: -1}
 // do runs op until it succeeds, fails permanently, or the retry budget is
 // spent. Every attempt's request charge is added to *charge.
 func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charge *float64, op func(context.Context, *azcosmos.ContainerClient) (float64, error)) error {
+	where := fmt.Sprintf("cosmos %s %s/%s", opName, container, id)
 	c, err := d.client.NewContainer(d.database, container)
 	if err != nil {
-		return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, err)
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	o := d.retry
-	b := newRetryBudget(o, fmt.Sprintf("cosmos %s %s/%s", opName, container, id))
+	b := newRetryBudget(o, where)
 	// Our loop is the only one retrying: neither azcore's policy nor the
 	// clients' retryPolicy repeat these requests.
 	ctx = SingleAttempt(policy.WithRetryOptions(ctx, noSDKRetries))
@@ -191,7 +200,7 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 			*charge += responseCharge(err)
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, ctx.Err())
+			return fmt.Errorf("%s: %w", where, ctx.Err())
 		}
 		wait, transient := classify(err)
 		if !transient {
@@ -200,14 +209,20 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 				// The account refuses us (key rotated, missing role,
 				// firewall): no row can be written, so this is fatal, not a
 				// dead letter for every row; the run stops resumable.
-				return fmt.Errorf("cosmos %s: %w: %s", opName, store.ErrAccessDenied, describe(err))
+				return &ResourceError{Resource: d.resource(container), Err: &oneLineError{
+					msg:  fmt.Sprintf("cosmos %s: %v: %s", opName, store.ErrAccessDenied, describe(err)),
+					errs: []error{store.ErrAccessDenied, err},
+				}}
 			}
 			if errors.As(err, &re) {
 				return &store.PermanentError{StatusCode: re.StatusCode, Reason: fmt.Sprintf("cosmos %s: %s", opName, describe(err))}
 			}
-			return fmt.Errorf("cosmos %s %s/%s: %w", opName, container, id, ScrubError(err))
+			return &ResourceError{Resource: d.resource(container), Op: where, Err: ScrubError(err)}
 		}
 		if err := b.next(ctx, err, wait, isThrottle(err)); err != nil {
+			if errors.Is(err, store.ErrRetriesExhausted) {
+				return &ResourceError{Resource: d.resource(container), Err: err}
+			}
 			return err
 		}
 	}

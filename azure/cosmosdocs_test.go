@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"golang.org/x/sync/errgroup"
 
@@ -287,6 +288,12 @@ func TestCosmosDocsGivesUpAfterMaxAttempts(t *testing.T) {
 	if !strings.Contains(err.Error(), "after 3 attempts") || !strings.Contains(err.Error(), "503 Service Unavailable") {
 		t.Errorf("err = %q", err)
 	}
+	// The last answer and the container come with it.
+	var re *azcore.ResponseError
+	var res *azure.ResourceError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusServiceUnavailable || !errors.As(err, &res) || res.Name != f.db+"/entities" {
+		t.Errorf("err = %v, want the last 503 answer and container %s/entities", err, f.db)
+	}
 	if n := f.proxy.Requests("x"); n != 3 {
 		t.Errorf("proxy saw %d requests, want 3", n)
 	}
@@ -420,6 +427,17 @@ func TestCosmosDocsAccessDeniedIsFatal(t *testing.T) {
 		var pe *store.PermanentError
 		if !errors.Is(err, store.ErrAccessDenied) || errors.As(err, &pe) || errors.Is(err, store.ErrRetriesExhausted) {
 			t.Errorf("%d: err = %v (%T), want ErrAccessDenied, not permanent", status, err, err)
+		}
+		// The service's answer and the container come with it, so that
+		// the command can say which role or key is missing, and where.
+		var re *azcore.ResponseError
+		var res *azure.ResourceError
+		if !errors.As(err, &re) || re.StatusCode != status || !errors.As(err, &res) ||
+			res.Resource != (azure.Resource{Service: azure.ServiceCosmos, Kind: azure.KindContainer, Name: f.db + "/entities", Endpoint: testenv.Cosmos(t).Endpoint}) {
+			t.Errorf("%d: err = %v, want the %d answer and the resource of container %s/entities", status, err, status, f.db)
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%d: a message of several lines: %q", status, err)
 		}
 	}
 }

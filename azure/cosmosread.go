@@ -20,6 +20,7 @@ import (
 type DocReader struct {
 	db       *azcosmos.DatabaseClient
 	database string
+	endpoint string
 }
 
 // NewDocReader returns a reader for database. It sends no request.
@@ -28,7 +29,17 @@ func NewDocReader(client *azcosmos.Client, database string) (*DocReader, error) 
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", database, err)
 	}
-	return &DocReader{db: db, database: database}, nil
+	return &DocReader{db: db, database: database, endpoint: client.Endpoint()}, nil
+}
+
+// fail wraps a failed request about container in a *ResourceError; op
+// starts its message.
+func (r *DocReader) fail(container, op string, err error) error {
+	return &ResourceError{
+		Resource: Resource{Service: ServiceCosmos, Kind: KindContainer, Name: r.database + "/" + container, Endpoint: r.endpoint},
+		Op:       op,
+		Err:      err,
+	}
 }
 
 // QueryAll runs query over every partition of container (a cross-partition
@@ -38,7 +49,9 @@ func NewDocReader(client *azcosmos.Client, database string) (*DocReader, error) 
 // the service has no more. pageSize is the most docs per page (the
 // x-ms-max-item-count header); 0 means store.DefaultQueryPageSize. Each slice
 // is fn's to keep (it shares no memory with other docs). It stops at the
-// first error, from the service or fn; errors name the container.
+// first error, from the service or fn; a failed request returns a
+// *ResourceError naming the container (a missing database or container:
+// 404).
 func (r *DocReader) QueryAll(ctx context.Context, container, query string, params []store.QueryParam, pageSize int, fn func(doc []byte) error) error {
 	c, err := r.db.NewContainer(container)
 	if err != nil {
@@ -55,7 +68,7 @@ func (r *DocReader) QueryAll(ctx context.Context, container, query string, param
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("query container %s: %w", container, ScrubError(err))
+			return r.fail(container, "query container "+container, ScrubError(err))
 		}
 		for _, item := range page.Items {
 			if err := fn(item); err != nil {
@@ -70,7 +83,8 @@ func (r *DocReader) QueryAll(ctx context.Context, container, query string, param
 // its raw JSON; found is false when it does not exist. It sends the
 // cross-partition query header, without which the @vercel/cosmosdb-server
 // stand-in answers 500 instead of 404 for a missing doc (the real service
-// ignores the header on a point read).
+// ignores the header on a point read). A failed request returns a
+// *ResourceError naming the container.
 func (r *DocReader) Read(ctx context.Context, container, scope, id string) (doc []byte, found bool, err error) {
 	c, err := r.db.NewContainer(container)
 	if err != nil {
@@ -83,7 +97,7 @@ func (r *DocReader) Read(ctx context.Context, container, scope, id string) (doc 
 		if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
 			return nil, false, nil
 		}
-		return nil, false, fmt.Errorf("read doc %s/%s/%s: %w", container, scope, id, ScrubError(err))
+		return nil, false, r.fail(container, fmt.Sprintf("read doc %s/%s/%s", container, scope, id), ScrubError(err))
 	}
 	return resp.Value, true, nil
 }

@@ -15,16 +15,17 @@ import (
 
 // NewProvisionCosmos adapts a Cosmos DB client (see NewCosmosClient) to
 // provision.Cosmos, what init needs to create and converge the database
-// and its containers. Errors are the SDK's; a missing database or
-// container is not an error. It is safe for concurrent use.
+// and its containers. Failed requests return a *ResourceError wrapping
+// the SDK's error; a missing database or container is not an error. It is
+// safe for concurrent use.
 func NewProvisionCosmos(client *azcosmos.Client) provision.Cosmos {
 	return provisionCosmos{client}
 }
 
 // NewProvisionBlobs adapts the blob containers of an account to
-// provision.Blobs; o is as for NewBlobContainerClient.
-// Errors are the SDK's; a missing container is not an error. It is safe
-// for concurrent use.
+// provision.Blobs; o is as for NewBlobContainerClient. Failed requests
+// return a *ResourceError wrapping the SDK's error; a missing container is
+// not an error. It is safe for concurrent use.
 func NewProvisionBlobs(acct StorageAccount, o Options) provision.Blobs {
 	return provisionBlobs{acct, o}
 }
@@ -37,6 +38,15 @@ func isStatus(err error, code int) bool {
 
 type provisionCosmos struct{ client *azcosmos.Client }
 
+// fail wraps a failed request about a database or container in a
+// *ResourceError; nil stays nil.
+func (s provisionCosmos) fail(kind, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ResourceError{Resource: Resource{Service: ServiceCosmos, Kind: kind, Name: name, Endpoint: s.client.Endpoint()}, Err: ScrubError(err)}
+}
+
 func (s provisionCosmos) DatabaseExists(ctx context.Context, database string) (bool, error) {
 	db, err := s.client.NewDatabase(database)
 	if err != nil {
@@ -46,14 +56,14 @@ func (s provisionCosmos) DatabaseExists(ctx context.Context, database string) (b
 		if isStatus(err, http.StatusNotFound) {
 			return false, nil
 		}
-		return false, err
+		return false, s.fail(KindDatabase, database, err)
 	}
 	return true, nil
 }
 
 func (s provisionCosmos) CreateDatabase(ctx context.Context, database string) error {
 	_, err := s.client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: database}, nil)
-	return err
+	return s.fail(KindDatabase, database, err)
 }
 
 func (s provisionCosmos) container(database, id string) (*azcosmos.ContainerClient, error) {
@@ -70,7 +80,7 @@ func (s provisionCosmos) ReadContainer(ctx context.Context, database, id string)
 		if isStatus(err, http.StatusNotFound) {
 			return nil, nil
 		}
-		return nil, err
+		return nil, s.fail(KindContainer, database+"/"+id, err)
 	}
 	c := containerFromSDK(*resp.ContainerProperties)
 	return &c, nil
@@ -87,7 +97,7 @@ func (s provisionCosmos) CreateContainer(ctx context.Context, database string, c
 		opts = &azcosmos.CreateContainerOptions{ThroughputProperties: &tp}
 	}
 	_, err = db.CreateContainer(ctx, containerToSDK(c), opts)
-	return err
+	return s.fail(KindContainer, database+"/"+c.ID, err)
 }
 
 func (s provisionCosmos) ReplaceContainer(ctx context.Context, database string, c provision.Container) error {
@@ -97,7 +107,7 @@ func (s provisionCosmos) ReplaceContainer(ctx context.Context, database string, 
 	}
 	resp, err := cc.Read(ctx, nil)
 	if err != nil {
-		return err
+		return s.fail(KindContainer, database+"/"+c.ID, err)
 	}
 	// Keep what the definition does not cover (unique keys, conflict
 	// resolution, …); replace the indexing policy and TTL.
@@ -106,7 +116,7 @@ func (s provisionCosmos) ReplaceContainer(ctx context.Context, database string, 
 	props.IndexingPolicy = want.IndexingPolicy
 	props.DefaultTimeToLive = want.DefaultTimeToLive
 	_, err = cc.Replace(ctx, props, nil)
-	return err
+	return s.fail(KindContainer, database+"/"+c.ID, err)
 }
 
 // containerToSDK converts a (valid) definition to the SDK's container
@@ -190,7 +200,7 @@ func (s provisionBlobs) ContainerExists(ctx context.Context, name string) (bool,
 		if bloberror.HasCode(err, bloberror.ContainerNotFound) || isStatus(err, http.StatusNotFound) {
 			return false, nil
 		}
-		return false, err
+		return false, blobFail(c, name, "", err)
 	}
 	return true, nil
 }
@@ -200,8 +210,5 @@ func (s provisionBlobs) CreateContainer(ctx context.Context, name string) error 
 	if err != nil {
 		return err
 	}
-	if _, err := c.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-		return err
-	}
-	return nil
+	return createContainer(ctx, c, name)
 }

@@ -67,7 +67,9 @@ func odataQuote(s string) string { return strings.ReplaceAll(s, "'", "''") }
 // ReadPage reads one page of table starting at from. A row whose keys are
 // readable but whose properties are not comes back with its keys and
 // Row.DecodeError set (transform dead-letters it); any other error returns
-// nothing. Errors name the table and never contain credentials.
+// nothing. A failed request returns a *ResourceError naming the table (a
+// missing table: 404 with ErrorCode TableNotFound); no error contains
+// credentials.
 func (r *TableReader) ReadPage(ctx context.Context, table string, q store.Query, from store.Cursor) (store.Page, error) {
 	body, next, err := r.query(ctx, table, q, from)
 	if err != nil {
@@ -119,6 +121,15 @@ func (r *TableReader) Exists(ctx context.Context, table string) (bool, error) {
 	return false, err
 }
 
+// fail wraps a failed request about table in a *ResourceError.
+func (r *TableReader) fail(table string, err error) error {
+	return &ResourceError{
+		Resource: Resource{Service: ServiceTables, Kind: KindTable, Name: table, Endpoint: r.endpoint},
+		Op:       "table " + table,
+		Err:      err,
+	}
+}
+
 func (r *TableReader) query(ctx context.Context, table string, q store.Query, from store.Cursor) ([]byte, store.Cursor, error) {
 	u := r.endpoint + "/" + url.PathEscape(table) + "()"
 	req, err := runtime.NewRequest(ctx, http.MethodGet, u)
@@ -153,11 +164,11 @@ func (r *TableReader) query(ctx context.Context, table string, q store.Query, fr
 	req.Raw().Header.Set("MaxDataServiceVersion", "3.0;NetFx")
 	resp, err := r.pl.Do(req)
 	if err != nil {
-		return nil, store.Cursor{}, fmt.Errorf("table %s: %w", table, ScrubError(err))
+		return nil, store.Cursor{}, r.fail(table, ScrubError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, store.Cursor{}, fmt.Errorf("table %s: %w", table, runtime.NewResponseError(resp))
+		return nil, store.Cursor{}, r.fail(table, runtime.NewResponseError(resp))
 	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {

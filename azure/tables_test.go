@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
@@ -245,9 +248,19 @@ func TestReaderFilterAndKeysOnlyCount(t *testing.T) {
 func TestReaderMissingTable(t *testing.T) {
 	acct := testenv.Storage(t)
 	r := azure.NewTableReader(acct, azure.Options{})
-	ok, err := r.Exists(context.Background(), testenv.Name("missing"))
+	name := testenv.Name("missing")
+	ok, err := r.Exists(context.Background(), name)
 	if err != nil || ok {
 		t.Fatalf("Exists(missing) = %v, %v", ok, err)
+	}
+	// Reading it fails with the service's 404 TableNotFound, wrapped with
+	// the table and the endpoint, so that the command can name both.
+	_, err = r.ReadPage(context.Background(), name, store.Query{}, store.Cursor{})
+	var re *azcore.ResponseError
+	var res *azure.ResourceError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusNotFound || re.ErrorCode != "TableNotFound" || !errors.As(err, &res) ||
+		res.Resource != (azure.Resource{Service: azure.ServiceTables, Kind: azure.KindTable, Name: name, Endpoint: acct.TableEndpoint}) {
+		t.Errorf("ReadPage(missing) = %v, want a 404 TableNotFound naming table %s in %s", err, name, acct.TableEndpoint)
 	}
 }
 

@@ -19,7 +19,18 @@ const MaxBatch = 100
 // fixtures loader and tests; the migration itself only reads tables. It is
 // safe for concurrent use.
 type TableWriter struct {
-	svc *aztables.ServiceClient
+	svc      *aztables.ServiceClient
+	endpoint string
+}
+
+// fail wraps a failed request about table in a *ResourceError whose
+// message starts with op.
+func (w *TableWriter) fail(table, op string, err error) error {
+	return &ResourceError{
+		Resource: Resource{Service: ServiceTables, Kind: KindTable, Name: table, Endpoint: w.endpoint},
+		Op:       op,
+		Err:      ScrubError(err),
+	}
 }
 
 // NewTableWriter returns a writer for the account's table endpoint; o is as
@@ -29,10 +40,11 @@ func NewTableWriter(a StorageAccount, o Options) (*TableWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &TableWriter{svc: svc}, nil
+	return &TableWriter{svc: svc, endpoint: a.TableEndpoint}, nil
 }
 
-// CreateTable creates table unless it exists. Errors name the table.
+// CreateTable creates table unless it exists. Errors are *ResourceError
+// naming the table.
 func (w *TableWriter) CreateTable(ctx context.Context, table string) error {
 	_, err := w.svc.CreateTable(ctx, table, nil)
 	var re *azcore.ResponseError
@@ -40,7 +52,7 @@ func (w *TableWriter) CreateTable(ctx context.Context, table string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("create table %s: %w", table, ScrubError(err))
+		return w.fail(table, "create table "+table, err)
 	}
 	return nil
 }
@@ -73,7 +85,7 @@ func (w *TableWriter) UpsertBatch(ctx context.Context, table, partitionKey strin
 		if quoted || strings.Contains(rowKeys[i], "'") {
 			_, err := client.UpsertEntity(ctx, e, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
 			if err != nil {
-				return fmt.Errorf("table %s PartitionKey %q RowKey %q: upsert: %w", table, partitionKey, rowKeys[i], ScrubError(err))
+				return w.fail(table, fmt.Sprintf("table %s PartitionKey %q RowKey %q: upsert", table, partitionKey, rowKeys[i]), err)
 			}
 			continue
 		}
@@ -83,8 +95,8 @@ func (w *TableWriter) UpsertBatch(ctx context.Context, table, partitionKey strin
 		return nil
 	}
 	if _, err := client.SubmitTransaction(ctx, actions, nil); err != nil {
-		return fmt.Errorf("table %s PartitionKey %q RowKeys %q…%q: transaction of %d: %w",
-			table, partitionKey, rowKeys[0], rowKeys[len(rowKeys)-1], len(actions), ScrubError(err))
+		return w.fail(table, fmt.Sprintf("table %s PartitionKey %q RowKeys %q…%q: transaction of %d",
+			table, partitionKey, rowKeys[0], rowKeys[len(rowKeys)-1], len(actions)), err)
 	}
 	return nil
 }

@@ -1,8 +1,20 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // Exit codes (SPEC §1). Every command's --help lists them.
@@ -68,4 +80,232 @@ func exitCode(err error, interrupted bool) int {
 		return ExitInterrupted
 	}
 	return ExitFatal
+}
+
+// notProvisionedError says that resources `bifrost-migrate init` creates
+// (the database, its containers, the blob container) do not exist, so the
+// command cannot start. Missing is never empty.
+type notProvisionedError struct {
+	Missing []azure.Resource
+}
+
+func (e *notProvisionedError) Error() string {
+	// Group the names by service and endpoint, in the order given.
+	type group struct {
+		where string
+		names []string
+	}
+	var groups []*group
+	for _, r := range e.Missing {
+		where := endpointPhrase(r)
+		var g *group
+		for _, h := range groups {
+			if h.where == where {
+				g = h
+			}
+		}
+		if g == nil {
+			g = &group{where: where}
+			groups = append(groups, g)
+		}
+		g.names = append(g.names, r.String())
+	}
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		verb := "does"
+		if len(g.names) > 1 {
+			verb = "do"
+		}
+		parts[i] = fmt.Sprintf("%s %s not exist in %s", joinAnd(g.names), verb, g.where)
+	}
+	return strings.Join(parts, ", and ") + "; run `bifrost-migrate init` first"
+}
+
+// joinAnd joins "a", "a and b", "a, b and c".
+func joinAnd(s []string) string {
+	if len(s) <= 1 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// endpointPhrase is where r lives: "Cosmos DB https://…" for Cosmos DB,
+// the bare endpoint for Storage (its URL already says table or blob).
+func endpointPhrase(r azure.Resource) string {
+	if r.Service == azure.ServiceCosmos {
+		return "Cosmos DB " + r.Endpoint
+	}
+	return r.Endpoint
+}
+
+// connectionSetting names the setting that chooses a service's account.
+func connectionSetting(s azure.Service) string {
+	switch s {
+	case azure.ServiceTables:
+		return "the tables connection"
+	case azure.ServiceBlobs:
+		return "the blob connection (by default the tables connection)"
+	}
+	return "the Cosmos DB connection"
+}
+
+// accessAdvice says which role or key a service wants when it refused
+// access (401/403).
+func accessAdvice(s azure.Service) string {
+	switch s {
+	case azure.ServiceTables:
+		return `give the identity the role "Storage Table Data Reader" ("Storage Table Data Contributor" to write), or use a valid account key or SAS in the tables connection`
+	case azure.ServiceBlobs:
+		return `give the identity the role "Storage Blob Data Contributor", or use a valid account key or SAS in the blob connection (by default the tables connection)`
+	}
+	return `give the identity a Cosmos DB data-plane role such as "Cosmos DB Built-in Data Contributor", or use the account's current key in the Cosmos DB connection`
+}
+
+// statusText is "404 Not Found" or "404 Not Found, TableNotFound".
+func statusText(re *azcore.ResponseError) string {
+	s := fmt.Sprintf("%d %s", re.StatusCode, http.StatusText(re.StatusCode))
+	if re.ErrorCode != "" {
+		s += ", " + re.ErrorCode
+	}
+	return s
+}
+
+// explain returns the sentence an operator reads for err when err comes
+// from a service the tool recognises: what is wrong, where, and what to
+// do. It returns "" for any other error, whose own text is then printed.
+// The sentences never hold the service's raw answer (Execute adds it
+// under --verbose) nor a secret.
+func explain(err error) string {
+	var np *notProvisionedError
+	if errors.As(err, &np) {
+		return np.Error()
+	}
+	if errors.Is(err, context.Canceled) {
+		return ""
+	}
+	var res *azure.ResourceError
+	hasRes := errors.As(err, &res)
+	var re *azcore.ResponseError
+	hasResp := errors.As(err, &re)
+	exhausted := errors.Is(err, store.ErrRetriesExhausted)
+	if exhausted || hasRes && res.Service == azure.ServiceCosmos && hasResp && re.StatusCode == http.StatusTooManyRequests {
+		where, what, service := "the service", "", azure.Service("")
+		if hasRes {
+			where, what, service = string(res.Service)+" "+res.Endpoint, " for "+res.Resource.String(), res.Service
+		}
+		switch {
+		case hasResp && re.StatusCode == http.StatusTooManyRequests && service == azure.ServiceCosmos:
+			return where + " kept answering 429 Too Many Requests" + what + " after every retry: the account's request units are exhausted; " +
+				"cap what this command uses with --max-ru, or let it wait longer with --retry-timeout"
+		case hasResp && re.StatusCode == http.StatusTooManyRequests:
+			return where + " kept answering 429 Too Many Requests" + what + " after every retry: the account is throttling; " +
+				"let the command wait longer with --retry-timeout, or run it when the account is less busy"
+		}
+		last := "no answer"
+		if hasResp {
+			last = statusText(re)
+		} else if cause := networkCause(err); cause != "" {
+			last = cause
+		}
+		return fmt.Sprintf("%s kept failing%s after every retry (last: %s): the service is unavailable or overloaded; try again later, or let the command wait longer with --retry-timeout", where, what, last)
+	}
+	if !hasRes {
+		if hasResp {
+			return fmt.Sprintf("the service answered %s (run with --verbose for its whole answer)", statusText(re))
+		}
+		return ""
+	}
+	r := res.Resource
+	if !hasResp {
+		if cause := networkCause(err); cause != "" {
+			return fmt.Sprintf("cannot reach %s at %s (%s): check %s and that this machine can reach the endpoint",
+				r.Service, r.Endpoint, cause, connectionSetting(r.Service))
+		}
+		return ""
+	}
+	switch {
+	case re.StatusCode == http.StatusNotFound && r.Kind == azure.KindTable:
+		return fmt.Sprintf("source table %s does not exist in %s; check the tables connection, or choose tables with --tables", r.Name, r.Endpoint)
+	case re.StatusCode == http.StatusNotFound && (r.Kind == azure.KindDatabase || r.Kind == azure.KindContainer ||
+		r.Kind == azure.KindBlobContainer && re.ErrorCode != "BlobNotFound"):
+		return (&notProvisionedError{Missing: []azure.Resource{r}}).Error()
+	case re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden:
+		return fmt.Sprintf("%s %s refused access to %s (%s): %s", r.Service, r.Endpoint, r, statusText(re), accessAdvice(r.Service))
+	}
+	return fmt.Sprintf("%s %s answered %s for %s (run with --verbose for its whole answer)", r.Service, r.Endpoint, statusText(re), r)
+}
+
+// networkCause describes a transport failure ("connect: connection
+// refused", "lookup host: no such host", "i/o timeout"), or "" when err
+// is not one.
+func networkCause(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.Error()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return ne.Error()
+	}
+	return ""
+}
+
+// transient reports whether err is a failure that may well not happen
+// again: throttling or errors that outlasted the retries, a timeout, a
+// 5xx, a dropped connection. Running the command again may then finish
+// the work; after any other error (a missing table or container, access
+// refused, an endpoint that refuses connections or does not resolve, bad
+// input) it cannot until the cause is fixed.
+func transient(err error) bool {
+	if errors.Is(err, store.ErrRetriesExhausted) {
+		return true
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		switch re.StatusCode {
+		case http.StatusRequestTimeout, http.StatusTooManyRequests, 449:
+			return true
+		}
+		return re.StatusCode >= 500
+	}
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// ending is how a command that writes a summary ended, for the summary's
+// last line.
+type ending int
+
+const (
+	endedDone        ending = iota // it finished (maybe with dead letters or conflicts)
+	endedInterrupted               // SIGINT/SIGTERM
+	endedTransient                 // a failure that running again may not meet
+	endedFailed                    // an error that must be fixed first
+)
+
+// endingOf classifies the error a command's work returned; interrupted
+// tells whether a signal cancelled the root context.
+func endingOf(err error, interrupted bool) ending {
+	switch {
+	case err == nil:
+		return endedDone
+	case interrupted:
+		return endedInterrupted
+	case transient(err):
+		return endedTransient
+	}
+	return endedFailed
 }

@@ -51,7 +51,7 @@ type ReplayOptions struct {
 type replayServices struct {
 	deps    migrate.ReplayDeps
 	where   string
-	missing []string
+	missing []azure.Resource
 }
 
 // maxConflictsShown is how many conflicts the text output lists.
@@ -220,7 +220,10 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	}
 	status("%s", svc.where)
 	if len(svc.missing) > 0 {
-		return fmt.Errorf("%s missing: run `bifrost-migrate init` (and `run`) first", strings.Join(svc.missing, ", "))
+		return &notProvisionedError{Missing: svc.missing}
+	}
+	if err := probeTables(ctx, svc.deps.Source, m.TablePrefix, m.Tables); err != nil {
+		return err
 	}
 	var bars *barProgress
 	svc.deps.Progress, bars, m.CountRows = newProgress(progressOptions{
@@ -238,11 +241,12 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	}
 	if s.Tables != nil {
 		ru := newRUReport(opts.pacer, s.Totals.Writes())
+		end := endingOf(err, ctx.Err() != nil)
 		var werr error
 		if opts.JSON {
-			werr = writeReplayJSON(opts.Out, s, ru)
+			werr = writeReplayJSON(opts.Out, s, ru, end)
 		} else {
-			werr = writeReplayText(opts.Out, s, ru)
+			werr = writeReplayText(opts.Out, s, ru, end)
 		}
 		if err == nil {
 			err = werr
@@ -288,8 +292,9 @@ var replayColumns = []struct {
 }
 
 // writeReplayText prints the summary table, the totals and the first
-// conflicts.
-func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ruReport) error {
+// conflicts, this session's request units, and last a line that says how
+// replay ended.
+func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ruReport, end ending) error {
 	if s.DryRun {
 		fmt.Fprintf(w, "DRY RUN: nothing was written; the counts say what replay would do.\n")
 	}
@@ -350,6 +355,10 @@ func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ruReport) error {
 		writeConflict(w, c)
 	}
 	switch {
+	case end == endedInterrupted || end == endedTransient:
+		fmt.Fprintf(w, "replay: not complete: run it again with the same --since to finish\n")
+	case end == endedFailed:
+		fmt.Fprintf(w, "replay: not complete: stopped by the error reported on stderr\n")
 	case t.Conflicts > 0:
 		fmt.Fprintf(w, "replay: %d conflict(s) left unresolved\n", t.Conflicts)
 	case t.DeadLetters > 0:
@@ -394,13 +403,16 @@ func valueText(v json.RawMessage) string {
 	return string(v)
 }
 
-// writeReplayJSON prints the summary as one {"type":"summary"} object.
-func writeReplayJSON(w io.Writer, s migrate.ReplaySummary, ru ruReport) error {
+// writeReplayJSON prints the summary as one {"type":"summary"} object;
+// "complete" is false when replay stopped before the end (end); "ru" is
+// its request units.
+func writeReplayJSON(w io.Writer, s migrate.ReplaySummary, ru ruReport, end ending) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(struct {
-		Type string `json:"type"`
+		Type     string `json:"type"`
+		Complete bool   `json:"complete"`
 		migrate.ReplaySummary
 		RU ruReport `json:"ru"`
-	}{"summary", s, ru})
+	}{"summary", end == endedDone, s, ru})
 }

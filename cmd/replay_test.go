@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -26,11 +26,11 @@ import (
 // and replay must bring Cosmos DB to what `verify` expects — or report
 // conflicts and leave them alone.
 
-// replayEnv is a verifyEnv whose fixtures `run` migrated.
+// replayEnv is a verifyEnv whose fixtures `run` migrated (into the
+// env's state directory, which replay and verify are given too).
 type replayEnv struct {
 	*verifyEnv
-	stateDir string
-	tables   *aztables.ServiceClient
+	tables *aztables.ServiceClient
 }
 
 // Rows and docs the tests change.
@@ -50,7 +50,7 @@ const (
 
 func newReplayEnv(t *testing.T) *replayEnv {
 	t.Parallel()
-	e := &replayEnv{verifyEnv: newVerifyEnv(t), stateDir: filepath.Join(t.TempDir(), "state")}
+	e := &replayEnv{verifyEnv: newVerifyEnv(t)}
 	var err error
 	if e.tables, err = azure.NewTablesClient(e.acct, azure.Options{}); err != nil {
 		t.Fatal(err)
@@ -61,9 +61,8 @@ func newReplayEnv(t *testing.T) *replayEnv {
 		"--state-dir", e.stateDir, "--quiet"); code != ExitPartial {
 		t.Fatalf("run: exit %d, want 3:\n%s\n%s", code, stdout, stderr)
 	}
-	if code, stdout, _ := e.verify(); code != ExitOK {
-		t.Fatalf("verify after run: exit %d:\n%s", code, stdout)
-	}
+	code, stdout, r := e.verify()
+	wantOnlyDeadLetters(t, "verify after run", code, stdout, r)
 	return e
 }
 
@@ -208,9 +207,8 @@ func TestReplayAfterRollback(t *testing.T) {
 	if _, found := e.rawDoc("entities", "org-"+roleOrg, roleID); found {
 		t.Errorf("replay --prune left %s", roleID)
 	}
-	if code, stdout, r := e.verify(); code != ExitOK || !r.OK {
-		t.Fatalf("verify after replay --prune: exit %d:\n%s", code, stdout)
-	}
+	code, stdout, r := e.verify()
+	wantOnlyDeadLetters(t, "verify after replay --prune", code, stdout, r)
 
 	// And once more with --prune: no write, no delete.
 	rec = recorder.New(nil)
@@ -316,9 +314,8 @@ func TestReplayConflictsAndForce(t *testing.T) {
 	if len(s.Conflicts) != 3 || s.Conflicts[0].Resolution != "overwritten (--force)" {
 		t.Errorf("forced conflicts %s", jsonText(s.Conflicts))
 	}
-	if code, stdout, _ := e.verify(); code != ExitOK {
-		t.Fatalf("verify after --force: exit %d:\n%s", code, stdout)
-	}
+	code, stdout, r := e.verify()
+	wantOnlyDeadLetters(t, "verify after --force", code, stdout, r)
 }
 
 // racingDocs is the DocStore of replay with a concurrent writer: the first
@@ -459,6 +456,84 @@ func TestReplayUsageErrors(t *testing.T) {
 		}
 		if !strings.HasPrefix(errOut.String(), tc.want) || out.Len() != 0 {
 			t.Errorf("%v: stderr %q, want prefix %q (stdout %q)", tc.args, errOut, tc.want, out)
+		}
+	}
+}
+
+// TestReplayClosedTablesPort: replay against a tables endpoint where
+// nothing listens is exit 1 with a sentence naming the endpoint, and
+// stdout claims nothing (no summary, no "OK").
+func TestReplayClosedTablesPort(t *testing.T) {
+	t.Parallel()
+	e := newVerifyEnv(t)
+	_, bw := e.writers()
+	if err := bw.CreateContainer(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String() + "/" + e.acct.Name
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	conn := "DefaultEndpointsProtocol=http;AccountName=" + e.acct.Name + ";AccountKey=" + e.acct.Key +
+		";BlobEndpoint=" + e.acct.BlobEndpoint + ";TableEndpoint=" + closed + ";"
+	for _, output := range []string{"text", "json"} {
+		f, out, errOut := newTestFactory(map[string]string{"BIFROST_TABLES_CONNECTION": conn, "CosmosDBConnection": e.env["CosmosDBConnection"]})
+		code := Execute(context.Background(), f, []string{"--output", output, "replay", "--database", e.db, "--blob-container", e.blobs,
+			"--state-dir", e.stateDir, "--since", "2026-11-20T00:00:00Z"})
+		want := "bifrost-migrate: cannot reach Table Storage at " + closed +
+			" (connect: connection refused): check the tables connection and that this machine can reach the endpoint"
+		if code != ExitFatal || lastLine(errOut.String()) != want {
+			t.Errorf("--output %s: exit %d, stderr:\n%s\nwant exit 1 and last line\n%s", output, code, errOut, want)
+		}
+		if strings.Contains(out.String(), "OK") || out.Len() != 0 {
+			t.Errorf("--output %s: stdout claims something:\n%s", output, out)
+		}
+		if strings.Contains(errOut.String(), "OK") {
+			t.Errorf("--output %s: stderr says OK:\n%s", output, errOut)
+		}
+	}
+}
+
+// TestReplaySummaryLastLine: the last line of replay's summary says how
+// it ended; after an error it never says OK, and it suggests running
+// again only when that can finish the work.
+func TestReplaySummaryLastLine(t *testing.T) {
+	s := migrate.ReplaySummary{Since: "2026-11-20T00:00:00Z", Tables: []migrate.ReplayTableSummary{{Table: "Config"}}}
+	withConflict := s
+	withConflict.Totals.Conflicts = 2
+	for _, tc := range []struct {
+		name string
+		s    migrate.ReplaySummary
+		end  ending
+		want string
+	}{
+		{"done", s, endedDone, "replay: OK"},
+		{"done with conflicts", withConflict, endedDone, "replay: 2 conflict(s) left unresolved"},
+		{"failed", s, endedFailed, "replay: not complete: stopped by the error reported on stderr"},
+		{"throttled", s, endedTransient, "replay: not complete: run it again with the same --since to finish"},
+		{"interrupted", withConflict, endedInterrupted, "replay: not complete: run it again with the same --since to finish"},
+	} {
+		var b bytes.Buffer
+		if err := writeReplayText(&b, tc.s, ruReport{}, tc.end); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastLine(b.String()); got != tc.want {
+			t.Errorf("%s: last line %q, want %q", tc.name, got, tc.want)
+		}
+		if tc.end != endedDone && strings.Contains(b.String(), "OK") {
+			t.Errorf("%s: says OK:\n%s", tc.name, b.String())
+		}
+		b.Reset()
+		if err := writeReplayJSON(&b, tc.s, ruReport{}, tc.end); err != nil {
+			t.Fatal(err)
+		}
+		var j struct{ Complete bool }
+		if err := json.Unmarshal(b.Bytes(), &j); err != nil || j.Complete != (tc.end == endedDone) {
+			t.Errorf("%s: json complete %v (%v), want %v", tc.name, j.Complete, err, tc.end == endedDone)
 		}
 	}
 }

@@ -330,7 +330,7 @@ func Main() int {
 }
 
 // Execute runs the command line args with f and returns the exit status,
-// printing any error (scrubbed of secrets) to f.ErrOut.
+// printing any error to f.ErrOut (see errorText).
 func Execute(ctx context.Context, f *Factory, args []string) int {
 	root := NewRootCmd(f)
 	root.SetArgs(args)
@@ -354,14 +354,7 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	if code == ExitFatal && isCobraUsage(err) {
 		code = ExitUsage
 	}
-	msg := f.Redact(err.Error())
-	if code == ExitInterrupted {
-		msg = "interrupted: " + msg
-	}
-	fmt.Fprintf(f.ErrOut, "bifrost-migrate: %s\n", msg)
-	if code == ExitUsage {
-		fmt.Fprintln(f.ErrOut, "Run 'bifrost-migrate --help' for usage.")
-	}
+	fmt.Fprint(f.ErrOut, errorText(f, err, code))
 	return code
 }
 
@@ -384,6 +377,31 @@ func redactArgs(args []string) []string {
 		}
 	}
 	return out
+}
+
+// errorText is what Execute prints for err, which ends the command with
+// exit status code: lines scrubbed of every secret of the settings, the
+// last one the error. An error from a service becomes the sentence that
+// explain gives, which says what to do; with --verbose the error's own
+// text, the service's answer included, comes on the line before it.
+func errorText(f *Factory, err error, code int) string {
+	var b strings.Builder
+	raw := f.Redact(err.Error())
+	msg := raw
+	switch {
+	case code == ExitInterrupted:
+		msg = "interrupted: " + raw
+	case explain(err) != "":
+		msg = f.Redact(explain(err))
+		if f.Global.Verbose && raw != msg {
+			fmt.Fprintf(&b, "bifrost-migrate: (--verbose) %s\n", strings.TrimRight(raw, "\n"))
+		}
+	}
+	fmt.Fprintf(&b, "bifrost-migrate: %s\n", msg)
+	if code == ExitUsage {
+		fmt.Fprintln(&b, "Run 'bifrost-migrate --help' for usage.")
+	}
+	return b.String()
 }
 
 // isCobraUsage recognises cobra's own argument errors, which are plain

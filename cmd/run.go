@@ -44,17 +44,16 @@ type RunOptions struct {
 
 	// Connect connects to the accounts. It returns the pipeline's
 	// services, a description of the targets without secrets, and the
-	// containers that are missing ("database/container" or "blob
-	// container NAME").
+	// database or containers that are missing.
 	Connect func(ctx context.Context) (runServices, error)
 }
 
 // runServices is what Connect returns.
 type runServices struct {
 	deps    migrate.Deps
-	where   string   // for status output, no secrets
-	target  string   // for the state fingerprint, no secrets
-	missing []string // containers that do not exist
+	where   string           // for status output, no secrets
+	target  string           // for the state fingerprint, no secrets
+	missing []azure.Resource // the database or containers that do not exist
 	// noBlobContainer: the blob container is missing, so a dry run lists
 	// nothing.
 	noBlobContainer bool
@@ -104,8 +103,11 @@ time and docs/s.
 
 Exit 3 when rows were dead-lettered (a dry run too: it predicts them),
 1 when --max-errors stopped the run or on any fatal error, 130 when
-interrupted; in both cases the state is saved and a rerun resumes.
-The containers must exist: run 'bifrost-migrate init' first.`,
+interrupted. The checkpoint survives every failure: after an interruption or a
+transient failure (throttling or 5xx beyond the retries) a rerun resumes;
+after any other error, fix what the error says first. The containers and
+the selected tables must exist (run 'bifrost-migrate init' first); run
+checks them before it reads or writes anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Out, opts.ErrOut = f.Out, f.ErrOut
@@ -218,12 +220,19 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	status("%s", svc.where)
 	if len(svc.missing) > 0 {
 		if !m.DryRun {
-			return fmt.Errorf("%s missing: run `bifrost-migrate init` first", strings.Join(svc.missing, ", "))
+			return &notProvisionedError{Missing: svc.missing}
 		}
-		status("dry run: %s missing (run `bifrost-migrate init` before the real run)", strings.Join(svc.missing, ", "))
+		names := make([]string, len(svc.missing))
+		for i, r := range svc.missing {
+			names[i] = r.String()
+		}
+		status("dry run: %s missing (run `bifrost-migrate init` before the real run)", strings.Join(names, ", "))
 		if svc.noBlobContainer {
 			svc.deps.Blobs = emptyBlobs{}
 		}
+	}
+	if err := probeTables(ctx, svc.deps.Source, m.TablePrefix, m.Tables); err != nil {
+		return err
 	}
 	m.Target = svc.target
 
@@ -251,7 +260,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		if opts.JSON {
 			werr = writeRunJSON(opts.Out, s, ru)
 		} else {
-			werr = writeRunText(opts.Out, s, ru, opts.RU.MaxRU)
+			werr = writeRunText(opts.Out, s, ru, opts.RU.MaxRU, endingOf(err, ctx.Err() != nil))
 		}
 		if err == nil {
 			err = werr
@@ -280,8 +289,9 @@ var dispositionColumns = []transform.Disposition{
 
 // writeRunText prints the summary as tables (and the plan of a dry run);
 // ru is this session's request units (nil for a dry run); maxRU is
-// --max-ru, for the dry run's estimate of the time.
-func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64) error {
+// --max-ru, for the dry run's estimate of the time; end says how the run
+// ended, for the line that says whether it is complete and what to do.
+func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64, end ending) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "TABLE\tKIND\tROWS\t")
 	for _, d := range dispositionColumns {
@@ -343,20 +353,34 @@ func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64) e
 	default:
 		fmt.Fprintf(w, "dead letters: %d\n", s.DeadLetters)
 	}
+	if s.DryRun {
+		if s.Plan != nil {
+			if err := writePlanText(w, s, maxRU); err != nil {
+				return err
+			}
+		}
+		if !s.Complete {
+			// Last, so that nothing after it looks like a finished plan.
+			_, err := fmt.Fprintln(w, "dry run not complete: stopped by the error reported on stderr")
+			return err
+		}
+		return nil
+	}
+	var err error
 	switch {
 	case s.AlreadyComplete:
-		fmt.Fprintf(w, "run %s was already complete: nothing done (use --restart to run again)\n", s.RunID)
+		_, err = fmt.Fprintf(w, "run %s was already complete: nothing done (use --restart to run again)\n", s.RunID)
 	case s.Resumed && s.Complete:
-		fmt.Fprintf(w, "run %s resumed and complete\n", s.RunID)
-	case s.Complete && !s.DryRun:
-		fmt.Fprintf(w, "run %s complete\n", s.RunID)
-	case !s.Complete:
-		fmt.Fprintf(w, "run %s not complete: run again to resume\n", s.RunID)
+		_, err = fmt.Fprintf(w, "run %s resumed and complete\n", s.RunID)
+	case s.Complete:
+		_, err = fmt.Fprintf(w, "run %s complete\n", s.RunID)
+	case end == endedInterrupted || end == endedTransient:
+		// Only these end in a state that running again as is can finish.
+		_, err = fmt.Fprintf(w, "run %s not complete: run again to resume\n", s.RunID)
+	default:
+		_, err = fmt.Fprintf(w, "run %s not complete: stopped by the error reported on stderr (the state is saved)\n", s.RunID)
 	}
-	if s.Plan != nil {
-		return writePlanText(w, s, maxRU)
-	}
-	return nil
+	return err
 }
 
 func sumDisposition(kinds map[string]map[string]int64, d string) int64 {

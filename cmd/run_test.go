@@ -566,12 +566,80 @@ func TestRunNeedsInit(t *testing.T) {
 	if _, err := fixtures.Load(context.Background(), e.tables, e.blobs, fixtures.LoadOptions{TablePrefix: e.prefix}); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := e.cli("run")
-	if code != ExitFatal || !strings.Contains(stderr, "run `bifrost-migrate init` first") {
-		t.Errorf("exit %d, stderr %q", code, stderr)
+	code, stdout, stderr := e.cli("run")
+	// Loading the fixtures created the blob container.
+	want := "bifrost-migrate: database " + e.database + " does not exist in Cosmos DB " + testenv.Cosmos(t).Endpoint + "; run `bifrost-migrate init` first"
+	if code != ExitFatal || stdout != "" || lastLine(stderr) != want {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 1 and last line\n%s", code, stdout, stderr, want)
 	}
 	if _, err := os.Stat(e.stateDir); !os.IsNotExist(err) {
 		t.Errorf("a run that could not start created the state directory")
+	}
+}
+
+// lastLine returns the last line of s (without its newline).
+func lastLine(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	return s[strings.LastIndex(s, "\n")+1:]
+}
+
+// TestRunMissingSourceTable: a selected table that does not exist stops
+// run before anything is read, written or saved: exit 1 with a sentence
+// naming the table and --tables, and no "run again to resume", which
+// could not help.
+func TestRunMissingSourceTable(t *testing.T) {
+	e := newRunEnv(t)
+	e.load()
+	if err := e.tables.DeleteTable(context.Background(), e.prefix+"Entities"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run"}, {"run", "--dry-run"}, {"--output", "json", "run"}} {
+		code, stdout, stderr := e.cli(args...)
+		want := "bifrost-migrate: source table " + e.prefix + "Entities does not exist in " + testenv.Storage(t).TableEndpoint +
+			"; check the tables connection, or choose tables with --tables"
+		if code != ExitFatal || lastLine(stderr) != want {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 1 and last line\n%s", args, code, stderr, want)
+		}
+		if strings.Contains(stdout+stderr, "run again") || stdout != "" {
+			t.Errorf("%v: stdout %q, stderr %q: nothing may be printed but the error", args, stdout, stderr)
+		}
+		if _, err := os.Stat(e.stateDir); !os.IsNotExist(err) {
+			t.Errorf("%v: a run that could not start created the state directory", args)
+		}
+	}
+}
+
+// TestRunSummaryLastLine: the last line of run's summary suggests running
+// again only after an interruption or a transient failure, never after an
+// error that must be fixed first, and a failed dry run does not end in
+// its plan.
+func TestRunSummaryLastLine(t *testing.T) {
+	part := migrate.Summary{RunID: "r1", Tables: []migrate.TableSummary{{Table: "Config"}}}
+	done := part
+	done.Complete = true
+	dry := migrate.Summary{DryRun: true, Tables: part.Tables, Plan: &migrate.Plan{}}
+	dryDone := dry
+	dryDone.Complete = true
+	for _, tc := range []struct {
+		name string
+		s    migrate.Summary
+		end  ending
+		want string
+	}{
+		{"complete", done, endedDone, "run r1 complete"},
+		{"interrupted", part, endedInterrupted, "run r1 not complete: run again to resume"},
+		{"retries exhausted", part, endedTransient, "run r1 not complete: run again to resume"},
+		{"missing table", part, endedFailed, "run r1 not complete: stopped by the error reported on stderr (the state is saved)"},
+		{"dry run failed", dry, endedFailed, "dry run not complete: stopped by the error reported on stderr"},
+		{"dry run", dryDone, endedDone, "dead letters: 0"}, // a finished dry run ends with its plan
+	} {
+		var b bytes.Buffer
+		if err := writeRunText(&b, tc.s, nil, 0, tc.end); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastLine(b.String()); got != tc.want {
+			t.Errorf("%s: last line %q, want %q\n%s", tc.name, got, tc.want, b.String())
+		}
 	}
 }
 

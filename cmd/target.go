@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -104,27 +105,38 @@ func (t target) fingerprint() string {
 	return fmt.Sprintf("cosmos=%s;database=%s;tables=%s;blobs=%s/%s", t.cosmos.Endpoint, t.database, t.tables.TableEndpoint, t.blobs.BlobEndpoint, t.blobName)
 }
 
-// missing checks that the containers entities and executions and the blob
-// container exist. It returns the missing ones ("container DB/NAME",
-// "blob container NAME"), in that order, and whether the blob container
-// is among them; an error when a check itself failed.
-func (t target) missing(ctx context.Context) (missing []string, noBlobContainer bool, err error) {
+// missing checks that the database, its containers entities and
+// executions, and the blob container exist. It returns the missing ones in
+// that order (only the database when it is missing: it holds the
+// containers), and whether the blob container is among them; an error
+// when a check itself failed.
+func (t target) missing(ctx context.Context) (missing []azure.Resource, noBlobContainer bool, err error) {
 	cosmos := azure.NewProvisionCosmos(t.client)
-	for _, name := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
-		c, err := cosmos.ReadContainer(ctx, t.database, name)
-		if err != nil {
-			return missing, false, fmt.Errorf("read container %s/%s: %w", t.database, name, err)
-		}
-		if c == nil {
-			missing = append(missing, fmt.Sprintf("container %s/%s", t.database, name))
-		}
-	}
-	ok, err := azure.NewProvisionBlobs(t.blobs, t.azopts).ContainerExists(ctx, t.blobName)
+	ok, err := cosmos.DatabaseExists(ctx, t.database)
 	if err != nil {
-		return missing, false, fmt.Errorf("blob container %s: %w", t.blobName, err)
+		return nil, false, err
 	}
 	if !ok {
-		missing = append(missing, "blob container "+t.blobName)
+		missing = append(missing, azure.Resource{Service: azure.ServiceCosmos, Kind: azure.KindDatabase, Name: t.database, Endpoint: t.cosmos.Endpoint})
+	}
+	for _, name := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
+		if !ok {
+			break
+		}
+		c, err := cosmos.ReadContainer(ctx, t.database, name)
+		if err != nil {
+			return nil, false, err
+		}
+		if c == nil {
+			missing = append(missing, azure.Resource{Service: azure.ServiceCosmos, Kind: azure.KindContainer, Name: t.database + "/" + name, Endpoint: t.cosmos.Endpoint})
+		}
+	}
+	exists, err := azure.NewProvisionBlobs(t.blobs, t.azopts).ContainerExists(ctx, t.blobName)
+	if err != nil {
+		return nil, false, err
+	}
+	if !exists {
+		missing = append(missing, azure.Resource{Service: azure.ServiceBlobs, Kind: azure.KindBlobContainer, Name: t.blobName, Endpoint: t.blobs.BlobEndpoint})
 		noBlobContainer = true
 	}
 	return missing, noBlobContainer, nil
@@ -275,4 +287,21 @@ func probeCause(err error) string {
 		return errno.Error()
 	}
 	return azure.ScrubError(err).Error()
+}
+
+// probeTables reads the first key of each table (read as prefix+table;
+// none given means all three), so that a missing table, or access the
+// account refuses, stops the command before it does any work. It returns
+// the reader's error, which names the table (*azure.ResourceError).
+func probeTables(ctx context.Context, r store.PageReader, prefix string, tables []string) error {
+	if len(tables) == 0 {
+		tables = transform.Tables()
+	}
+	for _, table := range tables {
+		q := store.Query{Top: 1, Select: []string{"PartitionKey", "RowKey"}}
+		if _, err := r.ReadPage(ctx, prefix+table, q, store.Cursor{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

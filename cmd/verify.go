@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
@@ -41,13 +44,24 @@ type VerifyOptions struct {
 	BlobContainer string
 	// PageSize is the most docs per query page.
 	PageSize int
+	// StateDir is run's state directory, where verify looks for the
+	// dead-letter file it names when rows are not migrated.
+	StateDir string
 	// RU is --max-ru; pacer, made from it, paces every Cosmos DB request.
 	RU    ruFlags
 	pacer *azure.Pacer
 
-	// Verifier connects to the accounts and returns the engine with its
-	// sources, and a description of the targets without secrets.
-	Verifier func(ctx context.Context) (*verify.Verifier, string, error)
+	// Connect connects to the accounts and returns the engine with its
+	// sources, a description of the targets without secrets, and the
+	// database or containers that are missing.
+	Connect func(ctx context.Context) (verifyServices, error)
+}
+
+// verifyServices is what VerifyOptions.Connect returns.
+type verifyServices struct {
+	verifier *verify.Verifier
+	where    string
+	missing  []azure.Resource
 }
 
 // NewCmdVerify builds `bifrost-migrate verify`. runF replaces the command's
@@ -73,13 +87,22 @@ expects them), counts docs without _migration (written by the
 application; not judged), and reports dangling execution indexes as
 data-quality warnings.
 
+Every source row must be accounted for: a row that run dead-letters is
+not in Cosmos DB, so it fails verify like a missing doc; verify counts
+these rows and names run's dead-letter file (dead-letter.jsonl in
+--state-dir, default .bifrost-migrate), which lists them with their
+reasons. A selected table that does not exist is an error (exit 1), never
+an empty table; so is a missing database or container (run
+'bifrost-migrate init').
+
 Output: a table per table and kind (rows, expected docs, matched,
 missing, different, orphans, rows skipped by disposition), then the first
 20 differences with their field paths and both values (secrets redacted).
 --report FILE writes everything as JSON. --sample F checks a deterministic
 fraction of the rows, chosen by a hash of their keys.
 
-Exit 0 only when no doc is missing, different or orphaned; else 3.`,
+Exit 0 ("verify: OK") only when no row is dead-lettered and no doc is
+missing, different or orphaned; else 3.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Out, opts.ErrOut = f.Out, f.ErrOut
@@ -95,7 +118,7 @@ Exit 0 only when no doc is missing, different or orphaned; else 3.`,
 					return UsageError(err)
 				}
 			}
-			opts.Verifier = func(ctx context.Context) (*verify.Verifier, string, error) { return newVerifier(ctx, f, opts) }
+			opts.Connect = func(ctx context.Context) (verifyServices, error) { return connectVerify(ctx, f, opts) }
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -110,6 +133,7 @@ Exit 0 only when no doc is missing, different or orphaned; else 3.`,
 	fl.StringVar(&opts.TablePrefix, "table-prefix", "", "put this before every table name (tests, benchmarks side by side)")
 	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
 	fl.IntVar(&opts.PageSize, "page-size", store.DefaultQueryPageSize, "docs per query page")
+	fl.StringVar(&opts.StateDir, "state-dir", migrate.DefaultStateDir, "run's state `directory`, whose dead-letter.jsonl lists the rows not migrated")
 	opts.RU.bind(fl)
 	for _, hidden := range []string{"table-prefix", "blob-container", "page-size"} {
 		_ = fl.MarkHidden(hidden)
@@ -131,26 +155,30 @@ func parseTables(list string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// newVerifier connects the engine to the accounts of f, once each
-// endpoint answered its start-up check.
-func newVerifier(ctx context.Context, f *Factory, opts *VerifyOptions) (*verify.Verifier, string, error) {
+// connectVerify connects the engine to the accounts of f, once each
+// endpoint answered its start-up check, and finds the database or
+// containers that are missing.
+func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verifyServices, error) {
+	var s verifyServices
 	t, err := connectTarget(f, opts.Database, opts.BlobContainer, opts.pacer)
 	if err != nil {
-		return nil, "", err
+		return s, err
 	}
 	if err := checkEndpoints(ctx, t.probes(opts.TablePrefix+firstTable(opts.Tables))...); err != nil {
-		return nil, "", err
+		return s, err
 	}
 	docs, err := azure.NewDocReader(t.client, opts.Database)
 	if err != nil {
-		return nil, "", err
+		return s, err
 	}
-	v := &verify.Verifier{
+	s.verifier = &verify.Verifier{
 		Rows:  azure.NewTableReader(t.tables, f.azureOptions()),
 		Docs:  docs,
 		Blobs: azure.NewBlobStore(t.blobContainer),
 	}
-	return v, t.where(), nil
+	s.where = t.where()
+	s.missing, _, err = t.missing(ctx)
+	return s, err
 }
 
 // stderrProgress prints verify's phases on stderr: text lines, or with
@@ -176,11 +204,15 @@ func (p stderrProgress) Step(msg string) {
 	fmt.Fprintf(p.w, "verify: %s\n", msg)
 }
 
-// verifyRun runs the engine and prints the report; mismatches return a
-// PartialError (exit 3).
+// verifyRun runs the engine and prints the report; rows not migrated and
+// mismatches return a PartialError (exit 3); a missing table, database or
+// container is an error (exit 1) before anything is compared.
 func verifyRun(ctx context.Context, opts *VerifyOptions) error {
-	if strings.TrimSpace(opts.Database) == "" {
+	switch {
+	case strings.TrimSpace(opts.Database) == "":
 		return UsageError(errors.New("--database must not be empty"))
+	case strings.TrimSpace(opts.StateDir) == "":
+		return UsageError(errors.New("--state-dir must not be empty"))
 	}
 	topts, err := opts.TransformFlags.options(opts.Now())
 	if err != nil {
@@ -195,13 +227,20 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		// share of the budget, so that no 5-second window exceeds it.
 		opts.PageSize = min(opts.PageSize, max(100, int(opts.RU.MaxRU/10)))
 	}
-	v, where, err := opts.Verifier(ctx)
+	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
 	}
+	v := svc.verifier
 	if !opts.Quiet {
 		v.Progress = stderrProgress{opts.ErrOut, opts.JSON, recentRU(opts.pacer)}
-		v.Progress.Step(where)
+		v.Progress.Step(svc.where)
+	}
+	if len(svc.missing) > 0 {
+		return &notProvisionedError{Missing: svc.missing}
+	}
+	if err := probeTables(ctx, v.Rows, opts.TablePrefix, opts.Tables); err != nil {
+		return err
 	}
 	r, err := v.Run(ctx, verify.Options{
 		Transform:   topts,
@@ -215,6 +254,12 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	ru := newRUReport(opts.pacer, 0)
+	r.DeadLetterFile = filepath.Join(opts.StateDir, migrate.DeadLetterFile)
+	if _, serr := os.Stat(r.DeadLetterFile); serr == nil {
+		r.DeadLetterFileFound = true
+	} else if !errors.Is(serr, fs.ErrNotExist) {
+		return fmt.Errorf("--state-dir: %w", serr)
+	}
 	if !opts.Quiet {
 		v.Progress.Step(fmt.Sprintf("%d rows in %.1fs (%.0f rows/s)", r.Totals.Rows, r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9)))
 		if !opts.JSON {
@@ -237,10 +282,14 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	if !r.OK {
-		return PartialError(fmt.Errorf("verify found %d missing, %d different and %d orphan doc(s)", r.Totals.Missing, r.Totals.Different, r.Totals.Orphans))
+	switch {
+	case r.OK:
+		return nil
+	case r.NotMigrated > 0:
+		return PartialError(fmt.Errorf("verify found %d row(s) not migrated (dead letters, see %s), %d missing, %d different and %d orphan doc(s)",
+			r.NotMigrated, r.DeadLetterFile, r.Totals.Missing, r.Totals.Different, r.Totals.Orphans))
 	}
-	return nil
+	return PartialError(fmt.Errorf("verify found %d missing, %d different and %d orphan doc(s)", r.Totals.Missing, r.Totals.Different, r.Totals.Orphans))
 }
 
 // writeReportFile writes the report as indented JSON, through a temporary

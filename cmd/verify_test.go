@@ -33,8 +33,10 @@ type verifyEnv struct {
 	prefix string
 	db     string
 	blobs  string
-	acct   azure.StorageAccount
-	cosmos *azcosmos.Client
+	// stateDir is run's --state-dir, which verify is given too.
+	stateDir string
+	acct     azure.StorageAccount
+	cosmos   *azcosmos.Client
 }
 
 // testNow is the clock of newTestFactory, the "now" of fixtures/inventory.json.
@@ -48,10 +50,11 @@ func newVerifyEnv(t *testing.T) *verifyEnv {
 			"CosmosDBConnection":        testenv.CosmosConnection(t),
 			"BIFROST_TABLES_CONNECTION": testenv.StorageConnection(t),
 		},
-		prefix: testenv.Name("v"),
-		db:     testenv.Name("verify"),
-		blobs:  testenv.Name("vblobs"),
-		acct:   testenv.Storage(t),
+		prefix:   testenv.Name("v"),
+		db:       testenv.Name("verify"),
+		blobs:    testenv.Name("vblobs"),
+		stateDir: filepath.Join(t.TempDir(), "state"),
+		acct:     testenv.Storage(t),
 	}
 	var err error
 	if e.cosmos, err = azure.NewCosmosClient(testenv.Cosmos(t), azure.Options{}); err != nil {
@@ -113,6 +116,46 @@ func (e *verifyEnv) loadFixtures() {
 	if _, err := fixtures.Load(context.Background(), tw, bw, fixtures.LoadOptions{TablePrefix: e.prefix}); err != nil {
 		e.t.Fatalf("load fixtures: %v", err)
 	}
+}
+
+// fixtureDeadLetters is the number of fixture rows run dead-letters
+// (fixtures/inventory.json); verify counts them as not migrated.
+const fixtureDeadLetters = 6
+
+// dropDeadLetterRows deletes from the env's tables the rows that run
+// dead-letters, as an operator does who fixed or gave up those rows, so
+// that verify can be clean. It returns how many it deleted.
+func (e *verifyEnv) dropDeadLetterRows() int {
+	e.t.Helper()
+	ctx := context.Background()
+	svc, err := azure.NewTablesClient(e.acct, azure.Options{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	reader := azure.NewTableReader(e.acct, azure.Options{})
+	ids := transform.NewIDSet()
+	var dead []transform.Row
+	for _, table := range fixtures.Tables() {
+		err := store.Scan(ctx, reader, "", e.prefix+table, store.Query{}, store.Cursor{}, func(p store.Page) error {
+			for _, row := range p.Rows {
+				row.Table = table
+				// Blob facts do not decide any fixture's dead letter.
+				if ids.Check(transform.Transform(row, transform.BlobFacts{}, transform.Options{Now: testNow})).Disposition == transform.DispositionDeadLetter {
+					dead = append(dead, row)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	for _, row := range dead {
+		if _, err := svc.NewClient(e.prefix+row.Table).DeleteEntity(ctx, row.PartitionKey, row.RowKey, nil); err != nil {
+			e.t.Fatalf("delete %s %s/%s: %v", row.Table, row.PartitionKey, row.RowKey, err)
+		}
+	}
+	return len(dead)
 }
 
 // migrate puts into Cosmos DB and the blob container what `run` writes:
@@ -256,7 +299,7 @@ func (e *verifyEnv) verifyWith(transport http.RoundTripper, args ...string) (int
 	e.t.Helper()
 	report := filepath.Join(e.t.TempDir(), "report.json")
 	code, stdout, stderr := e.cliWith(transport, append([]string{"verify", "--database", e.db, "--table-prefix", e.prefix,
-		"--blob-container", e.blobs, "--report", report, "--quiet"}, args...)...)
+		"--blob-container", e.blobs, "--state-dir", e.stateDir, "--report", report, "--quiet"}, args...)...)
 	if code != ExitOK && code != ExitPartial {
 		e.t.Fatalf("verify: exit %d: %s", code, stderr)
 	}
@@ -289,6 +332,18 @@ func migratedFixtures(t *testing.T) *verifyEnv {
 	return e
 }
 
+// wantOnlyDeadLetters checks that verify found no doc missing, different
+// or orphaned, and failed (exit 3, ok false) only because of the
+// fixtures' dead letters, which are not in Cosmos DB.
+func wantOnlyDeadLetters(t *testing.T, what string, code int, stdout string, r *verify.Report) {
+	t.Helper()
+	if code != ExitPartial || r.OK || r.NotMigrated != fixtureDeadLetters || r.Totals.DeadLetter != fixtureDeadLetters ||
+		r.Totals.Missing+r.Totals.Different+r.Totals.Orphans != 0 {
+		t.Fatalf("%s: exit %d ok %v not migrated %d totals %+v, want exit 3 for the %d dead letters only:\n%s",
+			what, code, r.OK, r.NotMigrated, r.Totals, fixtureDeadLetters, stdout)
+	}
+}
+
 // wantDifferences checks that verify failed (exit 3) with exactly one
 // differing doc and exactly the given differences.
 func wantDifferences(t *testing.T, code int, r *verify.Report, want ...verify.Difference) {
@@ -316,12 +371,13 @@ func jsonText(v any) string {
 	return string(b)
 }
 
+// TestVerifyCleanRunMatchesInventory: after a clean migration of the
+// fixtures every expected doc matches, and verify still fails (exit 3):
+// the fixtures' dead-lettered rows are not in Cosmos DB.
 func TestVerifyCleanRunMatchesInventory(t *testing.T) {
 	e := migratedFixtures(t)
 	code, stdout, r := e.verify()
-	if code != ExitOK || !r.OK {
-		t.Fatalf("exit %d, ok %v; stdout:\n%s", code, r.OK, stdout)
-	}
+	wantOnlyDeadLetters(t, "verify", code, stdout, r)
 	var inv struct {
 		Tables map[string]map[string]map[string]int `json:"tables"`
 		Totals map[string]map[string]int            `json:"totals"`
@@ -362,12 +418,29 @@ func TestVerifyCleanRunMatchesInventory(t *testing.T) {
 	if len(r.DanglingIndexes) != 1 || r.DanglingIndexes[0].ExecutionID != "5effe395-907c-5b5e-8c21-1a59b41c41f2" {
 		t.Errorf("dangling indexes %+v, want the one of the fixtures", r.DanglingIndexes)
 	}
-	if stdout != cleanFixturesText {
-		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, cleanFixturesText)
+	// No run wrote a dead-letter file into the env's state directory.
+	want := strings.Replace(cleanFixturesText, deadLettersListed, deadLettersNotFound(e.stateDir), 1)
+	if stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
+	}
+	if r.DeadLetterFile != filepath.Join(e.stateDir, "dead-letter.jsonl") || r.DeadLetterFileFound {
+		t.Errorf("report names dead-letter file %q (found %v), want the state directory's, not found", r.DeadLetterFile, r.DeadLetterFileFound)
 	}
 }
 
-// cleanFixturesText is verify's output after a clean run on the fixtures.
+// deadLettersListed is the line of cleanFixturesText that names run's
+// dead-letter file, for the placeholder state directory STATE.
+const deadLettersListed = "not migrated: 6 row(s) are dead letters, not in Cosmos DB (DEAD-LETTER column); run listed them with their reasons in STATE/dead-letter.jsonl\n"
+
+// deadLettersNotFound is that line when dir holds no dead-letter file.
+func deadLettersNotFound(dir string) string {
+	return "not migrated: 6 row(s) are dead letters, not in Cosmos DB (DEAD-LETTER column); run lists them with their reasons in " +
+		filepath.Join(dir, "dead-letter.jsonl") +
+		", which does not exist here (give verify run's --state-dir, or list them with `bifrost-migrate run --dry-run`)\n"
+}
+
+// cleanFixturesText is verify's output after a clean run on the fixtures,
+// whose dead letters run wrote into STATE.
 const cleanFixturesText = `TABLE          KIND                  ROWS  EXPECTED  MATCHED  MISSING  DIFFERENT  ORPHANS  DROPPED-INDEX  KEPT-IN-TABLES  EXPIRED  DEAD-LETTER
 Config         branding              2     2         2        0        0          0        0              0               0        0
 Config         config                19    15        15       0        0          0        0              0               0        4
@@ -401,7 +474,7 @@ total                                140   60        60       0        0        
 application-written docs (no _migration, not judged): entities 0, executions 0
 dangling indexes (data-quality warning): 1
   Relationships GLOBAL/workflowexec:purge_old_mailboxes:7c9e6679-7425-40de-944b-e07fc1f90ae7:5effe395-907c-5b5e-8c21-1a59b41c41f2: execution 5effe395-907c-5b5e-8c21-1a59b41c41f2 not in Entities
-verify: OK
+` + deadLettersListed + `verify: 6 row(s) not migrated; 0 missing, 0 different, 0 orphan doc(s)
 `
 
 func TestVerifyDetectsChangedScalarField(t *testing.T) {
@@ -416,7 +489,8 @@ func TestVerifyDetectsChangedScalarField(t *testing.T) {
 	})
 	want := "differences (1, in 1 doc(s)):\n" +
 		"  executions/" + e03Scope + "/" + e03ID + `: status: expected "Success", actual "Failed"` + "\n" +
-		"verify: 0 missing, 1 different, 0 orphan doc(s)\n"
+		deadLettersNotFound(e.stateDir) +
+		"verify: 6 row(s) not migrated; 0 missing, 1 different, 0 orphan doc(s)\n"
 	if !strings.HasSuffix(stdout, want) {
 		t.Errorf("stdout does not end in\n%s\ngot:\n%s", want, stdout)
 	}
@@ -518,8 +592,17 @@ func TestVerifyDetectsDocInWrongScope(t *testing.T) {
 	}
 }
 
+// TestVerifyCountsAppWrittenDocsWithoutFailing: with every row migrated
+// (the dead-lettered fixture rows deleted from the tables), verify is OK
+// even though the application wrote a doc of its own.
 func TestVerifyCountsAppWrittenDocsWithoutFailing(t *testing.T) {
-	e := migratedFixtures(t)
+	t.Parallel()
+	e := newVerifyEnv(t)
+	e.loadFixtures()
+	if n := e.dropDeadLetterRows(); n != fixtureDeadLetters {
+		t.Fatalf("deleted %d dead-letter rows, want %d", n, fixtureDeadLetters)
+	}
+	e.migrate()
 	if err := e.upsert("entities", "GLOBAL", []byte(`{"id":"user-new@contoso.example","scope":"GLOBAL","type":"user","email":"new@contoso.example"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -527,10 +610,11 @@ func TestVerifyCountsAppWrittenDocsWithoutFailing(t *testing.T) {
 	if code != ExitOK || !r.OK {
 		t.Fatalf("exit %d ok %v, want 0:\n%s", code, r.OK, stdout)
 	}
-	if r.AppWritten["entities"] != 1 || r.AppWritten["executions"] != 0 || r.Totals.Orphans != 0 {
-		t.Errorf("app-written %v orphans %d, want 1 in entities and no orphan", r.AppWritten, r.Totals.Orphans)
+	if r.AppWritten["entities"] != 1 || r.AppWritten["executions"] != 0 || r.Totals.Orphans != 0 || r.NotMigrated != 0 {
+		t.Errorf("app-written %v orphans %d not migrated %d, want 1 in entities, no orphan, every row migrated", r.AppWritten, r.Totals.Orphans, r.NotMigrated)
 	}
-	if !strings.Contains(stdout, "application-written docs (no _migration, not judged): entities 1, executions 0\n") {
+	if !strings.Contains(stdout, "application-written docs (no _migration, not judged): entities 1, executions 0\n") ||
+		!strings.HasSuffix(stdout, "\nverify: OK\n") || strings.Contains(stdout, "not migrated") {
 		t.Errorf("stdout:\n%s", stdout)
 	}
 }
@@ -624,7 +708,9 @@ func TestVerifyReadsInBulk(t *testing.T) {
 	}
 	e.migrate()
 	rec := recorder.New(nil)
-	code, stdout, r := e.verifyWith(rec)
+	// Generated data has no Config table: a table verify is asked to
+	// check must exist.
+	code, stdout, r := e.verifyWith(rec, "--tables", "Entities,Relationships")
 	if code != ExitOK {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
@@ -646,7 +732,8 @@ func TestVerifyReadsInBulk(t *testing.T) {
 func TestVerifyJSONOutputAndNoSecrets(t *testing.T) {
 	e := migratedFixtures(t)
 	e.deleteDoc("executions", e03Scope, e03ID)
-	code, stdout, stderr := e.cli("verify", "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs, "--output", "json")
+	code, stdout, stderr := e.cli("verify", "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs,
+		"--state-dir", e.stateDir, "--output", "json")
 	if code != ExitPartial {
 		t.Fatalf("exit %d, want 3: %s", code, stderr)
 	}
@@ -657,7 +744,8 @@ func TestVerifyJSONOutputAndNoSecrets(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Type != "verify" || r.OK || r.Totals.Missing != 1 || len(r.Missing) != 1 || r.Missing[0].ID != e03ID || len(r.Tables) != 28 {
+	if r.Type != "verify" || r.OK || r.Totals.Missing != 1 || len(r.Missing) != 1 || r.Missing[0].ID != e03ID || len(r.Tables) != 28 ||
+		r.NotMigrated != fixtureDeadLetters || r.DeadLetterFile != filepath.Join(e.stateDir, "dead-letter.jsonl") {
 		t.Errorf("summary %s", stdout)
 	}
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
@@ -667,7 +755,8 @@ func TestVerifyJSONOutputAndNoSecrets(t *testing.T) {
 			t.Errorf("stderr line is not a progress object: %q", line)
 		}
 	}
-	if last := lines[len(lines)-1]; last != "bifrost-migrate: verify found 1 missing, 0 different and 0 orphan doc(s)" {
+	if last := lines[len(lines)-1]; last != "bifrost-migrate: verify found 6 row(s) not migrated (dead letters, see "+
+		filepath.Join(e.stateDir, "dead-letter.jsonl")+"), 1 missing, 0 different and 0 orphan doc(s)" {
 		t.Errorf("last stderr line %q", last)
 	}
 	for _, secret := range []string{"AccountKey", "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1", "C2y6yDjf5"} {
@@ -678,20 +767,26 @@ func TestVerifyJSONOutputAndNoSecrets(t *testing.T) {
 }
 
 // TestVerifyAfterRunEndToEnd runs the real pipeline: fixtures load, init,
-// run, then verify; verify is clean and its counts are the inventory's.
-// Then a doc is tampered with and verify fails.
+// run, then verify; every expected doc matches and the counts are the
+// inventory's, but verify exits 3 with a line that counts the rows run
+// dead-lettered and names the file run listed them in. Then a doc is
+// tampered with and verify fails with it.
 func TestVerifyAfterRunEndToEnd(t *testing.T) {
 	t.Parallel()
 	e := newVerifyEnv(t)
 	e.loadFixtures()
 	code, _, stderr := e.cli("run", "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs,
-		"--state-dir", t.TempDir(), "--quiet")
+		"--state-dir", e.stateDir, "--quiet")
 	if code != ExitPartial { // the fixtures have dead letters
 		t.Fatalf("run: exit %d, want 3: %s", code, stderr)
 	}
 	code, stdout, r := e.verify()
-	if code != ExitOK || stdout != cleanFixturesText {
-		t.Fatalf("verify after run: exit %d, stdout:\n%s\nwant:\n%s", code, stdout, cleanFixturesText)
+	wantOnlyDeadLetters(t, "verify after run", code, stdout, r)
+	if want := strings.ReplaceAll(cleanFixturesText, "STATE", e.stateDir); stdout != want {
+		t.Fatalf("verify after run: stdout:\n%s\nwant:\n%s", stdout, want)
+	}
+	if !r.DeadLetterFileFound {
+		t.Errorf("the report does not say run's dead-letter file %s exists", r.DeadLetterFile)
 	}
 	if r.Totals.Matched != 60 || r.Totals.Rows != 140 {
 		t.Errorf("totals %+v", r.Totals)
@@ -702,5 +797,99 @@ func TestVerifyAfterRunEndToEnd(t *testing.T) {
 	code, _, r = e.verify()
 	if code != ExitPartial || len(r.Differences) != 1 || r.Differences[0].Path != "description" {
 		t.Errorf("after tampering: exit %d differences %s, want 3 and the path description", code, jsonText(r.Differences))
+	}
+}
+
+// TestVerifyBeforeInit: verify against a database and a blob container
+// that init has not created is exit 1 with one sentence that says to run
+// init, not the SDK's dump of the service's answer.
+func TestVerifyBeforeInit(t *testing.T) {
+	t.Parallel()
+	e := newVerifyEnv(t)
+	e.loadFixtures()
+	db, blobs := testenv.Name("noinit"), testenv.Name("noinitblobs")
+	code, stdout, stderr := e.cli("verify", "--database", db, "--table-prefix", e.prefix, "--blob-container", blobs,
+		"--state-dir", e.stateDir, "--quiet")
+	want := "bifrost-migrate: database " + db + " does not exist in Cosmos DB " + testenv.Cosmos(t).Endpoint +
+		", and blob container " + blobs + " does not exist in " + e.acct.BlobEndpoint + "; run `bifrost-migrate init` first\n"
+	if code != ExitFatal || stdout != "" || stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 1 and stderr:\n%s", code, stdout, stderr, want)
+	}
+	// Without --quiet the start-up line comes first; the sentence is
+	// still the last line and nothing else is printed.
+	code, _, stderr = e.cli("verify", "--database", db, "--table-prefix", e.prefix, "--blob-container", blobs, "--state-dir", e.stateDir)
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	if code != ExitFatal || len(lines) != 2 || lines[1]+"\n" != want || !strings.HasPrefix(lines[0], "verify: tables ") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, dump := range []string{"RESPONSE", "ERROR CODE", "<?xml", "ContainerNotFound", "-----"} {
+		if strings.Contains(stderr, dump) {
+			t.Errorf("stderr holds the service's raw answer (%q):\n%s", dump, stderr)
+		}
+	}
+}
+
+// TestVerifyMissingSourceTable: a selected table that does not exist is
+// exit 1 naming it and --tables, before anything is compared; leaving it
+// out with --tables checks the others.
+func TestVerifyMissingSourceTable(t *testing.T) {
+	e := migratedFixtures(t)
+	tw, _ := e.writers()
+	if err := tw.DeleteTable(context.Background(), e.prefix+"Relationships"); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := e.cli("verify", "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs,
+		"--state-dir", e.stateDir, "--quiet")
+	want := "bifrost-migrate: source table " + e.prefix + "Relationships does not exist in " + e.acct.TableEndpoint +
+		"; check the tables connection, or choose tables with --tables\n"
+	if code != ExitFatal || stdout != "" || stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 1 and stderr:\n%s", code, stdout, stderr, want)
+	}
+	code, stdout, r := e.verify("--tables", "Config,Entities")
+	if code != ExitPartial || r.Totals.Missing+r.Totals.Different+r.Totals.Orphans != 0 || r.NotJudged != 0 || r.Totals.Rows != 140-73 {
+		t.Errorf("--tables Config,Entities: exit %d totals %+v not judged %d:\n%s", code, r.Totals, r.NotJudged, stdout)
+	}
+}
+
+// TestVerifyAfterRunWithADeadLetteredRow: one row run could not migrate
+// (an int config whose value is not a number) makes verify exit 3 with a
+// line that counts it and names run's dead-letter file; the report says
+// so too (ok false, notMigrated 1).
+func TestVerifyAfterRunWithADeadLetteredRow(t *testing.T) {
+	t.Parallel()
+	e := newVerifyEnv(t)
+	e.loadFixtures()
+	e.dropDeadLetterRows()
+	tw, _ := e.writers()
+	bad := []byte(`{"PartitionKey":"GLOBAL","RowKey":"config:smtp_retries","Type":"int","Value":"three"}`)
+	if err := tw.UpsertBatch(context.Background(), e.prefix+"Config", "GLOBAL", [][]byte{bad}, []string{"config:smtp_retries"}); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := e.cli("run", "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs,
+		"--state-dir", e.stateDir, "--quiet")
+	if code != ExitPartial {
+		t.Fatalf("run: exit %d, want 3 (one dead letter): %s", code, stderr)
+	}
+	file := filepath.Join(e.stateDir, "dead-letter.jsonl")
+	code, stdout, r := e.verify()
+	if code != ExitPartial || r.OK || r.NotMigrated != 1 || r.DeadLetterFile != file || !r.DeadLetterFileFound ||
+		r.Totals.Missing+r.Totals.Different+r.Totals.Orphans != 0 {
+		t.Fatalf("exit %d ok %v not migrated %d file %q (found %v) totals %+v, want exit 3 for the one dead letter",
+			code, r.OK, r.NotMigrated, r.DeadLetterFile, r.DeadLetterFileFound, r.Totals)
+	}
+	want := "not migrated: 1 row(s) are dead letters, not in Cosmos DB (DEAD-LETTER column); run listed them with their reasons in " + file + "\n" +
+		"verify: 1 row(s) not migrated; 0 missing, 0 different, 0 orphan doc(s)\n"
+	if !strings.HasSuffix(stdout, want) {
+		t.Errorf("stdout does not end in\n%s\ngot:\n%s", want, stdout)
+	}
+	// The same through --output json and on stderr.
+	code, stdout, stderr = e.cli("verify", "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs,
+		"--state-dir", e.stateDir, "--quiet", "--output", "json")
+	var sum verify.Report
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || code != ExitPartial || sum.OK || sum.NotMigrated != 1 || sum.DeadLetterFile != file {
+		t.Errorf("--output json: exit %d, %v:\n%s", code, err, stdout)
+	}
+	if got, want := lastLine(stderr), "bifrost-migrate: verify found 1 row(s) not migrated (dead letters, see "+file+"), 0 missing, 0 different and 0 orphan doc(s)"; got != want {
+		t.Errorf("last stderr line\n%s\nwant\n%s", got, want)
 	}
 }

@@ -8,10 +8,9 @@ import (
 
 // RowSource reads table pages. *azure.TableReader implements it.
 type RowSource interface {
-	// ReadPage reads one page of table from `from` (zero: the beginning).
+	// ReadPage reads one page of table from `from` (zero: the beginning);
+	// a table that does not exist is an error.
 	ReadPage(ctx context.Context, table string, q store.Query, from store.Cursor) (store.Page, error)
-	// Exists reports whether the table exists.
-	Exists(ctx context.Context, table string) (bool, error)
 }
 
 // DocSource reads docs of the Cosmos DB database. *azure.DocReader

@@ -134,8 +134,15 @@ type Report struct {
 	BlobsListed int `json:"blobsListed"`
 	// Warnings counts the transform's data-quality warnings by reason.
 	Warnings map[string]int `json:"warnings"`
-	// MissingTables are selected tables that do not exist (read as empty).
-	MissingTables []string `json:"missingTables"`
+	// NotMigrated counts the checked rows that are not in Cosmos DB
+	// because run dead-letters them (Totals.DeadLetter); any makes the
+	// report fail (SPEC §12: every source row accounted for).
+	NotMigrated int `json:"notMigrated"`
+	// DeadLetterFile is run's dead-letter file, where those rows are
+	// listed with their reasons, and DeadLetterFileFound whether it
+	// exists. The command fills both (verify itself reads no files).
+	DeadLetterFile      string `json:"deadLetterFile"`
+	DeadLetterFileFound bool   `json:"deadLetterFileFound"`
 	// DanglingChecked is false when Entities was not read (--tables).
 	DanglingChecked bool            `json:"danglingChecked"`
 	DanglingIndexes []DanglingIndex `json:"danglingIndexes"`
@@ -148,10 +155,10 @@ type Report struct {
 	ElapsedSeconds   float64 `json:"elapsedSeconds"`
 }
 
-// Failures is the number of problems that make verify fail: missing,
-// different and orphan docs.
+// Failures is the number of problems that make verify fail: rows not
+// migrated (dead letters), missing, different and orphan docs.
 func (r *Report) Failures() int {
-	return r.Totals.Missing + r.Totals.Different + r.Totals.Orphans
+	return r.NotMigrated + r.Totals.Missing + r.Totals.Different + r.Totals.Orphans
 }
 
 // ShownDifferences is how many differences the text output and the JSON
@@ -186,9 +193,6 @@ func WriteJSON(w io.Writer, v any) error {
 // docs, the dangling indexes and the first ShownDifferences missing docs,
 // orphans and differences.
 func (r *Report) WriteText(w io.Writer) error {
-	for _, t := range r.MissingTables {
-		fmt.Fprintf(w, "table %s does not exist: no rows checked\n", t)
-	}
 	if r.Settings.Sample > 0 && r.Settings.Sample < 1 {
 		fmt.Fprintf(w, "sample: %g of the rows (chosen by a hash of their keys)\n", r.Settings.Sample)
 	}
@@ -251,13 +255,35 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  (field details computed for the first %d differing docs only)\n", MaxDetailedDocs)
 		}
 	}
+	if r.NotMigrated > 0 {
+		fmt.Fprintln(w, r.NotMigratedText())
+	}
 	var err error
-	if r.OK {
+	switch {
+	case r.OK:
 		_, err = fmt.Fprintln(w, "verify: OK")
-	} else {
+	case r.NotMigrated > 0:
+		_, err = fmt.Fprintf(w, "verify: %d row(s) not migrated; %d missing, %d different, %d orphan doc(s)\n",
+			r.NotMigrated, r.Totals.Missing, r.Totals.Different, r.Totals.Orphans)
+	default:
 		_, err = fmt.Fprintf(w, "verify: %d missing, %d different, %d orphan doc(s)\n", r.Totals.Missing, r.Totals.Different, r.Totals.Orphans)
 	}
 	return err
+}
+
+// NotMigratedText is the line that counts the rows not migrated and says
+// where they are listed: run's dead-letter file, or, when it was not
+// found, how to list them.
+func (r *Report) NotMigratedText() string {
+	s := fmt.Sprintf("not migrated: %d row(s) are dead letters, not in Cosmos DB (DEAD-LETTER column)", r.NotMigrated)
+	switch {
+	case r.DeadLetterFile == "":
+		return s + "; `bifrost-migrate run --dry-run` lists them with their reasons"
+	case r.DeadLetterFileFound:
+		return s + "; run listed them with their reasons in " + r.DeadLetterFile
+	}
+	return s + "; run lists them with their reasons in " + r.DeadLetterFile +
+		", which does not exist here (give verify run's --state-dir, or list them with `bifrost-migrate run --dry-run`)"
 }
 
 func shown(n int) string {

@@ -1,0 +1,236 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/migrate"
+)
+
+// responseError builds the error azcore returns for a service answer with
+// status and error code (sent as x-ms-error-code, as the services do).
+func responseError(t *testing.T, method, rawURL string, status int, code, body string) error {
+	t.Helper()
+	req, err := http.NewRequest(method, rawURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{}
+	if code != "" {
+		h.Set("x-ms-error-code", code)
+	}
+	return runtime.NewResponseError(&http.Response{
+		StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
+		Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req,
+	})
+}
+
+// The endpoints of the table below.
+const (
+	tablesEP = "https://acct.table.core.windows.net"
+	blobsEP  = "https://acct.blob.core.windows.net"
+	cosmosEP = "https://acct.documents.azure.com:443/"
+)
+
+var (
+	configTable     = azure.Resource{Service: azure.ServiceTables, Kind: azure.KindTable, Name: "Config", Endpoint: tablesEP}
+	entitiesCont    = azure.Resource{Service: azure.ServiceCosmos, Kind: azure.KindContainer, Name: "bifrost/entities", Endpoint: cosmosEP}
+	bifrostDB       = azure.Resource{Service: azure.ServiceCosmos, Kind: azure.KindDatabase, Name: "bifrost", Endpoint: cosmosEP}
+	executionBlobs  = azure.Resource{Service: azure.ServiceBlobs, Kind: azure.KindBlobContainer, Name: "execution-data", Endpoint: blobsEP}
+	tablesOnClosed  = azure.Resource{Service: azure.ServiceTables, Kind: azure.KindTable, Name: "Config", Endpoint: "http://127.0.0.1:1/devstoreaccount1"}
+	executionsContr = azure.Resource{Service: azure.ServiceCosmos, Kind: azure.KindContainer, Name: "bifrost/executions", Endpoint: cosmosEP}
+)
+
+// refused is the error net/http returns when nothing listens at u.
+func refused(u string) error {
+	return &url.Error{Op: "Get", URL: u, Err: &net.OpError{Op: "dial", Net: "tcp",
+		Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}}
+}
+
+// TestErrSentences is the error-to-sentence mapping of cmd/errors.go:
+// each service error becomes one sentence that says what to do, without
+// the service's raw answer; an error it does not know passes through.
+func TestErrSentences(t *testing.T) {
+	in := func(r azure.Resource, op string, err error) error {
+		return &azure.ResourceError{Resource: r, Op: op, Err: err}
+	}
+	for _, tc := range []struct {
+		name      string
+		err       error
+		want      string
+		transient bool
+	}{
+		{
+			name: "404 TableNotFound",
+			err: fmt.Errorf("read Config: %w", in(configTable, "table Config",
+				responseError(t, "GET", tablesEP+"/Config()", 404, "TableNotFound", `{"odata.error":{"code":"TableNotFound"}}`))),
+			want: "source table Config does not exist in " + tablesEP + "; check the tables connection, or choose tables with --tables",
+		},
+		{
+			name: "404 on a Cosmos DB container",
+			err: in(entitiesCont, "query container entities",
+				responseError(t, "POST", cosmosEP+"dbs/bifrost/colls/entities/docs", 404, "NotFound", `{"code":"NotFound","message":"Resource Not Found"}`)),
+			want: "container bifrost/entities does not exist in Cosmos DB " + cosmosEP + "; run `bifrost-migrate init` first",
+		},
+		{
+			name: "404 on a Cosmos DB database",
+			err:  in(bifrostDB, "", responseError(t, "GET", cosmosEP+"dbs/bifrost", 404, "NotFound", "")),
+			want: "database bifrost does not exist in Cosmos DB " + cosmosEP + "; run `bifrost-migrate init` first",
+		},
+		{
+			name: "404 ContainerNotFound in Blob Storage",
+			err: in(executionBlobs, "list blob container execution-data",
+				responseError(t, "GET", blobsEP+"/execution-data?restype=container&comp=list", 404, "ContainerNotFound", "<?xml version=\"1.0\"?><Error><Code>ContainerNotFound</Code></Error>")),
+			want: "blob container execution-data does not exist in " + blobsEP + "; run `bifrost-migrate init` first",
+		},
+		{
+			name: "missing database and blob container found before starting",
+			err:  &notProvisionedError{Missing: []azure.Resource{bifrostDB, executionBlobs}},
+			want: "database bifrost does not exist in Cosmos DB " + cosmosEP + ", and blob container execution-data does not exist in " + blobsEP +
+				"; run `bifrost-migrate init` first",
+		},
+		{
+			name: "missing containers found before starting",
+			err:  &notProvisionedError{Missing: []azure.Resource{entitiesCont, executionsContr}},
+			want: "container bifrost/entities and container bifrost/executions do not exist in Cosmos DB " + cosmosEP + "; run `bifrost-migrate init` first",
+		},
+		{
+			name: "401 from Cosmos DB",
+			err:  in(entitiesCont, "", responseError(t, "POST", cosmosEP+"dbs/bifrost/colls/entities/docs", 401, "Unauthorized", "")),
+			want: "Cosmos DB " + cosmosEP + " refused access to container bifrost/entities (401 Unauthorized, Unauthorized): " +
+				`give the identity a Cosmos DB data-plane role such as "Cosmos DB Built-in Data Contributor", or use the account's current key in the Cosmos DB connection`,
+		},
+		{
+			name: "403 from Cosmos DB on a write (ErrAccessDenied)",
+			err: fmt.Errorf("Entities GLOBAL/user:a: write entities/user-a: %w", in(entitiesCont, "",
+				fmt.Errorf("cosmos upsert: %w: 403 Forbidden: %w", store.ErrAccessDenied,
+					responseError(t, "POST", cosmosEP+"dbs/bifrost/colls/entities/docs", 403, "Forbidden", "")))),
+			want: "Cosmos DB " + cosmosEP + " refused access to container bifrost/entities (403 Forbidden, Forbidden): " +
+				`give the identity a Cosmos DB data-plane role such as "Cosmos DB Built-in Data Contributor", or use the account's current key in the Cosmos DB connection`,
+		},
+		{
+			name: "403 from Table Storage",
+			err:  in(configTable, "table Config", responseError(t, "GET", tablesEP+"/Config()", 403, "AuthorizationPermissionMismatch", "")),
+			want: "Table Storage " + tablesEP + " refused access to table Config (403 Forbidden, AuthorizationPermissionMismatch): " +
+				`give the identity the role "Storage Table Data Reader" ("Storage Table Data Contributor" to write), or use a valid account key or SAS in the tables connection`,
+		},
+		{
+			name: "403 from Blob Storage",
+			err: in(executionBlobs, "upload blob execution-data/x/result.json",
+				responseError(t, "PUT", blobsEP+"/execution-data/x/result.json", 403, "AuthorizationFailure", "")),
+			want: "Blob Storage " + blobsEP + " refused access to blob container execution-data (403 Forbidden, AuthorizationFailure): " +
+				`give the identity the role "Storage Blob Data Contributor", or use a valid account key or SAS in the blob connection (by default the tables connection)`,
+		},
+		{
+			name: "429 that outlasted the retries",
+			err: in(entitiesCont, "", fmt.Errorf("cosmos upsert entities/x: %w after 30 attempts in 5m0s: %w", store.ErrRetriesExhausted,
+				responseError(t, "POST", cosmosEP+"dbs/bifrost/colls/entities/docs", 429, "TooManyRequests", ""))),
+			want: "Cosmos DB " + cosmosEP + " kept answering 429 Too Many Requests for container bifrost/entities after every retry: " +
+				"the account's request units are exhausted; cap what this command uses with --max-ru, or let it wait longer with --retry-timeout",
+			transient: true,
+		},
+		{
+			name: "503 that outlasted the retries",
+			err: in(entitiesCont, "", fmt.Errorf("cosmos upsert entities/x: %w after 30 attempts in 5m0s: %w", store.ErrRetriesExhausted,
+				responseError(t, "POST", cosmosEP+"dbs/bifrost/colls/entities/docs", 503, "", ""))),
+			want: "Cosmos DB " + cosmosEP + " kept failing for container bifrost/entities after every retry (last: 503 Service Unavailable): " +
+				"the service is unavailable or overloaded; try again later",
+			transient: true,
+		},
+		{
+			name: "connection refused",
+			err:  fmt.Errorf("read Config: %w", in(tablesOnClosed, "table Config", refused("http://127.0.0.1:1/devstoreaccount1/Config()"))),
+			want: "cannot reach Table Storage at http://127.0.0.1:1/devstoreaccount1 (connect: connection refused): " +
+				"check the tables connection and that this machine can reach the endpoint",
+		},
+		{
+			name: "another answer of a known resource",
+			err:  in(configTable, "table Config", responseError(t, "GET", tablesEP+"/Config()", 400, "InvalidInput", "<dump>")),
+			want: "Table Storage " + tablesEP + " answered 400 Bad Request, InvalidInput for table Config (run with --verbose for its whole answer)",
+		},
+		{
+			name: "an unknown error passes through",
+			err:  fmt.Errorf("state saved: %w", errors.New("disk full")),
+			want: "state saved: disk full",
+		},
+		{
+			name: "a typed error of the tool passes through",
+			err:  &migrate.FingerprintError{Dir: ".bifrost-migrate", Saved: "a", Wanted: "b"},
+			want: (&migrate.FingerprintError{Dir: ".bifrost-migrate", Saved: "a", Wanted: "b"}).Error(),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _, _ := newTestFactory(nil)
+			got := errorText(f, tc.err, ExitFatal)
+			if want := "bifrost-migrate: " + tc.want + "\n"; got != want {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
+			}
+			if strings.Contains(got, "RESPONSE") || strings.Contains(got, "<") {
+				t.Errorf("raw service answer in %q", got)
+			}
+			if transient(tc.err) != tc.transient {
+				t.Errorf("transient = %v, want %v", !tc.transient, tc.transient)
+			}
+			// --verbose adds the raw error on the line before the
+			// sentence, when it says more than the sentence.
+			f.Global.Verbose = true
+			got = errorText(f, tc.err, ExitFatal)
+			raw := tc.err.Error()
+			want := "bifrost-migrate: " + tc.want + "\n"
+			if raw != tc.want {
+				want = "bifrost-migrate: (--verbose) " + strings.TrimRight(raw, "\n") + "\n" + want
+			}
+			if got != want {
+				t.Errorf("--verbose: got\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestErrVerboseDetailIsScrubbed: the raw detail --verbose adds carries
+// no secret of the settings.
+func TestErrVerboseDetailIsScrubbed(t *testing.T) {
+	const key = "c2VjcmV0LWFjY291bnQta2V5LW5vdC10by1wcmludA=="
+	f, _, _ := newTestFactory(map[string]string{
+		"BIFROST_TABLES_CONNECTION": "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + key + ";",
+	})
+	f.Global.Verbose = true
+	err := &azure.ResourceError{Resource: configTable, Op: "table Config",
+		Err: responseError(t, "GET", tablesEP+"/Config()", 403, "AuthenticationFailed", "key "+key+" refused")}
+	got := errorText(f, err, ExitFatal)
+	if strings.Contains(got, key) || !strings.Contains(got, "(--verbose) table Config: GET") || !strings.Contains(got, "key *** refused") {
+		t.Errorf("verbose output:\n%s", got)
+	}
+	if last := got[strings.LastIndex(strings.TrimSuffix(got, "\n"), "\n")+1:]; !strings.HasPrefix(last, "bifrost-migrate: Table Storage "+tablesEP+" refused access") {
+		t.Errorf("the last line is not the sentence: %q", last)
+	}
+}
+
+// TestErrInterruptedKeepsTheCommandsMessage: an interrupted command's own
+// message (state saved, how to resume) is kept, even when the error that
+// stopped it came from a service call.
+func TestErrInterruptedKeepsTheCommandsMessage(t *testing.T) {
+	f, _, _ := newTestFactory(nil)
+	err := fmt.Errorf("state saved in s; run again to resume (%w)",
+		&azure.ResourceError{Resource: configTable, Op: "table Config", Err: &url.Error{Op: "Get", URL: tablesEP, Err: context.Canceled}})
+	want := "bifrost-migrate: interrupted: state saved in s; run again to resume (table Config: Get \"" + tablesEP + "\": context canceled)\n"
+	if got := errorText(f, err, ExitInterrupted); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if transient(err) {
+		t.Error("a cancelled context counted as transient")
+	}
+}
