@@ -180,6 +180,10 @@ func explain(err error) string {
 	if errors.As(err, &np) {
 		return np.Error()
 	}
+	var eps endpointErrors
+	if errors.As(err, &eps) {
+		return eps.Error()
+	}
 	if errors.Is(err, context.Canceled) {
 		return ""
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
 	"github.com/bifrost/bifrost-migrate/azure"
-	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // responseError builds the error azcore returns for a service answer with
@@ -147,7 +147,7 @@ func TestErrSentences(t *testing.T) {
 			err: in(entitiesCont, "", fmt.Errorf("cosmos upsert entities/x: %w after 30 attempts in 5m0s: %w", store.ErrRetriesExhausted,
 				responseError(t, "POST", cosmosEP+"dbs/bifrost/colls/entities/docs", 503, "", ""))),
 			want: "Cosmos DB " + cosmosEP + " kept failing for container bifrost/entities after every retry (last: 503 Service Unavailable): " +
-				"the service is unavailable or overloaded; try again later",
+				"the service is unavailable or overloaded; try again later, or let the command wait longer with --retry-timeout",
 			transient: true,
 		},
 		{

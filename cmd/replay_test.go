@@ -484,8 +484,8 @@ func TestReplayClosedTablesPort(t *testing.T) {
 		f, out, errOut := newTestFactory(map[string]string{"BIFROST_TABLES_CONNECTION": conn, "CosmosDBConnection": e.env["CosmosDBConnection"]})
 		code := Execute(context.Background(), f, []string{"--output", output, "replay", "--database", e.db, "--blob-container", e.blobs,
 			"--state-dir", e.stateDir, "--since", "2026-11-20T00:00:00Z"})
-		want := "bifrost-migrate: cannot reach Table Storage at " + closed +
-			" (connect: connection refused): check the tables connection and that this machine can reach the endpoint"
+		want := "bifrost-migrate: cannot use Table Storage at " + strings.TrimPrefix(strings.TrimSuffix(closed, "/"+e.acct.Name), "http://") +
+			": connection refused; check " + tablesSettings
 		if code != ExitFatal || lastLine(errOut.String()) != want {
 			t.Errorf("--output %s: exit %d, stderr:\n%s\nwant exit 1 and last line\n%s", output, code, errOut, want)
 		}

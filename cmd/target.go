@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -232,7 +233,36 @@ func checkEndpoints(ctx context.Context, probes ...probe) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return errors.Join(errs...)
+	var failed endpointErrors
+	for _, err := range errs {
+		if ee, ok := err.(*EndpointError); ok {
+			failed = append(failed, ee)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return failed
+}
+
+// endpointErrors are the endpoints a start-up check found unusable: one
+// line each. They are already the sentence an operator reads.
+type endpointErrors []*EndpointError
+
+func (e endpointErrors) Error() string {
+	lines := make([]string, len(e))
+	for i, ee := range e {
+		lines[i] = ee.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e endpointErrors) Unwrap() []error {
+	errs := make([]error, len(e))
+	for i, ee := range e {
+		errs[i] = ee
+	}
+	return errs
 }
 
 // EndpointError is a service that a command could not use at its start:
