@@ -70,7 +70,8 @@ Without --generate it loads the fixtures embedded from fixtures/: realistic
 rows of every kind, including the awkward ones (see fixtures/inventory.json).
 With --generate N it loads N generated executions into Entities, each with
 its four index rows in Relationships (userexec, workflowexec, formexec,
-status) and, rarely, result blobs; Config is not written. The data is
+status) and, rarely, result blobs; Config is created empty, so that run
+finds all three tables. The data is
 deterministic for a given --seed and --base-time; the executions start
 within the 13 days before --base-time (RFC 3339; default: the start of the
 current UTC day).

@@ -94,11 +94,11 @@ func TestFixturesLoadGenerate2000(t *testing.T) {
 		t.Fatalf("stdout %q: %v", out.String(), err)
 	}
 	if sum.Type != "summary" || sum.Source != "generated" || sum.BaseTime != "2026-11-21T00:00:00Z" || sum.Seed == nil || *sum.Seed != 5 ||
-		!reflect.DeepEqual(sum.Rows, map[string]int{"Entities": 2000, "Relationships": 8000}) {
+		!reflect.DeepEqual(sum.Rows, map[string]int{"Config": 0, "Entities": 2000, "Relationships": 8000}) {
 		t.Errorf("summary = %s", out.String())
 	}
 	reader := azure.NewTableReader(testenv.Storage(t), nil)
-	for table, want := range map[string]int64{"Entities": 2000, "Relationships": 8000} {
+	for table, want := range map[string]int64{"Config": 0, "Entities": 2000, "Relationships": 8000} {
 		n, err := reader.Count(context.Background(), prefix+table, "")
 		if err != nil {
 			t.Fatal(err)
@@ -146,5 +146,41 @@ func TestFixturesLoadCommandEndToEnd(t *testing.T) {
 	}
 	if strings.Contains(errOut.String(), acct.Key) || strings.Contains(errOut.String(), conn) {
 		t.Errorf("stderr shows the account key: %s", errOut)
+	}
+}
+
+// `fixtures load --generate` creates all three tables, Config empty, so
+// that `run` works right after it (before, Config was missing and run
+// failed with the service's 404 TableNotFound).
+func TestFixturesLoadGenerateCreatesEveryTableForRun(t *testing.T) {
+	e := newRunEnv(t)
+	f, out, errOut := newTestFactory(e.env)
+	if code := Execute(context.Background(), f, []string{"--quiet", "fixtures", "load", "--generate", "20", "--table-prefix", e.prefix}); code != ExitOK {
+		t.Fatalf("fixtures load: exit %d: %s", code, errOut)
+	}
+	want := "TABLE                         ROWS\n" +
+		fmt.Sprintf("%-24s %9d\n%-24s %9d\n%-24s %9d\n", e.prefix+"Config", 0, e.prefix+"Entities", 20, e.prefix+"Relationships", 80)
+	if !strings.HasPrefix(out.String(), want) {
+		t.Errorf("stdout:\n%s\nwant it to start with:\n%s", out, want)
+	}
+	reader := azure.NewTableReader(testenv.Storage(t), nil)
+	for _, table := range fixtures.Tables() {
+		if ok, err := reader.Exists(context.Background(), e.prefix+table); err != nil || !ok {
+			t.Errorf("table %s exists = %v (err %v), want created", e.prefix+table, ok, err)
+		}
+	}
+	code, stdout, stderr := e.cli("--quiet", "--output", "json", "run", "--dry-run")
+	if code != ExitOK {
+		t.Fatalf("run --dry-run after fixtures load --generate: exit %d\n%s%s", code, stdout, stderr)
+	}
+	rows := map[string]int64{}
+	for _, ts := range summaryOf(t, stdout).Tables {
+		if !ts.Done {
+			t.Errorf("run --dry-run: table %s not done", ts.Table)
+		}
+		rows[ts.Table] = ts.Rows
+	}
+	if want := map[string]int64{"Config": 0, "Entities": 20, "Relationships": 80}; !reflect.DeepEqual(rows, want) {
+		t.Errorf("run --dry-run read %v, want %v", rows, want)
 	}
 }
