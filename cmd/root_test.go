@@ -117,7 +117,7 @@ func TestSecretsNeverReachOutput(t *testing.T) {
 			"bifrost-migrate: tables connection: invalid connection string: TableEndpoint is not an http(s) URL"},
 		{"bad tables env", []string{"fixtures", "load"}, map[string]string{"BIFROST_TABLES_CONNECTION": storageBad}, ExitUsage,
 			"bifrost-migrate: tables connection: invalid connection string: TableEndpoint is not an http(s) URL"},
-		{"tables down", []string{"fixtures", "load", "--tables-connection", storageDown}, nil, ExitFatal, ""},
+		{"tables down", []string{"fixtures", "load", "--tables-connection", storageDown, "--account", "prod"}, nil, ExitFatal, ""},
 		{"bad cosmos", []string{"init", "--cosmos-connection", cosmosBad}, nil, ExitUsage,
 			"bifrost-migrate: cosmos connection: invalid connection string: Cosmos DB endpoint is not an http(s) URL"},
 		{"cosmos down", []string{"init", "--verbose"}, map[string]string{"CosmosDBConnection": cosmosDown, "BIFROST_TABLES_CONNECTION": storageDown}, ExitFatal, ""},
