@@ -57,6 +57,9 @@ func NewCmdFixtures(f *Factory) *cobra.Command {
 		Use:   "fixtures",
 		Short: "Sample data for demos and benchmarks",
 		Args:  cobra.NoArgs,
+		// Runnable only so that cobra checks Args: `fixtures bogus` is a
+		// usage error (exit 2), not help with exit 0.
+		RunE: func(c *cobra.Command, args []string) error { return c.Help() },
 	}
 	c.AddCommand(NewCmdFixturesLoad(f, nil))
 	return c
@@ -80,10 +83,9 @@ rows of every kind, including the awkward ones (see fixtures/inventory.json).
 With --generate N it loads N generated executions into Entities, each with
 its four index rows in Relationships (userexec, workflowexec, formexec,
 status) and, rarely, result blobs; Config is created empty, so that run
-finds all three tables. The data is
-deterministic for a given --seed and --base-time; the executions start
-within the 13 days before --base-time (RFC 3339; default: the start of the
-current UTC day).
+finds all three tables. The data is deterministic for a given --seed and
+--base-time; the executions start within the 13 days before --base-time
+(RFC 3339; default: the start of the current UTC day).
 
 It writes only into the emulator's storage account devstoreaccount1. Any
 other account, for the tables or the blobs (BIFROST_BLOB_CONNECTION may
