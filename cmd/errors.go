@@ -50,7 +50,7 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 	case "bifrost-migrate run":
 		return []exitStatus{ok,
 			{ExitFatal, "fatal error, or --max-errors reached; rerun to resume"},
-			usage,
+			{ExitUsage, "usage error, or options that differ from the saved run's"},
 			{ExitPartial, "partial: rows were dead-lettered (with --dry-run: would be)"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); state saved, rerun to resume"},
 		}, true
