@@ -55,16 +55,22 @@ summary() {
 
 # step [-s|-S] ARGS...: shows the command, runs it (stderr with stdout, so
 # that error lines stay in place) and shows its exit status. -s cuts run's
-# table to its totals (summary), -S too and drops the warnings.
+# table to its totals (summary), -S too and drops the warnings. Exit 130
+# (Ctrl-C: bifrost-migrate handles the signal itself, so bash would go on)
+# ends the demo.
 step() {
-	local filter=(cat)
+	local filter=(cat) code
 	case "$1" in
 	-s) filter=(summary) && shift ;;
 	-S) filter=(summary -w) && shift ;;
 	esac
 	printf '%s$ bifrost-migrate %s%s\n' "$bold" "$*" "$reset"
 	"$tmp/bifrost-migrate" "$@" 2>&1 | "${filter[@]}"
-	printf '%s(exit %d)%s\n' "$dim" "${PIPESTATUS[0]}" "$reset"
+	code=${PIPESTATUS[0]}
+	printf '%s(exit %d)%s\n' "$dim" "$code" "$reset"
+	if [ "$code" = 130 ]; then
+		exit 130
+	fi
 }
 
 say "The fixtures hold rows that cannot be migrated, on purpose: run reports them" \
