@@ -386,14 +386,6 @@ func quoteList(names []string) string {
 	return joinAnd(q)
 }
 
-// joinAnd joins "a", "a and b", "a, b and c".
-func joinAnd(parts []string) string {
-	if len(parts) <= 1 {
-		return strings.Join(parts, "")
-	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
-}
-
 // pluralize returns one when n is 1, else many.
 func pluralize(n int, one, many string) string {
 	if n == 1 {

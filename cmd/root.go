@@ -152,6 +152,15 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
+// joinAnd joins "a", "a and b", "a, b and c" (for sentences that name
+// several accounts or options).
+func joinAnd(parts []string) string {
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
 // NewRootCmd builds the command tree.
 func NewRootCmd(f *Factory) *cobra.Command {
 	rootExits, _ := exitStatuses("bifrost-migrate")
