@@ -17,7 +17,8 @@ import (
 	"github.com/bifrost/bifrost-migrate/store"
 )
 
-// Exit codes (SPEC §1). Every command's --help lists them.
+// Exit codes (SPEC §1). Every command's --help lists those it can return
+// (exitStatuses).
 const (
 	ExitOK          = 0
 	ExitFatal       = 1
@@ -27,15 +28,74 @@ const (
 	ExitInterrupted = 130
 )
 
-// exitCodesHelp is appended to every command's long help.
-const exitCodesHelp = `
-Exit status:
-  0    success
-  1    fatal error
-  2    usage error
-  3    partial: rows were dead-lettered, or verify found mismatches
-  4    replay conflicts left unresolved
-  130  interrupted (SIGINT/SIGTERM); state saved, rerun to resume`
+// exitStatus is one line of an exit-status table: a code, and what it
+// means for the command that returns it.
+type exitStatus struct {
+	code    int
+	meaning string
+}
+
+// exitStatuses returns the exit codes the command at path (cobra's
+// CommandPath, e.g. "bifrost-migrate fixtures load") can return, with
+// what each means there, in the order --help lists them; false for a
+// command it does not know. The root lists every code. The table lives
+// here, next to the codes and exitCode, so that one place says which
+// command returns what; TestHelpListsEachCommandsExitCodes checks that
+// every command is in it.
+func exitStatuses(path string) ([]exitStatus, bool) {
+	ok := exitStatus{ExitOK, "success"}
+	fatal := exitStatus{ExitFatal, "fatal error"}
+	usage := exitStatus{ExitUsage, "usage error"}
+	switch path {
+	case "bifrost-migrate":
+		return []exitStatus{ok, fatal, usage,
+			{ExitPartial, "partial: rows were dead-lettered, or verify found mismatches"},
+			{ExitConflicts, "replay conflicts left unresolved"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); state saved, rerun to resume"},
+		}, true
+	case "bifrost-migrate init":
+		return []exitStatus{ok, fatal,
+			{ExitUsage, "usage error (invalid definitions: nothing was sent)"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run init again"},
+		}, true
+	case "bifrost-migrate run":
+		return []exitStatus{ok,
+			{ExitFatal, "fatal error, or --max-errors reached; rerun to resume"},
+			{ExitUsage, "usage error, or options that differ from the saved run's"},
+			{ExitPartial, "partial: rows were dead-lettered (with --dry-run: would be)"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); state saved, rerun to resume"},
+		}, true
+	case "bifrost-migrate verify":
+		return []exitStatus{ok, fatal, usage,
+			{ExitPartial, "partial: verify found mismatches"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run verify again"},
+		}, true
+	case "bifrost-migrate replay":
+		return []exitStatus{ok, fatal, usage,
+			{ExitPartial, "partial: rows were dead-lettered (with --dry-run: would be)"},
+			{ExitConflicts, "replay conflicts left unresolved (with --dry-run: would be)"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run the same replay again"},
+		}, true
+	case "bifrost-migrate fixtures":
+		return []exitStatus{ok, usage}, true
+	case "bifrost-migrate fixtures load":
+		return []exitStatus{ok, fatal,
+			{ExitUsage, "usage error, or a storage account other than the emulator's without --account"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); load again (loading twice changes nothing)"},
+		}, true
+	}
+	return nil, false
+}
+
+// exitStatusHelp renders an exit-status table for a command's long help.
+func exitStatusHelp(ss []exitStatus) string {
+	var b strings.Builder
+	b.WriteString("\nExit status:")
+	for _, s := range ss {
+		fmt.Fprintf(&b, "\n  %-4d %s", s.code, s.meaning)
+	}
+	return b.String()
+}
 
 // ExitError carries the exit code a command wants. Commands return it (or
 // one of the helpers below); Main is the only place that turns errors into
@@ -119,14 +179,6 @@ func (e *notProvisionedError) Error() string {
 		parts[i] = fmt.Sprintf("%s %s not exist in %s", joinAnd(g.names), verb, g.where)
 	}
 	return strings.Join(parts, ", and ") + "; run `bifrost-migrate init` first"
-}
-
-// joinAnd joins "a", "a and b", "a, b and c".
-func joinAnd(s []string) string {
-	if len(s) <= 1 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // endpointPhrase is where r lives: "Cosmos DB https://…" for Cosmos DB,

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -37,9 +39,16 @@ type FixturesLoadOptions struct {
 	TablePrefix string
 	Concurrency int
 
+	// Accounts are the names given with --account: the storage accounts
+	// other than the emulator's devstoreaccount1 that the load may write
+	// into.
+	Accounts []string
+
 	// Writers connects to the storage account and returns the writers and
-	// a description of the account without secrets.
-	// It checks first that both endpoints answer.
+	// a description of the account without secrets. It refuses (a usage
+	// error, before any request) an account that Accounts does not name
+	// unless it is the emulator's; then it checks that both endpoints
+	// answer.
 	Writers func(ctx context.Context) (fixtures.TableWriter, fixtures.BlobWriter, string, error)
 }
 
@@ -49,6 +58,9 @@ func NewCmdFixtures(f *Factory) *cobra.Command {
 		Use:   "fixtures",
 		Short: "Sample data for demos and benchmarks",
 		Args:  cobra.NoArgs,
+		// Runnable only so that cobra checks Args: `fixtures bogus` is a
+		// usage error (exit 2), not help with exit 0.
+		RunE: func(c *cobra.Command, args []string) error { return c.Help() },
 	}
 	c.AddCommand(NewCmdFixturesLoad(f, nil))
 	return c
@@ -71,10 +83,16 @@ Without --generate it loads the fixtures embedded from fixtures/: realistic
 rows of every kind, including the awkward ones (see fixtures/inventory.json).
 With --generate N it loads N generated executions into Entities, each with
 its four index rows in Relationships (userexec, workflowexec, formexec,
-status) and, rarely, result blobs; Config is not written. The data is
-deterministic for a given --seed and --base-time; the executions start
-within the 13 days before --base-time (RFC 3339; default: the start of the
-current UTC day).
+status) and, rarely, result blobs; Config is created empty, so that run
+finds all three tables. The data is deterministic for a given --seed and
+--base-time; the executions start within the 13 days before --base-time
+(RFC 3339; default: the start of the current UTC day).
+
+It writes only into the emulator's storage account devstoreaccount1. Any
+other account, for the tables or the blobs (BIFROST_BLOB_CONNECTION may
+name another one), is refused before any request unless you repeat its
+name with --account NAME, so that sample data never lands in a production
+account by accident.
 
 What was written goes to stdout; progress to stderr.`,
 		Args: cobra.NoArgs,
@@ -114,6 +132,9 @@ What was written goes to stdout; progress to stderr.`,
 				if err != nil {
 					return nil, nil, "", err
 				}
+				if err := checkFixturesAccounts(acct, blobAcct, opts.Accounts); err != nil {
+					return nil, nil, "", err
+				}
 				first := fixtures.Tables()[0]
 				if len(opts.Tables) > 0 {
 					first = opts.Tables[0]
@@ -144,6 +165,7 @@ What was written goes to stdout; progress to stderr.`,
 	fl.StringVar(&baseTime, "base-time", "", "generated executions start within the 13 days before this RFC 3339 `time` (default: start of today, UTC)")
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to write (default: Config,Entities,Relationships; blobs go with Entities)")
 	fl.IntVar(&opts.Concurrency, "concurrency", 8, "transactions and uploads in flight")
+	fl.StringSliceVar(&opts.Accounts, "account", nil, "write into the storage account `NAME` although it is not the emulator's devstoreaccount1 (repeat for the blob account)")
 	fl.StringVar(&opts.TablePrefix, "table-prefix", "", "put this before every table name (benchmarks side by side)")
 	_ = fl.MarkHidden("table-prefix")
 	return c
@@ -251,4 +273,132 @@ func fixturesStatus(opts *FixturesLoadOptions, format string, args ...any) {
 		return
 	}
 	fmt.Fprintf(opts.ErrOut, format+"\n", args...)
+}
+
+// accountUse is a storage account fixtures load would write into, and
+// what it would write there ("tables", "blobs").
+type accountUse struct {
+	name  string
+	roles []string
+}
+
+// checkFixturesAccounts refuses, with a usage error naming the accounts
+// and the --account flags that would allow them, to write into any
+// storage account other than the emulator's devstoreaccount1 that
+// allowed (the --account names) does not repeat; and refuses any name in
+// allowed that is not an account the load writes into. tables and blobs
+// are the accounts of the tables and of the blobs. It sends nothing.
+func checkFixturesAccounts(tables, blobs azure.StorageAccount, allowed []string) error {
+	var uses []accountUse
+	add := func(names []string, role string) {
+		for _, n := range names {
+			i := slices.IndexFunc(uses, func(u accountUse) bool { return strings.EqualFold(u.name, n) })
+			if i < 0 {
+				uses = append(uses, accountUse{name: n})
+				i = len(uses) - 1
+			}
+			if !slices.Contains(uses[i].roles, role) {
+				uses[i].roles = append(uses[i].roles, role)
+			}
+		}
+	}
+	add(storageAccountNames(tables, tables.TableEndpoint), "tables")
+	add(storageAccountNames(blobs, blobs.BlobEndpoint), "blobs")
+
+	var foreign []accountUse
+	needed := false
+	for _, u := range uses {
+		if strings.EqualFold(u.name, azure.DevStorageAccount) {
+			continue
+		}
+		foreign = append(foreign, u)
+		if !slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, u.name) }) {
+			needed = true
+		}
+	}
+	var extra []string
+	for _, a := range allowed {
+		if !slices.ContainsFunc(uses, func(u accountUse) bool { return strings.EqualFold(a, u.name) }) {
+			extra = append(extra, a)
+		}
+	}
+	if !needed && len(extra) == 0 {
+		return nil
+	}
+	flags := make([]string, len(foreign))
+	for i, u := range foreign {
+		flags[i] = "--account " + u.name
+	}
+	switch {
+	case len(allowed) == 0:
+		return UsageError(fmt.Errorf("fixtures load would write sample data into %s; it only writes into the emulator's %s unless you repeat %s with %s",
+			describeAccounts(foreign), azure.DevStorageAccount, pluralize(len(foreign), "the account's name", "each account's name"), strings.Join(flags, " ")))
+	case len(foreign) == 0:
+		return UsageError(fmt.Errorf("--account names %s, but fixtures load would write sample data into the emulator's %s, which needs no --account",
+			quoteList(allowed), azure.DevStorageAccount))
+	default:
+		return UsageError(fmt.Errorf("--account names %s, but fixtures load would write sample data into %s; repeat %s with %s",
+			quoteList(allowed), describeAccounts(foreign), pluralize(len(foreign), "that account's name", "each account's name"), strings.Join(flags, " ")))
+	}
+}
+
+// describeAccounts names the accounts, with what each would receive when
+// not every one receives both tables and blobs: `storage account "a"`,
+// `storage accounts "a" (tables) and "b" (blobs)`.
+func describeAccounts(uses []accountUse) string {
+	parts := make([]string, len(uses))
+	for i, u := range uses {
+		parts[i] = fmt.Sprintf("%q", u.name)
+		if len(u.roles) == 1 {
+			parts[i] += " (" + u.roles[0] + ")"
+		}
+	}
+	return pluralize(len(uses), "storage account ", "storage accounts ") + joinAnd(parts)
+}
+
+// storageAccountNames returns the names under which a is reached through
+// endpoint, each once: its AccountName, and the account the endpoint
+// names (the first path segment of a path-style URL such as Azurite's
+// http://127.0.0.1:10002/devstoreaccount1, else the first label of the
+// host, as in prodacct.table.core.windows.net). They differ only when a
+// connection string names one account and points to another; both are
+// then checked. When neither says, the endpoint's host stands for the
+// name.
+func storageAccountNames(a azure.StorageAccount, endpoint string) []string {
+	var names []string
+	if a.Name != "" {
+		names = append(names, a.Name)
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return names
+	}
+	fromURL, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	if host := u.Hostname(); fromURL == "" && host != "localhost" && net.ParseIP(host) == nil {
+		fromURL, _, _ = strings.Cut(host, ".")
+	}
+	if fromURL != "" && !slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, fromURL) }) {
+		names = append(names, fromURL)
+	}
+	if len(names) == 0 {
+		names = append(names, u.Host)
+	}
+	return names
+}
+
+// quoteList quotes each name and joins them with commas and "and".
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return joinAnd(q)
+}
+
+// pluralize returns one when n is 1, else many.
+func pluralize(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

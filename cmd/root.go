@@ -220,8 +220,18 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
+// joinAnd joins "a", "a and b", "a, b and c" (for sentences that name
+// several accounts or options).
+func joinAnd(parts []string) string {
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
 // NewRootCmd builds the command tree.
 func NewRootCmd(f *Factory) *cobra.Command {
+	rootExits, _ := exitStatuses("bifrost-migrate")
 	root := &cobra.Command{
 		Use:   "bifrost-migrate",
 		Short: "Move Bifrost's data from Azure Table Storage to Azure Cosmos DB",
@@ -232,7 +242,7 @@ results in Blob Storage (container execution-data).
 
 With no connection settings it targets the local emulators: Azurite
 (devstoreaccount1) and the Cosmos DB emulator at https://localhost:8081.
-` + exitCodesHelp,
+` + exitStatusHelp(rootExits),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
@@ -296,15 +306,21 @@ With no connection settings it targets the local emulators: Azurite
 	return root
 }
 
-// addExitCodes appends the exit-status table to a command's help, and to
-// its subcommands'.
+// addExitCodes appends to the help of c, and of its subcommands, the
+// exit codes it can return (exitStatuses). A command missing from
+// exitStatuses gets the root's full table, which is true if not precise;
+// a test checks that none is missing.
 func addExitCodes(c *cobra.Command) {
 	if !strings.Contains(c.Long, "Exit status:") {
 		long := c.Long
 		if long == "" {
 			long = c.Short
 		}
-		c.Long = long + "\n" + exitCodesHelp
+		ss, ok := exitStatuses(c.CommandPath())
+		if !ok {
+			ss, _ = exitStatuses(c.Root().CommandPath())
+		}
+		c.Long = long + "\n" + exitStatusHelp(ss)
 	}
 	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return UsageError(err) })
 	for _, sub := range c.Commands() {

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
 )
@@ -27,7 +31,7 @@ func newTestFactory(env map[string]string) (*Factory, *bytes.Buffer, *bytes.Buff
 	}, &out, &errOut
 }
 
-func TestHelpListsTheFiveCommandsAndExitCodes(t *testing.T) {
+func TestHelpListsTheFiveCommands(t *testing.T) {
 	f, out, _ := newTestFactory(nil)
 	if code := Execute(context.Background(), f, []string{"--help"}); code != 0 {
 		t.Fatalf("--help exit %d", code)
@@ -37,17 +41,69 @@ func TestHelpListsTheFiveCommandsAndExitCodes(t *testing.T) {
 			t.Errorf("--help does not list %s:\n%s", c, out)
 		}
 	}
-	for _, args := range [][]string{{"init"}, {"run"}, {"verify"}, {"replay"}, {"fixtures"}, {"fixtures", "load"}} {
-		f, out, _ := newTestFactory(nil)
-		if code := Execute(context.Background(), f, append(args, "--help")); code != 0 {
-			t.Fatalf("%v --help exit %d", args, code)
+}
+
+// helpExitCodes returns the codes of the "Exit status:" table in help,
+// in order, and the table's lines.
+func helpExitCodes(t *testing.T, help string) ([]int, string) {
+	t.Helper()
+	_, table, found := strings.Cut(help, "\nExit status:\n")
+	if !found {
+		t.Fatalf("no exit-status table in:\n%s", help)
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var codes []int
+	for _, line := range strings.Split(table, "\n") {
+		var code int
+		if _, err := fmt.Sscanf(line, "  %d ", &code); err != nil {
+			t.Fatalf("exit-status line %q: %v", line, err)
 		}
-		for _, line := range []string{"Exit status:", "  0    success", "  1    fatal error", "  2    usage error",
-			"  3    partial", "  4    replay conflicts", "  130  interrupted"} {
-			if !strings.Contains(out.String(), line) {
-				t.Errorf("%v --help lacks %q", args, line)
-			}
+		codes = append(codes, code)
+	}
+	return codes, table
+}
+
+// Each command's --help lists exactly the exit codes it can return.
+func TestHelpListsEachCommandsExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []int
+	}{
+		{nil, []int{0, 1, 2, 3, 4, 130}},
+		{[]string{"init"}, []int{0, 1, 2, 130}},
+		{[]string{"run"}, []int{0, 1, 2, 3, 130}},
+		{[]string{"verify"}, []int{0, 1, 2, 3, 130}},
+		{[]string{"replay"}, []int{0, 1, 2, 3, 4, 130}},
+		{[]string{"fixtures"}, []int{0, 2}},
+		{[]string{"fixtures", "load"}, []int{0, 1, 2, 130}},
+	} {
+		f, out, errOut := newTestFactory(nil)
+		if code := Execute(context.Background(), f, append(tc.args, "--help")); code != 0 {
+			t.Fatalf("%v --help: exit %d: %s", tc.args, code, errOut)
 		}
+		if got, table := helpExitCodes(t, out.String()); !slices.Equal(got, tc.want) {
+			t.Errorf("%v --help lists exit codes %v, want %v:\n%s", tc.args, got, tc.want, table)
+		}
+	}
+	// Every command declares its codes: none falls back to the root's
+	// table.
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if _, ok := exitStatuses(c.CommandPath()); !ok && c.Name() != "help" {
+			t.Errorf("%q declares no exit codes in exitStatuses", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	f, _, _ := newTestFactory(nil)
+	walk(NewRootCmd(f))
+}
+
+func TestExitStatusHelp(t *testing.T) {
+	got := exitStatusHelp([]exitStatus{{0, "success"}, {130, "interrupted"}})
+	if want := "\nExit status:\n  0    success\n  130  interrupted"; got != want {
+		t.Errorf("exitStatusHelp = %q, want %q", got, want)
 	}
 }
 
@@ -59,6 +115,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"bogus"}, `bifrost-migrate: unknown command "bogus" for "bifrost-migrate"`},
 		{[]string{"run", "--no-such-flag"}, "bifrost-migrate: unknown flag: --no-such-flag"},
 		{[]string{"verify", "extra"}, `bifrost-migrate: unknown command "extra" for "bifrost-migrate verify"`},
+		{[]string{"fixtures", "bogus"}, `bifrost-migrate: unknown command "bogus" for "bifrost-migrate fixtures"`},
 		{[]string{"--output", "yaml", "run"}, `bifrost-migrate: --output must be text or json, not "yaml"`},
 	} {
 		f, _, errOut := newTestFactory(nil)
@@ -117,7 +174,7 @@ func TestSecretsNeverReachOutput(t *testing.T) {
 			"bifrost-migrate: tables connection: invalid connection string: TableEndpoint is not an http(s) URL"},
 		{"bad tables env", []string{"fixtures", "load"}, map[string]string{"BIFROST_TABLES_CONNECTION": storageBad}, ExitUsage,
 			"bifrost-migrate: tables connection: invalid connection string: TableEndpoint is not an http(s) URL"},
-		{"tables down", []string{"fixtures", "load", "--tables-connection", storageDown}, nil, ExitFatal, ""},
+		{"tables down", []string{"fixtures", "load", "--tables-connection", storageDown, "--account", "prod"}, nil, ExitFatal, ""},
 		{"bad cosmos", []string{"init", "--cosmos-connection", cosmosBad}, nil, ExitUsage,
 			"bifrost-migrate: cosmos connection: invalid connection string: Cosmos DB endpoint is not an http(s) URL"},
 		{"cosmos down", []string{"init", "--verbose"}, map[string]string{"CosmosDBConnection": cosmosDown, "BIFROST_TABLES_CONNECTION": storageDown}, ExitFatal, ""},

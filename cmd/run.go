@@ -105,7 +105,8 @@ Exit 3 when rows were dead-lettered (a dry run too: it predicts them),
 1 when --max-errors stopped the run or on any fatal error, 130 when
 interrupted. The checkpoint survives every failure: after an interruption or a
 transient failure (throttling or 5xx beyond the retries) a rerun resumes;
-after any other error, fix what the error says first. The containers and
+after any other error, fix what the error says first. Options that differ
+from those of the saved run exit 2, naming the options. The containers and
 the selected tables must exist (run 'bifrost-migrate init' first); run
 checks them before it reads or writes anything.`,
 		Args: cobra.NoArgs,
@@ -266,9 +267,12 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 			err = werr
 		}
 	}
+	var fe *migrate.FingerprintError
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("state saved in %s; run again to resume (%w)", m.StateDir, err)
+	case errors.As(err, &fe):
+		return UsageError(errors.New(optionMismatch(fe)))
 	case errors.Is(err, migrate.ErrTooManyDeadLetters):
 		return fmt.Errorf("%w; see %s; raise --max-errors (or fix the rows and use --restart) and run again", err, s.DeadLetterFile)
 	case err != nil:
@@ -279,6 +283,52 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return PartialError(fmt.Errorf("%d row(s) dead-lettered; see %s", s.DeadLetters, s.DeadLetterFile))
 	}
 	return nil
+}
+
+// optionMismatch says which options of this run differ from those of the
+// saved run, named as the user sets them (--execution-ttl full, no
+// --strict, --database other), and how to go on. The fingerprint holds
+// endpoints and names, never keys, so neither does the sentence.
+func optionMismatch(fe *migrate.FingerprintError) string {
+	diffs := fe.Differences()
+	if len(diffs) == 0 {
+		return fe.Error()
+	}
+	saved := make([]string, len(diffs))
+	wanted := make([]string, len(diffs))
+	for i, d := range diffs {
+		saved[i] = optionPhrase(d.Key, d.Saved)
+		wanted[i] = optionPhrase(d.Key, d.Wanted)
+	}
+	return fmt.Sprintf("the saved run in %s used %s, this run %s; run with the saved options to resume, or use --restart to start over",
+		fe.Dir, joinAnd(saved), joinAnd(wanted))
+}
+
+// optionPhrase names one setting of a run's fingerprint (migrate.Setting)
+// as the flag, or the account, that sets it.
+func optionPhrase(key, value string) string {
+	flagValue := value
+	if flagValue == "" {
+		flagValue = `""`
+	}
+	switch key {
+	case "strict":
+		if value == "true" {
+			return "--strict"
+		}
+		return "no --strict"
+	case "blob-threshold", "execution-ttl", "relationships", "tables", "table-prefix":
+		return "--" + key + " " + flagValue
+	case "target.database":
+		return "--database " + flagValue
+	case "target.cosmos":
+		return "Cosmos DB " + value
+	case "target.tables":
+		return "tables account " + value
+	case "target.blobs":
+		return "blob container " + value
+	}
+	return key + "=" + value
 }
 
 // dispositionColumns are the summary's columns, in SPEC §5 order.

@@ -643,6 +643,64 @@ func TestRunSummaryLastLine(t *testing.T) {
 	}
 }
 
+// A run with other options than the saved run's is a usage error (exit
+// 2) naming the option that differs, as the flag the user types.
+func TestRunOtherOptionsThanTheSavedRun(t *testing.T) {
+	e := newRunEnv(t)
+	e.load()
+	if code, stdout, stderr := e.cli("--quiet", "run", "--execution-ttl", "full"); code != ExitPartial {
+		t.Fatalf("first run: exit %d, want 3 (the fixtures' dead letters)\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := e.cli("--quiet", "run", "--execution-ttl", "remaining")
+	if code != ExitUsage {
+		t.Errorf("second run: exit %d, want %d", code, ExitUsage)
+	}
+	want := "bifrost-migrate: the saved run in " + e.stateDir + " used --execution-ttl full, this run --execution-ttl remaining; " +
+		"run with the saved options to resume, or use --restart to start over\nRun 'bifrost-migrate --help' for usage.\n"
+	if stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
+	}
+	if stdout != "" {
+		t.Errorf("stdout %q, want nothing", stdout)
+	}
+	// The saved options resume (here: the run is already complete).
+	if code, _, stderr := e.cli("--quiet", "run", "--execution-ttl", "full"); code != ExitPartial {
+		t.Errorf("run with the saved options: exit %d, want 3: %s", code, stderr)
+	}
+}
+
+func TestOptionMismatch(t *testing.T) {
+	const target = "cosmos=http://127.0.0.1:8081/;database=bifrost;tables=http://127.0.0.1:10002/devstoreaccount1;blobs=http://127.0.0.1:10000/devstoreaccount1/execution-data"
+	fp := func(transformPart, tables, prefix, target string) string {
+		return transformPart + ";tables=" + tables + ";table-prefix=" + prefix + ";target=" + target
+	}
+	const (
+		defaults = "blob-threshold=32768;execution-ttl=remaining;relationships=keep;strict=false"
+		all      = "Config,Entities,Relationships"
+		tail     = "; run with the saved options to resume, or use --restart to start over"
+	)
+	for _, tc := range []struct {
+		name          string
+		saved, wanted string
+		want          string
+	}{
+		{"execution-ttl", fp("blob-threshold=32768;execution-ttl=full;relationships=keep;strict=false", all, "", target), fp(defaults, all, "", target),
+			"the saved run in .bifrost-migrate used --execution-ttl full, this run --execution-ttl remaining" + tail},
+		{"strict, relationships and blob threshold", fp(defaults, all, "", target), fp("blob-threshold=1000;execution-ttl=remaining;relationships=migrate;strict=true", all, "", target),
+			"the saved run in .bifrost-migrate used --blob-threshold 32768, --relationships keep and no --strict, this run --blob-threshold 1000, --relationships migrate and --strict" + tail},
+		{"tables and prefix", fp(defaults, all, "", target), fp(defaults, "Entities", "t1", target),
+			`the saved run in .bifrost-migrate used --tables Config,Entities,Relationships and --table-prefix "", this run --tables Entities and --table-prefix t1` + tail},
+		{"target", fp(defaults, all, "", target), fp(defaults, all, "", "cosmos=https://prod.documents.azure.com:443/;database=bifrost2;tables=https://prodacct.table.core.windows.net;blobs=https://prodacct.blob.core.windows.net/execution-data"),
+			"the saved run in .bifrost-migrate used Cosmos DB http://127.0.0.1:8081/, --database bifrost, tables account http://127.0.0.1:10002/devstoreaccount1 and blob container http://127.0.0.1:10000/devstoreaccount1/execution-data, " +
+				"this run Cosmos DB https://prod.documents.azure.com:443/, --database bifrost2, tables account https://prodacct.table.core.windows.net and blob container https://prodacct.blob.core.windows.net/execution-data" + tail},
+	} {
+		fe := &migrate.FingerprintError{Dir: ".bifrost-migrate", Saved: tc.saved, Wanted: tc.wanted}
+		if got := optionMismatch(fe); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestRunUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--concurrency", "0"},

@@ -402,8 +402,11 @@ func TestRunRestartAndFingerprint(t *testing.T) {
 	opts.Transform.Strict = true
 	_, err := e.run(context.Background(), opts)
 	var fe *FingerprintError
-	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "--restart") {
-		t.Fatalf("other options: err %v, want a FingerprintError suggesting --restart", err)
+	if !errors.As(err, &fe) {
+		t.Fatalf("other options: err %v, want a FingerprintError", err)
+	}
+	if want := "the saved run in " + e.dir + " used strict=false, this run strict=true; run with the saved options to resume, or use --restart to start over"; err.Error() != want {
+		t.Errorf("other options: err %q, want %q", err, want)
 	}
 	opts.Restart = true
 	s, err := e.run(context.Background(), opts)
@@ -412,6 +415,49 @@ func TestRunRestartAndFingerprint(t *testing.T) {
 	}
 	if n := len(readDeadLetters(t, e.dir)); n != 8 { // --strict: two more
 		t.Errorf("%d dead letters after --restart --strict, want 8", n)
+	}
+}
+
+func TestParseFingerprint(t *testing.T) {
+	topts := transform.Options{ExecutionTTL: transform.TTLFull, Strict: true}
+	fp := fingerprint(topts, []string{"Config", "Entities"}, "t1", "cosmos=http://127.0.0.1:8081/;database=bifrost;tables=http://127.0.0.1:10002/devstoreaccount1;blobs=http://127.0.0.1:10000/devstoreaccount1/execution-data")
+	want := []Setting{
+		{"blob-threshold", "32768"}, {"execution-ttl", "full"}, {"relationships", "keep"}, {"strict", "true"},
+		{"tables", "Config,Entities"}, {"table-prefix", "t1"},
+		{"target.cosmos", "http://127.0.0.1:8081/"}, {"target.database", "bifrost"},
+		{"target.tables", "http://127.0.0.1:10002/devstoreaccount1"}, {"target.blobs", "http://127.0.0.1:10000/devstoreaccount1/execution-data"},
+	}
+	if got := ParseFingerprint(fp); !reflect.DeepEqual(got, want) {
+		t.Errorf("ParseFingerprint(%q) =\n%v\nwant\n%v", fp, got, want)
+	}
+	if got, want := ParseFingerprint("strict=false;tables=Config;table-prefix=;target="), []Setting{{"strict", "false"}, {"tables", "Config"}, {"table-prefix", ""}, {"target", ""}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("empty target: %v, want %v", got, want)
+	}
+}
+
+func TestDiffFingerprints(t *testing.T) {
+	const target = "cosmos=http://c/;database=bifrost;tables=http://t/a;blobs=http://b/a/execution-data"
+	base := fingerprint(transform.Options{}, []string{"Config", "Entities", "Relationships"}, "", target)
+	for _, tc := range []struct {
+		name          string
+		saved, wanted string
+		want          []SettingDiff
+	}{
+		{"same", base, base, nil},
+		{"execution-ttl", fingerprint(transform.Options{ExecutionTTL: transform.TTLFull}, []string{"Config", "Entities", "Relationships"}, "", target), base,
+			[]SettingDiff{{"execution-ttl", "full", "remaining"}}},
+		{"strict and blob threshold", base, fingerprint(transform.Options{Strict: true, BlobThreshold: 1000}, []string{"Config", "Entities", "Relationships"}, "", target),
+			[]SettingDiff{{"blob-threshold", "32768", "1000"}, {"strict", "false", "true"}}},
+		{"tables", base, fingerprint(transform.Options{}, []string{"Entities"}, "", target),
+			[]SettingDiff{{"tables", "Config,Entities,Relationships", "Entities"}}},
+		{"database and tables account", base, fingerprint(transform.Options{}, []string{"Config", "Entities", "Relationships"}, "", "cosmos=http://c/;database=other;tables=http://t2/b;blobs=http://b/a/execution-data"),
+			[]SettingDiff{{"target.database", "bifrost", "other"}, {"target.tables", "http://t/a", "http://t2/b"}}},
+		{"a key only one side has", "strict=false;old=1", "strict=false;new=2",
+			[]SettingDiff{{"new", "", "2"}, {"old", "1", ""}}},
+	} {
+		if got := DiffFingerprints(tc.saved, tc.wanted); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: DiffFingerprints = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

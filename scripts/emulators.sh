@@ -105,11 +105,19 @@ start_emulators() {
 }
 
 stop_emulators() {
-	local pid
+	local pid i
 	for pid in "${EMULATOR_PIDS[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
+	# Azurite can stay up after a second signal (Ctrl-C reached it, then
+	# this SIGTERM): give each emulator 5 s, then SIGKILL, so that the
+	# caller's exit never hangs.
 	for pid in "${EMULATOR_PIDS[@]}"; do
+		for i in $(seq 1 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
 	EMULATOR_PIDS=()
