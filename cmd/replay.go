@@ -346,7 +346,7 @@ func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ruReport, end endi
 			fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
 		}
 	}
-	fmt.Fprintf(w, "conflicts: %d left unresolved, %d overwritten or deleted with --force\n", t.Conflicts, t.Forced+countForcedPrunes(s.Conflicts))
+	fmt.Fprintf(w, "conflicts: %d left unresolved, %d overwritten or deleted with --force\n", t.Conflicts, t.Forced+t.ForcedPrunes)
 	for i, c := range s.Conflicts {
 		if i == maxConflictsShown {
 			fmt.Fprintf(w, "  … and %d more (--output json lists up to 1000)\n", len(s.Conflicts)-maxConflictsShown)
@@ -367,16 +367,6 @@ func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ruReport, end endi
 		fmt.Fprintf(w, "replay: OK\n")
 	}
 	return nil
-}
-
-func countForcedPrunes(cs []migrate.Conflict) int64 {
-	var n int64
-	for _, c := range cs {
-		if c.Resolution == "deleted (--force)" {
-			n++
-		}
-	}
-	return n
 }
 
 // writeConflict prints one conflict: the doc, its row, why, what was

@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -125,9 +124,11 @@ type ReplayCounts struct {
 	// they were (without --force): each is listed in ReplaySummary.Conflicts.
 	Conflicts int64 `json:"conflicts"`
 	// Pruned counts docs deleted because their row is gone (--prune):
-	// unchanged ones, and with --force changed ones too (those are also
-	// listed in ReplaySummary.Conflicts).
-	Pruned int64 `json:"pruned"`
+	// unchanged ones, and with --force changed ones too; ForcedPrunes
+	// counts those changed ones among them (each is also listed in
+	// ReplaySummary.Conflicts, up to its limit).
+	Pruned       int64 `json:"pruned"`
+	ForcedPrunes int64 `json:"forcedPrunes"`
 	// Start-overs: a 412 (the doc changed between read and write), a 409
 	// (it was created meanwhile) or a 404 (it was deleted meanwhile).
 	PreconditionFailed int64 `json:"preconditionFailed"`
@@ -148,6 +149,7 @@ func (c *ReplayCounts) add(o ReplayCounts) {
 	c.Unchanged += o.Unchanged
 	c.Conflicts += o.Conflicts
 	c.Pruned += o.Pruned
+	c.ForcedPrunes += o.ForcedPrunes
 	c.PreconditionFailed += o.PreconditionFailed
 	c.CreateConflicts += o.CreateConflicts
 	c.DocVanished += o.DocVanished
@@ -183,11 +185,9 @@ type Conflict struct {
 	// Migrated is false when the doc carries no _migration (the
 	// application wrote it).
 	Migrated bool `json:"migrated"`
-	// Reason says why the doc is a conflict; Resolution what replay did
-	// ("not written", "overwritten (--force)", "not deleted", "deleted
-	// (--force)").
-	Reason     string `json:"reason"`
-	Resolution string `json:"resolution"`
+	// Reason says why the doc is a conflict; Resolution what replay did.
+	Reason     string     `json:"reason"`
+	Resolution Resolution `json:"resolution"`
 	// Fields are the differing fields (at most maxConflictFields; their
 	// number is FieldCount). Empty for a doc whose row is gone.
 	Fields     []FieldDiff `json:"fields"`
@@ -422,7 +422,9 @@ func (r *replayer) replayTable(ctx context.Context, table string, q store.Query)
 			}
 			o := r.ids.Check(transform.Transform(row, facts, r.topts))
 			if o.Disposition != transform.DispositionDoc {
-				r.record(row, o, applied{})
+				if err := r.record(row, o, docResult{}); err != nil {
+					return err
+				}
 				continue
 			}
 			if err := gctx.Err(); err != nil {
@@ -433,8 +435,7 @@ func (r *replayer) replayTable(ctx context.Context, table string, q store.Query)
 				if err != nil {
 					return err
 				}
-				r.record(row, o, res)
-				return nil
+				return r.record(row, o, res)
 			})
 		}
 		return nil
@@ -446,125 +447,47 @@ func (r *replayer) replayTable(ctx context.Context, table string, q store.Query)
 	return err
 }
 
-// replayAction is what apply did with one doc.
-type replayAction int
-
-const (
-	actUnchanged replayAction = iota
-	actCreated
-	actReplaced
-	actForced
-	actConflict
-	actDeadLetter
-	actPruned
-	actForcedPrune // a changed doc whose row is gone, deleted because of --force
-	actNone        // prune: nothing to do after all
-)
-
-// applied is the result of apply or pruneOne for one doc.
-type applied struct {
-	action     replayAction
-	deadLetter string
-	conflict   *Conflict
-	warning    string
-	// Start-overs.
+// docResult is what replay did with one doc: the last verdict it acted on
+// (a doc that changed between the read and the write is read and judged
+// again), the conflict when it is one, or the dead-letter reason that
+// replaced it; a warning, the start-overs, the blobs it created and the
+// request units it used.
+type docResult struct {
+	verdict          verdict
+	conflict         *Conflict
+	deadLetter       string
+	warning          string
 	e412, e409, e404 int64
 	blobs, bytes     int64
 	ru               float64
 }
 
-// docState is what replay knows of a doc it read.
-type docState struct {
-	m           map[string]any
-	hasMig      bool
-	mig         map[string]any
-	contentHash string
-	untouched   bool // the tool wrote it and nobody changed it since
-}
-
-func readDocState(raw []byte) (docState, error) {
-	m, err := transform.DecodeDoc(raw)
-	if err != nil {
-		return docState{}, err
-	}
-	s := docState{m: m}
-	s.mig, s.hasMig = m["_migration"].(map[string]any)
-	if s.contentHash, err = transform.Hash(m); err != nil {
-		s.contentHash = "unhashable" // cannot have come from the tool
-	}
-	s.untouched = s.hasMig && replayString(s.mig["hash"]) == s.contentHash
-	return s, nil
-}
-
-// sourceIs reports whether the doc's _migration names the row.
-func (s docState) sourceIs(table, pk, rk string) bool {
-	return replayString(s.mig["table"]) == table && replayString(s.mig["partitionKey"]) == pk && replayString(s.mig["rowKey"]) == rk
-}
-
-// apply replays one doc: read, decide, write conditionally; start over
-// on 409, 412 and 404, at most opts.MaxAttempts times.
-func (r *replayer) apply(ctx context.Context, row transform.Row, o transform.Outcome) (applied, error) {
-	var res applied
-	newMig, _ := o.Doc.Get("_migration")
-	newHash := ""
-	if md, ok := newMig.(transform.Doc); ok {
+// wantedOf is what the row's doc o says, for decide.
+func wantedOf(row transform.Row, o transform.Outcome) (wantedDoc, error) {
+	w := wantedDoc{row: source{row.Table, row.PartitionKey, row.RowKey}, timestamp: row.Timestamp}
+	mig, _ := o.Doc.Get("_migration")
+	if md, ok := mig.(transform.Doc); ok {
 		h, _ := md.Get("hash")
-		newHash, _ = h.(string)
+		w.hash, _ = h.(string)
 	}
-	newMigCanon, err := transform.Canonical(newMig)
-	if err != nil {
-		return res, fmt.Errorf("%s %s/%s: _migration: %w", row.Table, row.PartitionKey, row.RowKey, err)
-	}
+	var err error
+	w.migration, err = transform.Canonical(mig)
+	return w, err
+}
+
+// apply replays one doc: read it, decide, write with optimistic
+// concurrency; a doc that changed meanwhile (409, 412, 404) is read and
+// judged again, at most opts.MaxAttempts times.
+func (r *replayer) apply(ctx context.Context, row transform.Row, o transform.Outcome) (docResult, error) {
+	var res docResult
 	where := func(op string) string {
 		return fmt.Sprintf("%s %s/%s: %s %s/%s", row.Table, row.PartitionKey, row.RowKey, op, o.Container, o.ID)
 	}
+	want, err := wantedOf(row, o)
+	if err != nil {
+		return res, fmt.Errorf("%s: _migration: %w", where("replay"), err)
+	}
 	uploaded := false
-	upload := func() (bool, error) {
-		if uploaded {
-			return true, nil
-		}
-		for _, u := range o.Uploads {
-			created, err := r.blobs.PutIfAbsent(ctx, u.Path, u.Data, u.ContentType)
-			switch {
-			case errors.Is(err, store.ErrBlobConflict):
-				res.action, res.deadLetter = actDeadLetter, fmt.Sprintf("blob %s already exists with different content", u.Path)
-				return false, nil
-			case err != nil:
-				return false, fmt.Errorf("%s: %w", where("upload blob "+u.Path+" for"), err)
-			}
-			if created {
-				res.blobs++
-				res.bytes += int64(len(u.Data))
-			}
-		}
-		uploaded = true
-		return true, nil
-	}
-	// written handles the error of a write: done, start over, dead
-	// letter, or fail.
-	written := func(op string, wr store.WriteResult, err error, action replayAction) (done bool, ferr error) {
-		res.ru += wr.RequestCharge
-		var pe *store.PermanentError
-		switch {
-		case err == nil:
-			res.action = action
-			return true, nil
-		case errors.Is(err, store.ErrExists):
-			res.e409++
-			return false, nil
-		case errors.Is(err, store.ErrPreconditionFailed):
-			res.e412++
-			return false, nil
-		case errors.Is(err, store.ErrNotFound):
-			res.e404++
-			return false, nil
-		case errors.As(err, &pe):
-			res.action, res.deadLetter = actDeadLetter, fmt.Sprintf("Cosmos DB rejected the doc (%d): %s", pe.StatusCode, pe.Reason)
-			return true, nil
-		}
-		return true, fmt.Errorf("%s: %w", where(op), err)
-	}
-
 	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -574,94 +497,101 @@ func (r *replayer) apply(ctx context.Context, row transform.Row, o transform.Out
 		var pe *store.PermanentError
 		switch {
 		case errors.As(err, &pe):
-			res.action, res.deadLetter = actDeadLetter, fmt.Sprintf("Cosmos DB refused to read the doc (%d): %s", pe.StatusCode, pe.Reason)
+			res.deadLetter = fmt.Sprintf("Cosmos DB refused to read the doc (%d): %s", pe.StatusCode, pe.Reason)
 			return res, nil
 		case err != nil:
 			return res, fmt.Errorf("%s: %w", where("read"), err)
 		}
-		if !found {
-			if ok, err := upload(); !ok || err != nil {
-				return res, err
+		var s docState
+		if found {
+			if s, err = readDocState(raw); err != nil {
+				return res, fmt.Errorf("%s: %w", where("decode"), err)
 			}
-			wr, err := r.docs.Create(ctx, o.Container, o.Scope, o.ID, o.DocJSON)
-			if done, ferr := written("create", wr, err, actCreated); done || ferr != nil {
-				return res, ferr
-			}
-			continue
 		}
-		s, err := readDocState(raw)
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", where("decode"), err)
-		}
-		action := actReplaced
-		switch {
-		case s.hasMig && !s.sourceIs(row.Table, row.PartitionKey, row.RowKey):
-			res.action = actDeadLetter
-			res.deadLetter = fmt.Sprintf("%s; the doc there was migrated from %s %s/%s",
-				transform.CollisionReason(o.Container, o.Scope, o.ID),
-				replayString(s.mig["table"]), replayString(s.mig["partitionKey"]), replayString(s.mig["rowKey"]))
+		res.verdict, res.conflict = decide(found, s, want, r.opts.Force), nil
+		switch res.verdict {
+		case verdictUnchanged:
 			return res, nil
-		case s.contentHash == newHash:
-			mc, err := transform.Canonical(s.mig)
-			if s.hasMig && err == nil && bytes.Equal(mc, newMigCanon) {
-				res.action = actUnchanged
-				return res, nil
-			}
-			// The row's content under other provenance (an older row
-			// Timestamp, or written by the application): only the
-			// provenance changes.
-		case s.untouched && olderThan(s.mig["timestamp"], row.Timestamp):
-		case s.untouched:
-			res.action = actUnchanged
+		case verdictNotOlder:
 			res.warning = "doc differs but is not older than its row (other transform options?)"
 			return res, nil
-		default:
-			c := r.conflict(row, o, s)
-			res.conflict = c
-			if !r.opts.Force {
-				c.Resolution = "not written"
-				res.action = actConflict
+		case verdictCollision:
+			from := s.source()
+			res.deadLetter = fmt.Sprintf("%s; the doc there was migrated from %s %s/%s",
+				transform.CollisionReason(o.Container, o.Scope, o.ID), from.table, from.partitionKey, from.rowKey)
+			return res, nil
+		case verdictConflict, verdictForce:
+			res.conflict = r.conflict(row, o, s, res.verdict.resolution())
+			if res.verdict == verdictConflict {
 				return res, nil
 			}
-			c.Resolution = "overwritten (--force)"
-			action = actForced
 		}
-		if ok, err := upload(); !ok || err != nil {
-			return res, err
+		if !uploaded {
+			created, bytes, dl, err := uploadBlobs(ctx, r.blobs, row, o.Uploads)
+			res.blobs, res.bytes = res.blobs+created, res.bytes+bytes
+			if err != nil || dl != "" {
+				res.deadLetter = dl
+				return res, err
+			}
+			uploaded = true
 		}
-		wr, err := r.docs.Replace(ctx, o.Container, o.Scope, o.ID, o.DocJSON, etag)
-		if done, ferr := written("replace", wr, err, action); done || ferr != nil {
-			return res, ferr
+		var wr store.WriteResult
+		op := "replace"
+		if res.verdict == verdictCreate {
+			op = "create"
+			wr, err = r.docs.Create(ctx, o.Container, o.Scope, o.ID, o.DocJSON)
+		} else {
+			wr, err = r.docs.Replace(ctx, o.Container, o.Scope, o.ID, o.DocJSON, etag)
 		}
-		res.conflict = nil // judged again on the next attempt
+		res.ru += wr.RequestCharge
+		if done, err := res.startOver(err, "Cosmos DB rejected the doc"); done {
+			return res, wrapIf(err, where(op))
+		}
 	}
-	res.action = actDeadLetter
 	res.deadLetter = fmt.Sprintf("the doc kept changing during replay: gave up after %d attempts (%d × 412, %d × 409, %d × 404); replay again",
 		r.opts.MaxAttempts, res.e412, res.e409, res.e404)
 	return res, nil
 }
 
-// olderThan reports whether a _migration.timestamp is older than the
-// row's Timestamp; a missing or unparseable one counts as older.
-func olderThan(ts any, rowTime time.Time) bool {
-	s, ok := ts.(string)
-	if !ok {
-		return true
+// startOver sorts the outcome of a write: done with no error (written),
+// not done (412, 409 or 404: counted, read and decide again), done with a
+// dead letter (a permanent error; its reason starts with rejected), or
+// done with an error to return.
+func (res *docResult) startOver(err error, rejected string) (done bool, ferr error) {
+	var pe *store.PermanentError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrExists):
+		res.e409++
+	case errors.Is(err, store.ErrPreconditionFailed):
+		res.e412++
+	case errors.Is(err, store.ErrNotFound):
+		res.e404++
+	case errors.As(err, &pe):
+		res.deadLetter = fmt.Sprintf("%s (%d): %s", rejected, pe.StatusCode, pe.Reason)
+		return true, nil
+	default:
+		return true, err
 	}
-	t, ok := transform.ParseTimestamp(s)
-	if !ok {
-		return true
+	return false, nil
+}
+
+// wrapIf prefixes a non-nil err with where.
+func wrapIf(err error, where string) error {
+	if err == nil {
+		return nil
 	}
-	return t.Before(rowTime)
+	return fmt.Errorf("%s: %w", where, err)
 }
 
 // conflict describes a doc the application changed, with its differing
 // fields against the row's doc.
-func (r *replayer) conflict(row transform.Row, o transform.Outcome, s docState) *Conflict {
+func (r *replayer) conflict(row transform.Row, o transform.Outcome, s docState, res Resolution) *Conflict {
 	c := &Conflict{
 		Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey,
 		Container: o.Container, Scope: o.Scope, ID: o.ID, Migrated: s.hasMig,
-		Reason: "the application changed the doc after it was migrated",
+		Reason: "the application changed the doc after it was migrated", Resolution: res,
 	}
 	if !s.hasMig {
 		c.Reason = "the application wrote the doc (it has no _migration)"
@@ -676,8 +606,10 @@ func (r *replayer) conflict(row transform.Row, o transform.Outcome, s docState) 
 	return c
 }
 
-// record counts the result of one row.
-func (r *replayer) record(row transform.Row, o transform.Outcome, res applied) {
+// record counts the result of one row and appends its dead letter, if
+// any. Failing to record a dead letter stops the replay, as it stops a
+// run: a row must never be dropped without a trace.
+func (r *replayer) record(row transform.Row, o transform.Outcome, res docResult) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.count(row.Table, o.Kind)
@@ -699,40 +631,52 @@ func (r *replayer) record(row transform.Row, o transform.Outcome, res applied) {
 	for _, w := range o.Warnings {
 		r.warnings[w.Reason]++
 	}
-	if reason != "" {
-		c.DeadLetters++
-		r.log("dead letter %s %s/%s: %s", row.Table, row.PartitionKey, row.RowKey, reason)
-		// A failed append loses only the line, not the count; the error
-		// cannot be returned from a worker without stopping the replay.
-		if _, err := r.sink.Append([]DeadLetter{newDeadLetter(row, row.Table, reason)}); err != nil {
-			r.warnings["dead letter not recorded: "+err.Error()]++
-		}
-	}
 	r.progress.Advance(row.Table, 1)
+	return r.deadLetter(c, row, reason)
 }
 
-// tally adds a doc's result to c (the caller holds mu).
-func (r *replayer) tally(c *ReplayCounts, res applied) {
-	switch res.action {
-	case actCreated:
-		c.Created++
-	case actReplaced:
-		c.Replaced++
-	case actForced:
-		c.Forced++
-	case actUnchanged:
-		c.Unchanged++
-	case actConflict:
-		c.Conflicts++
-	case actPruned, actForcedPrune:
-		c.Pruned++
+// deadLetter records a dead letter of row in c and the file (nothing when
+// reason is empty); the caller holds mu.
+func (r *replayer) deadLetter(c *ReplayCounts, row transform.Row, reason string) error {
+	if reason == "" {
+		return nil
+	}
+	c.DeadLetters++
+	r.log("dead letter %s %s/%s: %s", row.Table, row.PartitionKey, row.RowKey, reason)
+	if _, err := r.sink.Append([]DeadLetter{newDeadLetter(row, row.Table, reason)}); err != nil {
+		return fmt.Errorf("%s %s/%s: record the dead letter: %w", row.Table, row.PartitionKey, row.RowKey, err)
+	}
+	return nil
+}
+
+// tally adds a doc's result to c (the caller holds mu). A doc that ended
+// as a dead letter counts only as that.
+func (r *replayer) tally(c *ReplayCounts, res docResult) {
+	if res.deadLetter == "" {
+		switch res.verdict {
+		case verdictCreate:
+			c.Created++
+		case verdictReplace, verdictRefresh:
+			c.Replaced++
+		case verdictForce:
+			c.Forced++
+		case verdictUnchanged, verdictNotOlder:
+			c.Unchanged++
+		case verdictConflict, verdictPruneConflict:
+			c.Conflicts++
+		case verdictPrune:
+			c.Pruned++
+		case verdictPruneForce:
+			c.Pruned++
+			c.ForcedPrunes++
+		}
+		if res.conflict != nil && len(r.conflicts) < maxListed {
+			r.conflicts = append(r.conflicts, *res.conflict)
+		}
 	}
 	c.PreconditionFailed += res.e412
 	c.CreateConflicts += res.e409
 	c.DocVanished += res.e404
-	if res.conflict != nil && len(r.conflicts) < maxListed {
-		r.conflicts = append(r.conflicts, *res.conflict)
-	}
 	if res.warning != "" {
 		r.warnings[res.warning]++
 	}
@@ -851,93 +795,72 @@ func (r *replayer) prune(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if res.action == actNone && res.e412+res.e404 == 0 {
+			if res.verdict == verdictNone && res.deadLetter == "" && res.e412+res.e404 == 0 {
 				return nil
 			}
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			c := r.count(pc.table, transform.Kind(pc.rk))
 			r.tally(c, res)
-			if res.deadLetter != "" {
-				c.DeadLetters++
-				row := transform.Row{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk}
-				if _, err := r.sink.Append([]DeadLetter{newDeadLetter(row, pc.table, res.deadLetter)}); err != nil {
-					r.warnings["dead letter not recorded: "+err.Error()]++
-				}
-			}
-			return nil
+			return r.deadLetter(c, transform.Row{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk}, res.deadLetter)
 		})
 	}
 	return g.Wait()
 }
 
 // pruneOne deletes one candidate when its row is still gone and the doc
-// is unchanged (or --force), starting over on 412.
-func (r *replayer) pruneOne(ctx context.Context, pc pruneCandidate) (applied, error) {
-	var res applied
+// is unchanged (or --force), with If-Match; a 412 reads and decides again.
+func (r *replayer) pruneOne(ctx context.Context, pc pruneCandidate) (docResult, error) {
+	var res docResult
 	where := fmt.Sprintf("prune %s/%s/%s", pc.container, pc.scope, pc.id)
+	row := source{pc.table, pc.pk, pc.rk}
 	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
 		exists, err := r.rowExists(ctx, pc.table, pc.pk, pc.rk)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", where, err)
 		}
-		if exists {
-			res.action = actNone
+		var (
+			raw   []byte
+			etag  string
+			found bool
+			s     docState
+		)
+		if !exists {
+			var ru float64
+			raw, etag, found, ru, err = r.docs.Read(ctx, pc.container, pc.scope, pc.id)
+			res.ru += ru
+			if err != nil {
+				return res, fmt.Errorf("%s: %w", where, err)
+			}
+			if found {
+				if s, err = readDocState(raw); err != nil {
+					return res, fmt.Errorf("%s: %w", where, err)
+				}
+			}
+		}
+		res.verdict, res.conflict = decidePrune(exists, found, s, row, r.opts.Force), nil
+		switch res.verdict {
+		case verdictNone:
 			return res, nil
-		}
-		raw, etag, found, ru, err := r.docs.Read(ctx, pc.container, pc.scope, pc.id)
-		res.ru += ru
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", where, err)
-		}
-		if !found {
-			res.action = actNone
-			return res, nil
-		}
-		s, err := readDocState(raw)
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", where, err)
-		}
-		if !s.hasMig || !s.sourceIs(pc.table, pc.pk, pc.rk) {
-			res.action = actNone // replaced meanwhile by another doc
-			return res, nil
-		}
-		action := actPruned
-		if !s.untouched {
-			c := &Conflict{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk, Container: pc.container, Scope: pc.scope, ID: pc.id,
-				Migrated: true, Reason: "its row was deleted from the tables, but the application changed the doc after it was migrated", Fields: []FieldDiff{}}
-			res.conflict = c
-			if !r.opts.Force {
-				c.Resolution = "not deleted"
-				res.action = actConflict
+		case verdictPruneConflict, verdictPruneForce:
+			res.conflict = &Conflict{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk, Container: pc.container, Scope: pc.scope, ID: pc.id,
+				Migrated: true, Reason: "its row was deleted from the tables, but the application changed the doc after it was migrated",
+				Resolution: res.verdict.resolution(), Fields: []FieldDiff{}}
+			if res.verdict == verdictPruneConflict {
 				return res, nil
 			}
-			c.Resolution = "deleted (--force)"
-			action = actForcedPrune
 		}
 		wr, err := r.docs.Delete(ctx, pc.container, pc.scope, pc.id, etag)
 		res.ru += wr.RequestCharge
-		var pe *store.PermanentError
-		switch {
-		case err == nil:
-			res.action = action
-			return res, nil
-		case errors.Is(err, store.ErrPreconditionFailed):
-			res.e412++
-			res.conflict = nil
-			continue
-		case errors.Is(err, store.ErrNotFound):
+		if errors.Is(err, store.ErrNotFound) {
 			res.e404++
-			res.action = actNone
+			res.verdict = verdictNone // deleted meanwhile: nothing left to do
 			return res, nil
-		case errors.As(err, &pe):
-			res.action, res.deadLetter = actDeadLetter, fmt.Sprintf("prune: Cosmos DB refused to delete %s/%s/%s (%d): %s", pc.container, pc.scope, pc.id, pe.StatusCode, pe.Reason)
-			return res, nil
-		default:
-			return res, fmt.Errorf("%s: %w", where, err)
+		}
+		if done, err := res.startOver(err, fmt.Sprintf("prune: Cosmos DB refused to delete %s/%s/%s", pc.container, pc.scope, pc.id)); done {
+			return res, wrapIf(err, where)
 		}
 	}
-	res.action = actDeadLetter
 	res.deadLetter = fmt.Sprintf("prune: the doc %s/%s/%s kept changing: gave up after %d attempts", pc.container, pc.scope, pc.id, r.opts.MaxAttempts)
 	return res, nil
 }

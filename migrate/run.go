@@ -614,27 +614,17 @@ func (r *runner) process(ctx context.Context, table string, ts *TableState) erro
 	return nil
 }
 
-// write uploads the blobs a doc needs, then upserts the doc. A conflicting
-// blob or a permanent write error dead-letters the row; other errors are
-// returned, naming the row.
+// write uploads the blobs a doc needs, then upserts the doc. A
+// conflicting blob or a permanent write error dead-letters the row; other
+// errors are returned, naming the row.
 func (r *runner) write(ctx context.Context, table string, it *item) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	o := &it.out
-	for _, u := range o.Uploads {
-		created, err := r.blobs.PutIfAbsent(ctx, u.Path, u.Data, u.ContentType)
-		switch {
-		case errors.Is(err, store.ErrBlobConflict):
-			it.deadLetter = fmt.Sprintf("blob %s already exists with different content", u.Path)
-			return nil
-		case err != nil:
-			return fmt.Errorf("%s %s/%s: upload blob %s: %w", table, it.row.PartitionKey, it.row.RowKey, u.Path, err)
-		}
-		if created {
-			it.blobs++
-			it.blobBytes += int64(len(u.Data))
-		}
+	var err error
+	if it.blobs, it.blobBytes, it.deadLetter, err = uploadBlobs(ctx, r.blobs, it.row, o.Uploads); err != nil || it.deadLetter != "" {
+		return err
 	}
 	res, err := r.docs.Upsert(ctx, o.Container, o.Scope, o.ID, o.DocJSON)
 	var pe *store.PermanentError
@@ -649,6 +639,29 @@ func (r *runner) write(ctx context.Context, table string, it *item) error {
 	// The bytes are no longer needed; the page may wait for others.
 	o.DocJSON, o.Doc, o.Uploads = nil, nil, nil
 	return nil
+}
+
+// uploadBlobs uploads the blobs a row's doc needs, create-only and in
+// order (SPEC §8), for run and replay alike. It returns how many blobs it
+// created and their bytes (an identical blob already there is not
+// counted); a blob that exists with other content makes the row a dead
+// letter, whose reason it returns (not an error); any other failure is an
+// error naming the row and the blob.
+func uploadBlobs(ctx context.Context, blobs BlobStore, row transform.Row, uploads []transform.Upload) (created, bytes int64, deadLetter string, err error) {
+	for _, u := range uploads {
+		ok, err := blobs.PutIfAbsent(ctx, u.Path, u.Data, u.ContentType)
+		switch {
+		case errors.Is(err, store.ErrBlobConflict):
+			return created, bytes, fmt.Sprintf("blob %s already exists with different content", u.Path), nil
+		case err != nil:
+			return created, bytes, "", fmt.Errorf("%s %s/%s: upload blob %s: %w", row.Table, row.PartitionKey, row.RowKey, u.Path, err)
+		}
+		if ok {
+			created++
+			bytes += int64(len(u.Data))
+		}
+	}
+	return created, bytes, "", nil
 }
 
 // commit checkpoints the pages of table in order. It stops checkpointing
@@ -756,7 +769,7 @@ func (r *runner) planRow(it *item) {
 		return
 	}
 	p := &r.plan
-	if isCollision(o) {
+	if o.Collision {
 		p.CollisionCount++
 		if len(p.Collisions) < maxListed {
 			p.Collisions = append(p.Collisions, Collision{Table: it.row.Table, PartitionKey: it.row.PartitionKey, RowKey: it.row.RowKey, Container: o.Container, Scope: o.Scope, ID: o.ID})
@@ -785,11 +798,4 @@ func (r *runner) planRow(it *item) {
 			p.Samples = append(p.Samples, Sample{Table: it.row.Table, Kind: o.Kind, Doc: js})
 		}
 	}
-}
-
-// isCollision reports whether a dead letter is an id collision, which
-// IDSet.Check marks with transform.CollisionReason.
-func isCollision(o *transform.Outcome) bool {
-	return o.Disposition == transform.DispositionDeadLetter && o.Container != "" &&
-		o.DeadLetter == transform.CollisionReason(o.Container, o.Scope, o.ID)
 }

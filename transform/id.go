@@ -162,7 +162,8 @@ func (s *IDSet) Len() int { return len(s.seen) }
 // Check records a doc outcome's container, scope and id. An outcome that
 // is not a doc is returned unchanged and not recorded. A doc whose id was
 // already recorded is returned as a dead letter with the reason
-// CollisionReason; its Doc, DocJSON and Uploads are cleared.
+// CollisionReason and Collision set; its Doc, DocJSON and Uploads are
+// cleared.
 func (s *IDSet) Check(o Outcome) Outcome {
 	if o.Disposition != DispositionDoc {
 		return o
@@ -170,7 +171,9 @@ func (s *IDSet) Check(o Outcome) Outcome {
 	if s.Add(o.Container, o.Scope, o.ID) {
 		return o
 	}
-	return o.deadLetter(CollisionReason(o.Container, o.Scope, o.ID))
+	o = o.deadLetter(CollisionReason(o.Container, o.Scope, o.ID))
+	o.Collision = true
+	return o
 }
 
 // CollisionReason is the dead-letter reason of a row whose doc collides

@@ -207,6 +207,9 @@ type Outcome struct {
 	// DeadLetter is the reason when Disposition is DispositionDeadLetter.
 	// It never contains a redacted property's value.
 	DeadLetter string
+	// Collision is true when the row is a dead letter because an earlier
+	// row already has its doc's container, scope and id (IDSet.Check).
+	Collision bool
 	// IndexExecutionID is the execution id of a dropped index row.
 	IndexExecutionID string
 }
