@@ -13,18 +13,18 @@ import (
 type verdict int
 
 const (
-	verdictNone      verdict = iota // nothing to do (prune: the row is back, or the doc gone or replaced)
-	verdictCreate                   // no doc: create it
-	verdictUnchanged                // the doc holds the row's content and provenance
-	verdictRefresh                  // the doc holds the row's content under other provenance: replace
-	verdictReplace                  // the tool wrote it, nobody changed it, it is older than the row: replace
-	verdictNotOlder                 // the tool wrote it, nobody changed it, but it is not older than the row: leave it
-	verdictCollision                // its _migration names another row: dead-letter the row
-	verdictConflict                 // the application changed (or wrote) it: leave it, list it
-	verdictForce                    // the application changed it, --force: overwrite it
-	verdictPrune                    // its row is gone and nobody changed it: delete it
-	verdictPruneConflict            // its row is gone but the application changed it: leave it, list it
-	verdictPruneForce               // its row is gone, the application changed it, --force: delete it
+	verdictNone          verdict = iota // nothing to do (prune: the row is back, or the doc gone or replaced)
+	verdictCreate                       // no doc: create it
+	verdictUnchanged                    // the doc holds the row's content and provenance
+	verdictRefresh                      // the doc holds the row's content under other provenance: replace
+	verdictReplace                      // the tool wrote it, nobody changed it, it is older than the row: replace
+	verdictNotOlder                     // the tool wrote it, nobody changed it, but it is not older than the row: leave it
+	verdictCollision                    // its _migration names another row: dead-letter the row
+	verdictConflict                     // the application changed (or wrote) it: leave it, list it
+	verdictForce                        // the application changed it, --force: overwrite it
+	verdictPrune                        // its row is gone and nobody changed it: delete it
+	verdictPruneConflict                // its row is gone but the application changed it: leave it, list it
+	verdictPruneForce                   // its row is gone, the application changed it, --force: delete it
 )
 
 // writes reports whether the verdict writes the doc (create, replace or
