@@ -4,15 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"runtime"
-	"slices"
-	"sort"
-	"strconv"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
@@ -26,12 +21,6 @@ const MaxDetailedDocs = 1000
 
 // detailConcurrency is the number of differing docs fetched at once.
 const detailConcurrency = 8
-
-// containers are the Cosmos DB containers verify reads, in this order.
-var containers = []string{transform.ContainerEntities, transform.ContainerExecutions}
-
-// blobPathFields are the execution doc properties that name a blob.
-var blobPathFields = []string{"resultBlobPath", "logsBlobPath", "variablesBlobPath", "snapshotBlobPath"}
 
 // Options say what verify checks.
 type Options struct {
@@ -61,6 +50,8 @@ type Verifier struct {
 	Docs     DocSource
 	Blobs    BlobLister
 	Progress Progress
+	// Now is the clock of the report's elapsed time; nil means time.Now.
+	Now func() time.Time
 }
 
 // key identifies a doc (container, scope, id) or a row (table, PK, RK).
@@ -96,64 +87,15 @@ func sampledKey(k key, f float64) bool {
 	return float64(binary.BigEndian.Uint64(k[:8])>>11)/(1<<53) < f
 }
 
-// ttlState is what a doc's ttl is.
-type ttlState struct {
-	present bool
-	raw     json.RawMessage
-	inRange bool // a number with 0 < ttl ≤ transform.ExecutionRetention
-}
-
-type blobIssue struct{ field, path string }
-
-// actualDoc is the compact entry of one doc read from Cosmos DB.
-type actualDoc struct {
-	ref        DocRef // Table, PartitionKey, RowKey from _migration
-	hasMig     bool
-	src        key
-	docHash    string
-	migHash    key
-	ttl        ttlState
-	blobIssues []blobIssue
-	consumed   bool
-}
-
-// expectedDoc is the compact entry of one selected row whose disposition
-// is doc (or expired, when expired is set).
-type expectedDoc struct {
-	ref     DocRef
-	kind    int // index into state.kinds
-	docKey  key
-	docHash string
-	migHash key
-	wantTTL bool
-	expired bool
-}
-
-type tableKind struct{ table, kind string }
-
-// state is one verify run's memory.
+// state is one verify run: its options and its two indexes.
 type state struct {
 	v    *Verifier
 	opts Options
 
 	blobs       transform.BlobIndex
 	blobsListed int
-
-	mu       sync.Mutex // guards actual, byKey, bySrc, docsRead
-	actual   []actualDoc
-	byKey    map[key]int
-	bySrc    map[key]int
-	docsRead map[string]int
-
-	// Filled by the row reader alone.
-	expected  []expectedDoc
-	rowsSeen  map[key]transform.Disposition
-	kinds     []Counts
-	kindIndex map[tableKind]int
-	kindNames []tableKind
-	warnings  map[string]int
-	dangling  []DanglingIndex
-	entities  bool
+	docs        *docIndex
+	rows        *rowIndex
 }
 
 // Run verifies and returns the report. It returns an error only when it
@@ -162,12 +104,16 @@ type state struct {
 // never an empty table. Mismatches and rows that are not migrated are in
 // the report (Report.OK false), not errors.
 func (v *Verifier) Run(ctx context.Context, opts Options) (*Report, error) {
-	start := time.Now()
+	now := v.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
 	if v.Progress == nil {
 		v.Progress = noProgress{}
 	}
 	if len(opts.Tables) == 0 {
-		opts.Tables = []string{transform.TableConfig, transform.TableEntities, transform.TableRelationships}
+		opts.Tables = transform.Tables()
 	}
 	if opts.Sample <= 0 || opts.Sample > 1 {
 		opts.Sample = 1
@@ -176,69 +122,36 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := opts.Transform.Validate(); err != nil {
 		return nil, err
 	}
-	s := &state{
-		v: v, opts: opts,
-		blobs:     transform.BlobIndex{},
-		byKey:     map[key]int{},
-		bySrc:     map[key]int{},
-		docsRead:  map[string]int{},
-		rowsSeen:  map[key]transform.Disposition{},
-		kindIndex: map[tableKind]int{},
-		warnings:  map[string]int{},
-	}
+	s := &state{v: v, opts: opts, blobs: transform.BlobIndex{}, rows: newRowIndex()}
 	v.Progress.Step("listing blobs of execution-data")
 	if err := s.listBlobs(ctx); err != nil {
 		return nil, err
 	}
+	s.docs = newDocIndex(s.blobs)
 	// The two services are read at the same time: neither side needs the
-	// other until the join.
-	var wg sync.WaitGroup
-	var docsErr, rowsErr error
-	gctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		if docsErr = s.readDocs(gctx); docsErr != nil {
-			cancel()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		if rowsErr = s.readRows(gctx); rowsErr != nil {
-			cancel()
-		}
-	}()
-	wg.Wait()
-	if err := errors.Join(firstReal(docsErr, rowsErr)...); err != nil {
+	// other until the join. The first failure stops the other side.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return readDocs(gctx, v.Docs, opts.PageSize, v.Progress, s.docs) })
+	g.Go(func() error {
+		return rowReader{rows: v.Rows, opts: opts, blobs: s.blobs, progress: v.Progress}.read(gctx, s.rows)
+	})
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	v.Progress.Step("comparing")
-	r, detail := s.join()
-	if err := s.details(ctx, r, detail); err != nil {
+	r, jobs := join(s.rows, s.docs, opts.Tables, opts.Sample)
+	r.BlobsListed = s.blobsListed
+	r.Settings = Settings{
+		Database: opts.Database, Tables: opts.Tables, Sample: opts.Sample,
+		ExecutionTTL: string(opts.Transform.ExecutionTTL), BlobThreshold: opts.Transform.BlobThreshold,
+		Relationships: string(opts.Transform.Relationships), Strict: opts.Transform.Strict,
+		Now: transform.FormatTimestamp(opts.Transform.Now),
+	}
+	if err := s.details(ctx, r, jobs); err != nil {
 		return nil, err
 	}
-	r.ElapsedSeconds = time.Since(start).Seconds()
+	r.ElapsedSeconds = now().Sub(start).Seconds()
 	return r, nil
-}
-
-// firstReal drops a context.Canceled that only follows the other side's
-// failure.
-func firstReal(errs ...error) []error {
-	var real []error
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			real = append(real, err)
-		}
-	}
-	if len(real) == 0 {
-		for _, err := range errs {
-			if err != nil {
-				return []error{err}
-			}
-		}
-	}
-	return real
 }
 
 func (s *state) listBlobs(ctx context.Context) error {
@@ -247,399 +160,6 @@ func (s *state) listBlobs(ctx context.Context) error {
 		return s.blobs.Add(name, size)
 	})
 }
-
-// readDocs reads every doc of every container, hashing them on all CPUs
-// while the next page is fetched.
-func (s *state) readDocs(ctx context.Context) error {
-	for _, c := range containers {
-		s.v.Progress.Step("reading docs of container " + c)
-		docs := make(chan []byte, 256)
-		var wg sync.WaitGroup
-		var workErr error
-		var errOnce sync.Once
-		for range runtime.GOMAXPROCS(0) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for raw := range docs {
-					a, k, err := s.indexDoc(c, raw)
-					if err != nil {
-						errOnce.Do(func() { workErr = err })
-						continue
-					}
-					s.mu.Lock()
-					s.docsRead[c]++
-					if _, dup := s.byKey[k]; !dup {
-						s.byKey[k] = len(s.actual)
-						if a.hasMig {
-							if _, dup := s.bySrc[a.src]; !dup {
-								s.bySrc[a.src] = len(s.actual)
-							}
-						}
-						s.actual = append(s.actual, a)
-					}
-					s.mu.Unlock()
-				}
-			}()
-		}
-		err := s.v.Docs.QueryAll(ctx, c, "SELECT * FROM c", nil, s.opts.PageSize, func(doc []byte) error {
-			select {
-			case docs <- doc:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-		close(docs)
-		wg.Wait()
-		if err != nil {
-			return err
-		}
-		if workErr != nil {
-			return workErr
-		}
-	}
-	return nil
-}
-
-// indexDoc builds the compact entry of one doc of container c.
-func (s *state) indexDoc(c string, raw []byte) (actualDoc, key, error) {
-	m, err := transform.DecodeDoc(raw)
-	if err != nil {
-		return actualDoc{}, key{}, fmt.Errorf("container %s: undecodable doc: %w", c, err)
-	}
-	a := actualDoc{ref: DocRef{Container: c, Scope: str(m["scope"]), ID: str(m["id"])}}
-	if mig, ok := m["_migration"].(map[string]any); ok {
-		a.hasMig = true
-		a.ref.Table, a.ref.PartitionKey, a.ref.RowKey = str(mig["table"]), str(mig["partitionKey"]), str(mig["rowKey"])
-		a.src = keyOf(a.ref.Table, a.ref.PartitionKey, a.ref.RowKey)
-		if a.migHash, err = canonicalKey(mig); err != nil {
-			return actualDoc{}, key{}, fmt.Errorf("doc %s/%s/%s: _migration: %w", c, a.ref.Scope, a.ref.ID, err)
-		}
-	}
-	if a.docHash, err = transform.Hash(m); err != nil {
-		// A value canonical JSON refuses (it cannot come from a doc the
-		// service stored) simply never matches.
-		a.docHash = "unhashable"
-	}
-	if t, ok := m["ttl"]; ok {
-		a.ttl = ttlState{present: true, raw: rawJSON(t)}
-		if n, ok := t.(json.Number); ok {
-			f, err := n.Float64()
-			a.ttl.inRange = err == nil && f > 0 && f <= transform.ExecutionRetention
-		}
-	}
-	if c == transform.ContainerExecutions {
-		for _, f := range blobPathFields {
-			if p, ok := m[f].(string); ok && !s.blobs.Exists(p) {
-				a.blobIssues = append(a.blobIssues, blobIssue{f, p})
-			}
-		}
-	}
-	return a, keyOf(c, a.ref.Scope, a.ref.ID), nil
-}
-
-// str returns a JSON string's value, or the JSON text of any other value.
-func str(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return string(rawJSON(v))
-}
-
-func canonicalKey(v any) (key, error) {
-	b, err := transform.Canonical(v)
-	if err != nil {
-		return key{}, err
-	}
-	var k key
-	sum := sha256.Sum256(b)
-	copy(k[:], sum[:])
-	return k, nil
-}
-
-// readRows reads the selected tables in order, transforms every row
-// (collisions need every earlier row, sampled or not) and keeps compact
-// entries of the sampled ones.
-func (s *state) readRows(ctx context.Context) error {
-	ids := transform.NewIDSet()
-	var executions transform.ExecutionSet
-	if slices.Contains(s.opts.Tables, transform.TableEntities) {
-		executions = transform.ExecutionSet{}
-		s.entities = true
-	}
-	for _, table := range s.opts.Tables {
-		s.v.Progress.Step("reading table " + table)
-		err := s.scan(ctx, table, func(rows []transform.Row) error {
-			outcomes := s.transformAll(rows)
-			for i, row := range rows {
-				o := ids.Check(outcomes[i])
-				if executions != nil && table == transform.TableEntities && o.Kind == "execution" {
-					// Both ids count, as in run: an index naming either
-					// is not dangling.
-					executions.AddRow(row)
-				}
-				src := keyOf(table, row.PartitionKey, row.RowKey)
-				if !sampledKey(src, s.opts.Sample) {
-					continue
-				}
-				if err := s.addRow(row, src, o, executions); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// scan reads table page by page, fetching the next page while fn works on
-// the current one (store.Scan).
-func (s *state) scan(ctx context.Context, table string, fn func([]transform.Row) error) error {
-	return store.Scan(ctx, s.v.Rows, s.opts.TablePrefix, table, store.Query{}, store.Cursor{}, func(p store.Page) error {
-		return fn(p.Rows)
-	})
-}
-
-// transformAll transforms a page of rows on all CPUs (Transform is pure).
-func (s *state) transformAll(rows []transform.Row) []transform.Outcome {
-	out := make([]transform.Outcome, len(rows))
-	n := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	for w := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(rows); i += n {
-				out[i] = s.transformRow(rows[i])
-			}
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
-func (s *state) transformRow(row transform.Row) transform.Outcome {
-	var facts transform.BlobFacts
-	if row.Table == transform.TableEntities && transform.Kind(row.RowKey) == "execution" {
-		facts = s.blobs.Facts(transform.ExecutionID(row))
-	}
-	return transform.Transform(row, facts, s.opts.Transform)
-}
-
-func (s *state) kind(table, kind string) int {
-	tk := tableKind{table, kind}
-	i, ok := s.kindIndex[tk]
-	if !ok {
-		i = len(s.kinds)
-		s.kindIndex[tk] = i
-		s.kinds = append(s.kinds, Counts{})
-		s.kindNames = append(s.kindNames, tk)
-	}
-	return i
-}
-
-func (s *state) addRow(row transform.Row, src key, o transform.Outcome, executions transform.ExecutionSet) error {
-	ki := s.kind(row.Table, transform.Kind(row.RowKey))
-	c := &s.kinds[ki]
-	c.Rows++
-	s.rowsSeen[src] = o.Disposition
-	for _, w := range o.Warnings {
-		s.warnings[w.Reason]++
-	}
-	ref := DocRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey, Container: o.Container, Scope: o.Scope, ID: o.ID}
-	switch o.Disposition {
-	case transform.DispositionDoc:
-		c.ExpectedDocs++
-		e := expectedDoc{ref: ref, kind: ki, docKey: keyOf(o.Container, o.Scope, o.ID)}
-		mig, _ := o.Doc.Get("_migration")
-		migDoc, _ := mig.(transform.Doc)
-		h, _ := migDoc.Get("hash")
-		e.docHash, _ = h.(string)
-		var err error
-		if e.migHash, err = canonicalKey(migDoc); err != nil {
-			return fmt.Errorf("table %s %s/%s: %w", row.Table, row.PartitionKey, row.RowKey, err)
-		}
-		e.wantTTL = o.Doc.Has("ttl")
-		s.expected = append(s.expected, e)
-	case transform.DispositionExpired:
-		c.Expired++
-		s.expected = append(s.expected, expectedDoc{ref: ref, kind: ki, docKey: keyOf(o.Container, o.Scope, o.ID), expired: true})
-	case transform.DispositionDroppedIndex:
-		c.DroppedIndex++
-		if executions != nil && o.IndexExecutionID != "" {
-			if !executions.Has(o.IndexExecutionID) {
-				s.dangling = append(s.dangling, DanglingIndex{PartitionKey: row.PartitionKey, RowKey: row.RowKey, ExecutionID: o.IndexExecutionID})
-				s.warnings[transform.ReasonDanglingIndex]++
-			}
-		}
-	case transform.DispositionKeptInTables:
-		c.KeptInTables++
-	case transform.DispositionDeadLetter:
-		c.DeadLetter++
-	}
-	return nil
-}
-
-// detailJob is a differing doc whose field paths must be computed by
-// reading it (and its row) again.
-type detailJob struct {
-	exp    int // index into state.expected
-	act    int // index into state.actual
-	moved  bool
-	fields []fieldDiff // ttl and blob problems, known without reading
-}
-
-// join compares the entries and fills the report's counts; it returns the
-// docs that need reading again for their field paths.
-func (s *state) join() (*Report, []detailJob) {
-	r := &Report{
-		Type: "verify",
-		Settings: Settings{
-			Database: s.opts.Database, Tables: s.opts.Tables, Sample: s.opts.Sample,
-			ExecutionTTL: string(s.opts.Transform.ExecutionTTL), BlobThreshold: s.opts.Transform.BlobThreshold,
-			Relationships: string(s.opts.Transform.Relationships), Strict: s.opts.Transform.Strict,
-			Now: transform.FormatTimestamp(s.opts.Transform.Now),
-		},
-		AppWritten:      map[string]int{},
-		Docs:            s.docsRead,
-		BlobsListed:     s.blobsListed,
-		Warnings:        s.warnings,
-		DanglingChecked: s.entities,
-		DanglingIndexes: s.dangling,
-		Missing:         []DocRef{},
-		Orphans:         []Orphan{},
-		Differences:     []Difference{},
-	}
-	for _, c := range containers {
-		r.AppWritten[c] = 0
-	}
-	var jobs []detailJob
-	for ei := range s.expected {
-		e := &s.expected[ei]
-		c := &s.kinds[e.kind]
-		ai, found := s.byKey[e.docKey]
-		if e.expired {
-			if found {
-				s.actual[ai].consumed = true
-				c.ExpiredPresent++
-			}
-			continue
-		}
-		moved := false
-		if !found || s.actual[ai].consumed {
-			ai, found = s.bySrc[keyOf(e.ref.Table, e.ref.PartitionKey, e.ref.RowKey)]
-			if !found || s.actual[ai].consumed {
-				c.Missing++
-				r.Missing = append(r.Missing, e.ref)
-				continue
-			}
-			moved = true
-		}
-		a := &s.actual[ai]
-		a.consumed = true
-		var fields []fieldDiff
-		if ttl := s.checkTTL(e, a); ttl != nil {
-			fields = append(fields, *ttl)
-		}
-		for _, b := range a.blobIssues {
-			p := rawJSON(b.path)
-			fields = append(fields, fieldDiff{b.field, ProblemBlob, p, p})
-		}
-		same := !moved && a.hasMig && a.docHash == e.docHash && a.migHash == e.migHash
-		if same && len(fields) == 0 {
-			c.Matched++
-			continue
-		}
-		c.Different++
-		jobs = append(jobs, detailJob{exp: ei, act: ai, moved: moved, fields: fields})
-		if same {
-			jobs[len(jobs)-1].act = -1 // nothing to read: ttl or blob only
-		}
-	}
-	for ai := range s.actual {
-		a := &s.actual[ai]
-		if a.consumed {
-			continue
-		}
-		if !a.hasMig {
-			r.AppWritten[a.ref.Container]++
-			continue
-		}
-		if !slices.Contains(s.opts.Tables, a.ref.Table) || !sampledKey(a.src, s.opts.Sample) {
-			r.NotJudged++
-			continue
-		}
-		reason := "its row no longer exists"
-		if d, ok := s.rowsSeen[a.src]; ok {
-			if d == transform.DispositionDoc {
-				reason = "a second doc of a row whose doc is elsewhere"
-			} else {
-				reason = "its row's disposition is now " + string(d)
-			}
-		}
-		s.kinds[s.kind(a.ref.Table, transform.Kind(a.ref.RowKey))].Orphans++
-		r.Orphans = append(r.Orphans, Orphan{DocRef: a.ref, Reason: reason})
-	}
-	// Orphans in doc read order are not stable; report them by row keys.
-	sort.Slice(r.Orphans, func(i, j int) bool {
-		a, b := r.Orphans[i], r.Orphans[j]
-		if a.Table != b.Table {
-			return transform.TableOrder(a.Table) < transform.TableOrder(b.Table)
-		}
-		if a.PartitionKey != b.PartitionKey {
-			return a.PartitionKey < b.PartitionKey
-		}
-		if a.RowKey != b.RowKey {
-			return a.RowKey < b.RowKey
-		}
-		return a.Container+a.Scope+a.ID < b.Container+b.Scope+b.ID
-	})
-	s.fillCounts(r)
-	return r, jobs
-}
-
-// fillCounts copies the per-kind counters into the report, tables in read
-// order and kinds by name, and sums them.
-func (s *state) fillCounts(r *Report) {
-	order := make([]int, len(s.kinds))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := s.kindNames[order[i]], s.kindNames[order[j]]
-		if a.table != b.table {
-			return transform.TableOrder(a.table) < transform.TableOrder(b.table)
-		}
-		return a.kind < b.kind
-	})
-	r.Tables = make([]KindCounts, 0, len(order))
-	for _, i := range order {
-		r.Tables = append(r.Tables, KindCounts{Table: s.kindNames[i].table, Kind: s.kindNames[i].kind, Counts: s.kinds[i]})
-		r.Totals.add(s.kinds[i])
-	}
-	r.NotMigrated = r.Totals.DeadLetter
-	r.OK = r.Failures() == 0
-}
-
-// checkTTL applies the relaxed ttl rule of SPEC §12: present exactly when
-// the expected doc has one, and then 0 < ttl ≤ 1209600.
-func (s *state) checkTTL(e *expectedDoc, a *actualDoc) *fieldDiff {
-	switch {
-	case e.wantTTL && !a.ttl.present:
-		return &fieldDiff{"ttl", ProblemMissing, rawJSON(ttlRange), nil}
-	case e.wantTTL && !a.ttl.inRange:
-		return &fieldDiff{"ttl", ProblemTTL, rawJSON(ttlRange), a.ttl.raw}
-	case !e.wantTTL && a.ttl.present:
-		return &fieldDiff{"ttl", ProblemUnexpected, nil, a.ttl.raw}
-	}
-	return nil
-}
-
-var ttlRange = "a number with 0 < ttl <= " + strconv.Itoa(transform.ExecutionRetention)
 
 // details reads the first MaxDetailedDocs differing docs and their rows
 // again and computes their field paths, in row order.
@@ -653,20 +173,16 @@ func (s *state) details(ctx context.Context, r *Report, jobs []detailJob) error 
 	}
 	s.v.Progress.Step(fmt.Sprintf("reading %d differing doc(s) again for their field paths", len(jobs)))
 	results := make([][]Difference, len(jobs))
-	errs := make([]error, len(jobs))
-	sem := make(chan struct{}, detailConcurrency)
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(detailConcurrency)
 	for i := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			results[i], errs[i] = s.detail(ctx, jobs[i])
-		}()
+		g.Go(func() error {
+			var err error
+			results[i], err = s.detail(gctx, jobs[i])
+			return err
+		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	for _, d := range results {
@@ -676,11 +192,11 @@ func (s *state) details(ctx context.Context, r *Report, jobs []detailJob) error 
 }
 
 func (s *state) detail(ctx context.Context, j detailJob) ([]Difference, error) {
-	e := s.expected[j.exp]
+	e := s.rows.expected[j.exp]
 	var actualRef *DocRef
 	fields := j.fields
 	if j.act >= 0 {
-		a := s.actual[j.act]
+		a := s.docs.actual[j.act]
 		if j.moved {
 			ref := a.ref
 			actualRef = &ref
@@ -709,7 +225,7 @@ func (s *state) readAndCompare(ctx context.Context, exp, act DocRef) ([]fieldDif
 	if err != nil || !found {
 		return nil, err
 	}
-	o := s.transformRow(row)
+	o := rowReader{opts: s.opts, blobs: s.blobs}.transform(row)
 	if o.Disposition != transform.DispositionDoc {
 		return nil, nil
 	}

@@ -1,0 +1,182 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// expectedDoc is the compact entry of one selected row whose disposition
+// is doc (or expired, when expired is set): where its doc must be and
+// what it must hash to.
+type expectedDoc struct {
+	ref     DocRef
+	kind    int // index into rowIndex.kinds
+	docKey  key
+	docHash string
+	migHash key
+	wantTTL bool
+	expired bool
+}
+
+type tableKind struct{ table, kind string }
+
+// rowIndex is the row side of verify: an entry per selected row whose
+// doc must exist, the disposition of every selected row, the counts per
+// table and kind, the warnings and the dangling indexes. One goroutine
+// builds it, in read order.
+type rowIndex struct {
+	expected  []expectedDoc
+	seen      map[key]transform.Disposition
+	kinds     []Counts
+	kindIndex map[tableKind]int
+	kindNames []tableKind
+	warnings  map[string]int
+	dangling  []DanglingIndex
+	// danglingChecked: Entities was read, so dangling indexes are known.
+	danglingChecked bool
+}
+
+func newRowIndex() *rowIndex {
+	return &rowIndex{seen: map[key]transform.Disposition{}, kindIndex: map[tableKind]int{}, warnings: map[string]int{}}
+}
+
+// kind returns the index of table and kind's counts, adding them.
+func (x *rowIndex) kind(table, kind string) int {
+	tk := tableKind{table, kind}
+	i, ok := x.kindIndex[tk]
+	if !ok {
+		i = len(x.kinds)
+		x.kindIndex[tk] = i
+		x.kinds = append(x.kinds, Counts{})
+		x.kindNames = append(x.kindNames, tk)
+	}
+	return i
+}
+
+// add records one selected row and its outcome; executions, when not nil,
+// holds every execution id of Entities read so far (for dangling indexes).
+func (x *rowIndex) add(row transform.Row, src key, o transform.Outcome, executions transform.ExecutionSet) error {
+	ki := x.kind(row.Table, transform.Kind(row.RowKey))
+	c := &x.kinds[ki]
+	c.Rows++
+	x.seen[src] = o.Disposition
+	for _, w := range o.Warnings {
+		x.warnings[w.Reason]++
+	}
+	ref := DocRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey, Container: o.Container, Scope: o.Scope, ID: o.ID}
+	switch o.Disposition {
+	case transform.DispositionDoc:
+		c.ExpectedDocs++
+		e := expectedDoc{ref: ref, kind: ki, docKey: keyOf(o.Container, o.Scope, o.ID)}
+		mig, _ := o.Doc.Get("_migration")
+		migDoc, _ := mig.(transform.Doc)
+		h, _ := migDoc.Get("hash")
+		e.docHash, _ = h.(string)
+		var err error
+		if e.migHash, err = canonicalKey(migDoc); err != nil {
+			return fmt.Errorf("table %s %s/%s: %w", row.Table, row.PartitionKey, row.RowKey, err)
+		}
+		e.wantTTL = o.Doc.Has("ttl")
+		x.expected = append(x.expected, e)
+	case transform.DispositionExpired:
+		c.Expired++
+		x.expected = append(x.expected, expectedDoc{ref: ref, kind: ki, docKey: keyOf(o.Container, o.Scope, o.ID), expired: true})
+	case transform.DispositionDroppedIndex:
+		c.DroppedIndex++
+		if executions != nil && o.IndexExecutionID != "" && !executions.Has(o.IndexExecutionID) {
+			x.dangling = append(x.dangling, DanglingIndex{PartitionKey: row.PartitionKey, RowKey: row.RowKey, ExecutionID: o.IndexExecutionID})
+			x.warnings[transform.ReasonDanglingIndex]++
+		}
+	case transform.DispositionKeptInTables:
+		c.KeptInTables++
+	case transform.DispositionDeadLetter:
+		c.DeadLetter++
+	}
+	return nil
+}
+
+// rowReader reads the selected tables into a rowIndex, transforming every
+// row as run does.
+type rowReader struct {
+	rows     RowSource
+	opts     Options
+	blobs    transform.BlobIndex
+	progress Progress
+}
+
+// read reads the selected tables in order, transforms every row
+// (collisions need every earlier row, sampled or not) and indexes the
+// sampled ones.
+func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
+	ids := transform.NewIDSet()
+	var executions transform.ExecutionSet
+	if slices.Contains(rr.opts.Tables, transform.TableEntities) {
+		executions = transform.ExecutionSet{}
+		x.danglingChecked = true
+	}
+	for _, table := range rr.opts.Tables {
+		rr.progress.Step("reading table " + table)
+		err := store.Scan(ctx, rr.rows, rr.opts.TablePrefix, table, store.Query{}, store.Cursor{}, func(p store.Page) error {
+			outcomes, err := rr.transformAll(ctx, p.Rows)
+			if err != nil {
+				return err
+			}
+			for i, row := range p.Rows {
+				o := ids.Check(outcomes[i])
+				if executions != nil && table == transform.TableEntities && o.Kind == "execution" {
+					// Both ids count, as in run: an index naming either
+					// is not dangling.
+					executions.AddRow(row)
+				}
+				src := keyOf(table, row.PartitionKey, row.RowKey)
+				if !sampledKey(src, rr.opts.Sample) {
+					continue
+				}
+				if err := x.add(row, src, o, executions); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// transformAll transforms a page of rows on all CPUs (Transform is pure).
+func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row) ([]transform.Outcome, error) {
+	out := make([]transform.Outcome, len(rows))
+	n := runtime.GOMAXPROCS(0)
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range n {
+		g.Go(func() error {
+			for i := w; i < len(rows); i += n {
+				if err := gctx.Err(); err != nil {
+					return err
+				}
+				out[i] = rr.transform(rows[i])
+			}
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// transform is run's transform of one row, with the blob facts of the
+// listing.
+func (rr rowReader) transform(row transform.Row) transform.Outcome {
+	var facts transform.BlobFacts
+	if row.Table == transform.TableEntities && transform.Kind(row.RowKey) == "execution" {
+		facts = rr.blobs.Facts(transform.ExecutionID(row))
+	}
+	return transform.Transform(row, facts, rr.opts.Transform)
+}
