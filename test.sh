@@ -18,6 +18,11 @@ export BIFROST_INTEGRATION=1
 
 echo "== go vet ./..." >&2
 go vet ./...
+echo "== go mod tidy -diff" >&2
+if ! go mod tidy -diff; then
+	echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit the result" >&2
+	exit 1
+fi
 echo "== go test ./..." >&2
 pkgs=(./...)
 for a in "$@"; do
