@@ -70,65 +70,68 @@ type GlobalOptions struct {
 // JSON reports whether --output json was chosen.
 func (g GlobalOptions) JSON() bool { return g.Output == "json" }
 
-// Storage returns the Table Storage account: --tables-connection, or
-// --tables-endpoint (Entra ID), or BIFROST_TABLES_CONNECTION,
-// BIFROST_TABLES_ENDPOINT, AzureWebJobsStorage, or the local Azurite.
-func (f *Factory) Storage() (azure.StorageAccount, error) {
-	if f.Global.TablesConnection != "" && f.Global.TablesEndpoint != "" {
-		return azure.StorageAccount{}, UsageError(errors.New("--tables-connection and --tables-endpoint exclude each other"))
+// storageSetting picks a storage service's setting: a connection string
+// or an endpoint (Entra ID). The flags come first (both is a usage
+// error), then the environment's connection string, then its endpoint.
+// It returns "" for both when nothing is set.
+func (f *Factory) storageSetting(conn, endpoint, connFlag, endpointFlag, connEnv, endpointEnv string) (string, string, error) {
+	switch {
+	case conn != "" && endpoint != "":
+		return "", "", UsageError(fmt.Errorf("%s and %s exclude each other", connFlag, endpointFlag))
+	case conn != "" || endpoint != "":
+		return conn, endpoint, nil
+	case f.Getenv(connEnv) != "":
+		return f.Getenv(connEnv), "", nil
 	}
-	conn, endpoint := f.Global.TablesConnection, f.Global.TablesEndpoint
-	if conn == "" && endpoint == "" {
-		conn = f.Getenv("BIFROST_TABLES_CONNECTION")
-		if conn == "" {
-			endpoint = f.Getenv("BIFROST_TABLES_ENDPOINT")
-		}
-		if conn == "" && endpoint == "" {
-			conn = firstNonEmpty(f.Getenv("AzureWebJobsStorage"), azure.DevStorageConnection)
-		}
-	}
+	return "", f.Getenv(endpointEnv), nil
+}
+
+// storageAccount parses a storage setting; what names it in errors.
+func storageAccount(what, conn, endpoint string, tables bool) (azure.StorageAccount, error) {
 	var (
 		a   azure.StorageAccount
 		err error
 	)
-	if endpoint != "" {
+	switch {
+	case endpoint != "" && tables:
 		a, err = azure.StorageEndpoints(endpoint, "")
-	} else {
+	case endpoint != "":
+		a, err = azure.StorageEndpoints("", endpoint)
+	default:
 		a, err = azure.ParseStorageConnection(conn)
 	}
 	if err != nil {
-		return a, UsageError(fmt.Errorf("tables connection: %w", err))
+		return a, UsageError(fmt.Errorf("%s: %w", what, err))
 	}
 	return a, nil
+}
+
+// Storage returns the Table Storage account: --tables-connection, or
+// --tables-endpoint (Entra ID), or BIFROST_TABLES_CONNECTION,
+// BIFROST_TABLES_ENDPOINT, AzureWebJobsStorage, or the local Azurite.
+func (f *Factory) Storage() (azure.StorageAccount, error) {
+	conn, endpoint, err := f.storageSetting(f.Global.TablesConnection, f.Global.TablesEndpoint,
+		"--tables-connection", "--tables-endpoint", "BIFROST_TABLES_CONNECTION", "BIFROST_TABLES_ENDPOINT")
+	if err != nil {
+		return azure.StorageAccount{}, err
+	}
+	if conn == "" && endpoint == "" {
+		conn = firstNonEmpty(f.Getenv("AzureWebJobsStorage"), azure.DevStorageConnection)
+	}
+	return storageAccount("tables connection", conn, endpoint, true)
 }
 
 // BlobStorage returns the Blob Storage account: --blob-connection, or
 // --blob-endpoint (Entra ID), or BIFROST_BLOB_CONNECTION,
 // BIFROST_BLOB_ENDPOINT, or the tables account.
 func (f *Factory) BlobStorage() (azure.StorageAccount, error) {
-	if f.Global.BlobConnection != "" && f.Global.BlobEndpoint != "" {
-		return azure.StorageAccount{}, UsageError(errors.New("--blob-connection and --blob-endpoint exclude each other"))
+	conn, endpoint, err := f.storageSetting(f.Global.BlobConnection, f.Global.BlobEndpoint,
+		"--blob-connection", "--blob-endpoint", "BIFROST_BLOB_CONNECTION", "BIFROST_BLOB_ENDPOINT")
+	if err != nil {
+		return azure.StorageAccount{}, err
 	}
-	conn, endpoint := f.Global.BlobConnection, f.Global.BlobEndpoint
-	if conn == "" && endpoint == "" {
-		conn = f.Getenv("BIFROST_BLOB_CONNECTION")
-		if conn == "" {
-			endpoint = f.Getenv("BIFROST_BLOB_ENDPOINT")
-		}
-	}
-	switch {
-	case endpoint != "":
-		a, err := azure.StorageEndpoints("", endpoint)
-		if err != nil {
-			return a, UsageError(fmt.Errorf("blob connection: %w", err))
-		}
-		return a, nil
-	case conn != "":
-		a, err := azure.ParseStorageConnection(conn)
-		if err != nil {
-			return a, UsageError(fmt.Errorf("blob connection: %w", err))
-		}
-		return a, nil
+	if conn != "" || endpoint != "" {
+		return storageAccount("blob connection", conn, endpoint, false)
 	}
 	a, err := f.Storage()
 	if err == nil && a.BlobEndpoint == "" {

@@ -55,34 +55,7 @@ type resSource struct {
 // containers. Everything is deleted when the test ends.
 func newResSource(t *testing.T, n int, seed uint64, base time.Time, copies int) *resSource {
 	t.Helper()
-	s := &resSource{t: t, storage: testenv.Storage(t), cosmos: testenv.Cosmos(t), prefix: testenv.Name("res")}
-	var err error
-	if s.client, err = azure.NewCosmosClient(s.cosmos, azure.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	tw, err := azure.NewTableWriter(s.storage, azure.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tee resTeeBlobs
-	for range copies {
-		name := testenv.Name("resblobs")
-		bw, err := azure.NewBlobWriter(s.storage, name, azure.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.blobs = append(s.blobs, name)
-		tee = append(tee, bw)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		for _, bw := range tee {
-			_ = bw.(*azure.BlobWriter).Delete(ctx)
-		}
-		for _, table := range fixtures.Tables() {
-			_ = tw.DeleteTable(ctx, s.prefix+table)
-		}
-	})
+	s, tw, tee := newResWriters(t, "res", copies)
 	ctx := context.Background()
 	lo := fixtures.LoadOptions{TablePrefix: s.prefix}
 	fx, err := fixtures.Load(ctx, tw, tee, lo)
@@ -100,6 +73,43 @@ func newResSource(t *testing.T, n int, seed uint64, base time.Time, copies int) 
 		}
 	}
 	return s
+}
+
+// newResWriters returns an empty source of fresh names (tables under a
+// prefix starting with prefix, `copies` blob containers) with writers for
+// its tables and, all at once, its blob containers. Everything is deleted
+// when the test ends.
+func newResWriters(t *testing.T, prefix string, copies int) (*resSource, *azure.TableWriter, resTeeBlobs) {
+	t.Helper()
+	s := &resSource{t: t, storage: testenv.Storage(t), cosmos: testenv.Cosmos(t), prefix: testenv.Name(prefix)}
+	var err error
+	if s.client, err = azure.NewCosmosClient(s.cosmos, azure.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	tw, err := azure.NewTableWriter(s.storage, azure.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tee resTeeBlobs
+	for range copies {
+		name := testenv.Name(prefix + "blobs")
+		bw, err := azure.NewBlobWriter(s.storage, name, azure.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.blobs = append(s.blobs, name)
+		tee = append(tee, bw)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, bw := range tee {
+			_ = bw.(*azure.BlobWriter).Delete(ctx)
+		}
+		for _, table := range fixtures.Tables() {
+			_ = tw.DeleteTable(ctx, s.prefix+table)
+		}
+	})
+	return s, tw, tee
 }
 
 // resTeeBlobs writes every blob into each of its writers.

@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/cmd"
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
-	"github.com/bifrost/bifrost-migrate/internal/testenv"
 )
 
 // ruExecutions is the size of the RU tests' source: enough executions for
@@ -24,33 +22,12 @@ const ruExecutions = 4000
 // a run has nothing to dead-letter.
 func newRUSource(t *testing.T) *resSource {
 	t.Helper()
-	s := &resSource{t: t, storage: testenv.Storage(t), cosmos: testenv.Cosmos(t), prefix: testenv.Name("ru")}
-	var err error
-	if s.client, err = azure.NewCosmosClient(s.cosmos, azure.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	tw, err := azure.NewTableWriter(s.storage, azure.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := testenv.Name("rublobs")
-	bw, err := azure.NewBlobWriter(s.storage, name, azure.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.blobs = []string{name}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = bw.Delete(ctx)
-		for _, table := range fixtures.Tables() {
-			_ = tw.DeleteTable(ctx, s.prefix+table)
-		}
-	})
+	s, tw, blobs := newResWriters(t, "ru", 1)
 	ctx := context.Background()
 	if err := tw.CreateTable(ctx, s.prefix+fixtures.TableConfig); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fixtures.LoadGenerated(ctx, tw, bw, fixtures.GenerateOptions{N: ruExecutions, Seed: 3, Base: resNow},
+	if _, err := fixtures.LoadGenerated(ctx, tw, blobs, fixtures.GenerateOptions{N: ruExecutions, Seed: 3, Base: resNow},
 		fixtures.LoadOptions{TablePrefix: s.prefix}); err != nil {
 		t.Fatalf("load %d generated executions: %v", ruExecutions, err)
 	}
