@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,6 +41,10 @@ type ReplayOptions struct {
 	// RU is --max-ru; pacer, made from it, paces every Cosmos DB request.
 	RU    ruFlags
 	pacer *azure.Pacer
+	// Follow repeats passes every Interval, each from the previous pass's
+	// watermark less Skew, until SIGINT or SIGTERM (SPEC §16).
+	Follow         bool
+	Interval, Skew time.Duration
 
 	// Connect connects to the accounts and returns the engine's services,
 	// a description of the targets without secrets, and the containers
@@ -131,6 +136,9 @@ dead-lettered.`,
 	fl.BoolVar(&opts.Replay.Prune, "prune", false, "also delete unchanged migrated docs whose source row no longer exists")
 	fl.BoolVar(&opts.Replay.Force, "force", false, "overwrite (and with --prune delete) docs the application changed, still with If-Match")
 	fl.BoolVar(&opts.Replay.DryRun, "dry-run", false, "read everything, write nothing, print what would happen")
+	fl.BoolVar(&opts.Follow, "follow", false, "keep replaying: a pass every --interval, until SIGINT or SIGTERM")
+	fl.DurationVar(&opts.Interval, "interval", migrate.DefaultFollowInterval, "with --follow, the wait between passes")
+	fl.DurationVar(&opts.Skew, "skew", migrate.DefaultFollowSkew, "with --follow, how far before the newest change read each next pass starts (clock skew between servers)")
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to replay (default: Config,Entities,Relationships)")
 	fl.IntVar(&opts.Replay.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs replayed at once")
 	opts.RU.bind(fl)
@@ -200,6 +208,10 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 		return UsageError(fmt.Errorf("--concurrency must be at least 1, got %d", m.Concurrency))
 	case strings.TrimSpace(m.StateDir) == "":
 		return UsageError(errors.New("--state-dir must not be empty"))
+	case opts.Follow && (m.DryRun || m.Prune):
+		return UsageError(errors.New("--follow cannot be combined with --dry-run or --prune (run them once, before or after following)"))
+	case opts.Follow && (opts.Interval <= 0 || opts.Skew < 0):
+		return UsageError(fmt.Errorf("--interval must be positive and --skew not negative, got %s and %s", opts.Interval, opts.Skew))
 	}
 	if err := opts.RU.validate(); err != nil {
 		return err
@@ -224,6 +236,11 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	}
 	if err := probeTables(ctx, svc.deps.Source, m.TablePrefix, m.Tables); err != nil {
 		return err
+	}
+	if opts.Follow {
+		status("following rows changed since %s: a pass every %s, each from the newest change read less %s; SIGINT or SIGTERM stops after the pass in progress",
+			since.Format(time.RFC3339Nano), opts.Interval, opts.Skew)
+		return replayFollow(ctx, opts, m, svc.deps)
 	}
 	var bars *barProgress
 	svc.deps.Progress, bars, m.CountRows = newProgress(progressOptions{
@@ -405,4 +422,119 @@ func writeReplayJSON(w io.Writer, s migrate.ReplaySummary, ru ruReport, end endi
 		migrate.ReplaySummary
 		RU ruReport `json:"ru"`
 	}{"summary", end == endedDone, s, ru})
+}
+
+// passLine is one {"type":"pass"} line of --follow.
+type passLine struct {
+	Type        string   `json:"type"`
+	Pass        int      `json:"pass"`
+	Since       string   `json:"since"`
+	Rows        int64    `json:"rows"`
+	Written     int64    `json:"written"`
+	Conflicts   int64    `json:"conflicts"`
+	DeadLetters int64    `json:"deadLetters"`
+	LagSeconds  *float64 `json:"lagSeconds"` // null when the pass read no change
+	Seconds     float64  `json:"seconds"`
+}
+
+// writePass prints one pass: a line of text, or with JSON one
+// {"type":"pass"} object, on out.
+func writePass(out io.Writer, asJSON bool, command string, r migrate.PassReport, deadLetters int64) error {
+	line := passLine{Type: "pass", Pass: r.Pass, Since: r.Since.UTC().Format(time.RFC3339Nano), Rows: r.Read, Written: r.Applied,
+		Conflicts: r.Conflicts, DeadLetters: deadLetters, Seconds: r.Took.Seconds()}
+	lag := "no change"
+	if !r.Newest.IsZero() {
+		secs := r.Lag.Seconds()
+		line.LagSeconds = &secs
+		lag = "lag " + r.Lag.Round(100*time.Millisecond).String()
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(line)
+	}
+	_, err := fmt.Fprintf(out, "%s: pass %d since %s: %d row(s), %d written, %d conflict(s), %d dead letter(s), %s (%.1fs)\n",
+		command, line.Pass, line.Since, line.Rows, line.Written, line.Conflicts, line.DeadLetters, lag, line.Seconds)
+	return err
+}
+
+// replayFollow runs replay passes until ctx ends (SPEC §16), then prints
+// the totals and the conflicts of every pass; exit 4 when any conflict
+// was left, else 3 when rows were dead-lettered.
+func replayFollow(ctx context.Context, opts *ReplayOptions, m migrate.ReplayOptions, deps migrate.ReplayDeps) error {
+	var (
+		total     migrate.ReplayCounts
+		conflicts = map[string]migrate.Conflict{}
+		last      migrate.ReplaySummary
+		passes    int
+		werr      error // the first failure to print a pass
+	)
+	m.CountRows = false
+	err := migrate.Follow(ctx, migrate.FollowOptions{Since: m.Since, Interval: opts.Interval, Skew: opts.Skew},
+		func(pctx context.Context, since time.Time) (migrate.PassResult, error) {
+			m.Since = since
+			s, err := migrate.Replay(pctx, m, deps)
+			m.KeepDeadLetters = true // the passes after the first add to the file
+			if err != nil {
+				return migrate.PassResult{}, err
+			}
+			last = s
+			total.Add(s.Totals)
+			for _, c := range s.Conflicts {
+				conflicts[c.Container+"/"+c.Scope+"/"+c.ID] = c
+			}
+			res := migrate.PassResult{Read: s.Totals.Rows, Applied: s.Totals.Writes(), Conflicts: s.Totals.Conflicts}
+			if s.Newest != nil {
+				res.Newest = *s.Newest
+			}
+			return res, nil
+		},
+		func(r migrate.PassReport) {
+			passes = r.Pass
+			if err := writePass(opts.Out, opts.JSON, "replay", r, last.Totals.DeadLetters); err != nil && werr == nil {
+				werr = err
+			}
+		})
+	if err != nil {
+		return err
+	}
+	if werr != nil {
+		return werr
+	}
+	listed := make([]migrate.Conflict, 0, len(conflicts))
+	for _, k := range sortedKeys(conflicts) {
+		listed = append(listed, conflicts[k])
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.Out)
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(struct {
+			Type      string               `json:"type"`
+			Passes    int                  `json:"passes"`
+			Totals    migrate.ReplayCounts `json:"totals"`
+			Conflicts []migrate.Conflict   `json:"conflicts"`
+			RU        ruReport             `json:"ru"`
+		}{"summary", passes, total, listed, newRUReport(opts.pacer, total.Writes())})
+	} else {
+		fmt.Fprintf(opts.Out, "followed for %d pass(es): %d row(s) read, %d written, %d conflict(s), %d dead letter(s)\n",
+			passes, total.Rows, total.Writes(), len(listed), total.DeadLetters)
+		for i, c := range listed {
+			if i == maxConflictsShown {
+				fmt.Fprintf(opts.Out, "  … and %d more\n", len(listed)-i)
+				break
+			}
+			writeConflict(opts.Out, c)
+		}
+		newRUReport(opts.pacer, total.Writes()).writeText(opts.Out)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(listed) > 0:
+		return ConflictError(fmt.Errorf("%d conflict(s) left unresolved over %d pass(es): docs the application changed were not written; see the list", len(listed), passes))
+	case total.DeadLetters > 0:
+		return PartialError(fmt.Errorf("%d row(s) dead-lettered over %d pass(es); see %s", total.DeadLetters, passes, filepath.Join(m.StateDir, migrate.ReplayDeadLetterFile)))
+	}
+	return nil
 }

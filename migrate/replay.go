@@ -88,6 +88,9 @@ type ReplayOptions struct {
 	// CountRows pre-counts the rows since Since, keys only, so that
 	// Progress gets totals.
 	CountRows bool
+	// KeepDeadLetters appends to ReplayDeadLetterFile instead of
+	// replacing it (the later passes of --follow).
+	KeepDeadLetters bool
 }
 
 // ReplayDeps are the services and the clock a replay uses.
@@ -141,7 +144,8 @@ type ReplayCounts struct {
 	DeadLetters  int64 `json:"deadLetters"`
 }
 
-func (c *ReplayCounts) add(o ReplayCounts) {
+// Add adds o's counts to c.
+func (c *ReplayCounts) Add(o ReplayCounts) {
 	c.Rows += o.Rows
 	c.Created += o.Created
 	c.Replaced += o.Replaced
@@ -229,6 +233,9 @@ type ReplaySummary struct {
 	// RequestCharge sums the request units of reads and writes.
 	RequestCharge  float64 `json:"requestCharge"`
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
+	// Newest is the latest Timestamp of the rows read (absent when none):
+	// where the next pass of --follow starts, less the skew.
+	Newest *time.Time `json:"newest,omitempty"`
 }
 
 // maxConflictFields bounds the fields kept per conflict.
@@ -288,6 +295,7 @@ type replayer struct {
 
 	mu        sync.Mutex // guards everything below
 	sink      deadLetterSink
+	newest    time.Time                           // the latest Timestamp read
 	counts    map[string]map[string]*ReplayCounts // table → kind
 	warnings  map[string]int64
 	conflicts []Conflict
@@ -346,7 +354,7 @@ func (r *replayer) run(ctx context.Context) (ReplaySummary, error) {
 		if err := os.MkdirAll(r.opts.StateDir, 0o700); err != nil {
 			return ReplaySummary{}, fmt.Errorf("state directory: %w", err)
 		}
-		sink, err := openReplayDeadLetters(r.opts.StateDir)
+		sink, err := openReplayDeadLetters(r.opts.StateDir, r.opts.KeepDeadLetters)
 		if err != nil {
 			return ReplaySummary{}, err
 		}
@@ -392,13 +400,22 @@ func (r *replayer) run(ctx context.Context) (ReplaySummary, error) {
 	return r.summary(), nil
 }
 
-// openReplayDeadLetters creates (or empties) ReplayDeadLetterFile.
-func openReplayDeadLetters(dir string) (*fileSink, error) {
-	f, err := os.OpenFile(filepath.Join(dir, ReplayDeadLetterFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+// openReplayDeadLetters creates (or empties, unless keep) the file
+// ReplayDeadLetterFile.
+func openReplayDeadLetters(dir string, keep bool) (*fileSink, error) {
+	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if keep {
+		flags = os.O_RDWR | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ReplayDeadLetterFile), flags, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}
-	return &fileSink{f: f}, nil
+	size := int64(0)
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	return &fileSink{f: f, size: size}, nil
 }
 
 // scan reads table (its prefixed name) from the start with q, calling fn
@@ -614,6 +631,9 @@ func (r *replayer) record(row transform.Row, o transform.Outcome, res docResult)
 	defer r.mu.Unlock()
 	c := r.count(row.Table, o.Kind)
 	c.Rows++
+	if row.Timestamp.After(r.newest) {
+		r.newest = row.Timestamp
+	}
 	reason := ""
 	switch o.Disposition {
 	case transform.DispositionDroppedIndex:
@@ -718,9 +738,9 @@ func (r *replayer) summary() ReplaySummary {
 		ts := ReplayTableSummary{Table: t, Kinds: map[string]ReplayCounts{}}
 		for k, c := range r.counts[t] {
 			ts.Kinds[k] = *c
-			ts.ReplayCounts.add(*c)
+			ts.ReplayCounts.Add(*c)
 		}
-		s.Totals.add(ts.ReplayCounts)
+		s.Totals.Add(ts.ReplayCounts)
 		s.Tables = append(s.Tables, ts)
 	}
 	if ms, ok := r.sink.(*memorySink); ok {
@@ -729,6 +749,10 @@ func (r *replayer) summary() ReplaySummary {
 		s.DeadLetterFile = filepath.Join(r.opts.StateDir, ReplayDeadLetterFile)
 	}
 	s.ElapsedSeconds = r.now().Sub(r.start).Seconds()
+	if !r.newest.IsZero() {
+		newest := r.newest
+		s.Newest = &newest
+	}
 	return s
 }
 

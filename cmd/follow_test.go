@@ -1,0 +1,129 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// executionRows returns n execution rows of the env's Entities table that
+// run migrated as docs.
+func (e *replayEnv) executionRows(n int) []transform.Row {
+	e.t.Helper()
+	var rows []transform.Row
+	topts := transform.Options{Now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}.WithDefaults()
+	r := azure.NewTableReader(e.acct, azure.Options{})
+	err := store.Scan(context.Background(), r, e.prefix, transform.TableEntities, store.Query{}, store.Cursor{}, func(p store.Page) error {
+		for _, row := range p.Rows {
+			if transform.Kind(row.RowKey) == "execution" && len(rows) < n &&
+				transform.Transform(row, transform.BlobFacts{}, topts).Disposition == transform.DispositionDoc {
+				rows = append(rows, row)
+			}
+		}
+		return nil
+	})
+	if err != nil || len(rows) < n {
+		e.t.Fatalf("%d execution rows (err %v), want %d", len(rows), err, n)
+	}
+	return rows
+}
+
+// TestReplayFollow: `replay --follow --interval 2s` keeps Cosmos DB in step
+// while the application changes 8 execution rows and adds 8 over 8 s: 15 s
+// after the last change verify finds every doc as run would write it; a
+// SIGINT ends it with exit 0 within 10 s; stdout holds one pass line per
+// pass, then the summary.
+func TestReplayFollow(t *testing.T) {
+	e := newReplayEnv(t)
+	rows := e.executionRows(8)
+	since := e.since()
+
+	f, out, errOut := newTestFactory(e.env)
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	done := make(chan int, 1)
+	go func() {
+		done <- Execute(ctx, f, append([]string{"--output", "json"}, e.replayArgs("--since", since, "--follow", "--interval", "2s")...))
+	}()
+
+	// The application: a change or an addition every half second.
+	for i := range 16 {
+		row := rows[i/2]
+		if i%2 == 0 {
+			e.mergeRow(transform.TableEntities, row.PartitionKey, row.RowKey, map[string]any{
+				"Status": "Failed", "ErrorMessage": fmt.Sprintf("changed while following (%d)", i)})
+		} else {
+			id := fmt.Sprintf("f0110000-0000-4000-8000-%012d", i)
+			reverseTs, _, _ := strings.Cut(strings.TrimPrefix(row.RowKey, "execution:"), "_")
+			props := map[string]any{}
+			for name, v := range row.Props {
+				if v.Type == transform.EdmString {
+					props[name] = v.Str
+				}
+			}
+			props["ExecutionId"] = id
+			e.mergeRow(transform.TableEntities, row.PartitionKey, "execution:"+reverseTs+"_"+id, props)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	lastChange := time.Now()
+
+	inStep := false
+	for time.Since(lastChange) < 15*time.Second {
+		code, _, r := e.verify()
+		if code != ExitFatal && r != nil && r.Totals.Missing+r.Totals.Different+r.Totals.Orphans == 0 {
+			inStep = true
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if !inStep {
+		_, stdout, _ := e.verify()
+		t.Errorf("15 s after the last change, verify still finds differences:\n%s", stdout)
+	}
+	t.Logf("in step %.1fs after the last change", time.Since(lastChange).Seconds())
+
+	stopped := time.Now()
+	interrupt() // SIGINT
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("replay --follow did not stop within 10 s of SIGINT")
+	}
+	if code != ExitOK {
+		t.Errorf("exit %d, want 0; stderr:\n%s", code, errOut)
+	}
+	t.Logf("stopped %.1fs after SIGINT", time.Since(stopped).Seconds())
+
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	passes, written := 0, int64(0)
+	for i, l := range lines {
+		var p struct {
+			Type    string `json:"type"`
+			Pass    int    `json:"pass"`
+			Written int64  `json:"written"`
+		}
+		if err := json.Unmarshal([]byte(l), &p); err != nil || p.Type == "" {
+			t.Fatalf("stdout line %d is not a JSON object with a type: %q", i+1, l)
+		}
+		switch {
+		case p.Type == "pass" && p.Pass == passes+1:
+			passes++
+			written += p.Written
+		case p.Type == "summary" && i == len(lines)-1:
+		default:
+			t.Errorf("stdout line %d out of place: %s", i+1, l)
+		}
+	}
+	if passes < 4 || written < 16 {
+		t.Errorf("%d pass lines writing %d docs; want one line per pass (at least 4 in 8 s) and the 16 changes written", passes, written)
+	}
+}
