@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +47,9 @@ func TestReplayFollow(t *testing.T) {
 	rows := e.executionRows(8)
 	since := e.since()
 
-	f, out, errOut := newTestFactory(e.env)
+	f, _, errOut := newTestFactory(e.env)
+	out := &syncBuffer{}
+	f.Out = out
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
 	done := make(chan int, 1)
@@ -74,6 +78,33 @@ func TestReplayFollow(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	lastChange := time.Now()
+
+	// The runbook: writes are stopped; wait for a pass that began after
+	// the last write and wrote nothing, then verify. The window is from
+	// the last write to verify's clean answer.
+	var window time.Duration
+	for time.Since(lastChange) < 30*time.Second && window == 0 {
+		for _, l := range strings.Split(out.String(), "\n") {
+			var p struct {
+				Type    string    `json:"type"`
+				Started time.Time `json:"started"`
+				Written int64     `json:"written"`
+			}
+			if json.Unmarshal([]byte(l), &p) == nil && p.Type == "pass" && p.Started.After(lastChange) && p.Written == 0 {
+				code, _, r := e.verify()
+				if code == ExitFatal || r == nil || r.Totals.Missing+r.Totals.Different+r.Totals.Orphans != 0 {
+					t.Errorf("verify after a pass with nothing to apply: exit %d", code)
+				}
+				window = time.Since(lastChange)
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("write-stop window (replay --follow --interval 2s): %.1fs from the last write to a clean verify", window.Seconds())
+	if window == 0 {
+		t.Error("no pass with nothing to apply within 30 s of the last write")
+	}
 
 	inStep := false
 	for time.Since(lastChange) < 15*time.Second {
@@ -126,4 +157,22 @@ func TestReplayFollow(t *testing.T) {
 	if passes < 4 || written < 16 {
 		t.Errorf("%d pass lines writing %d docs; want one line per pass (at least 4 in 8 s) and the 16 changes written", passes, written)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

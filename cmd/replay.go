@@ -428,6 +428,7 @@ func writeReplayJSON(w io.Writer, s migrate.ReplaySummary, ru ruReport, end endi
 type passLine struct {
 	Type        string   `json:"type"`
 	Pass        int      `json:"pass"`
+	Started     string   `json:"started"`
 	Since       string   `json:"since"`
 	Rows        int64    `json:"rows"`
 	Written     int64    `json:"written"`
@@ -440,7 +441,7 @@ type passLine struct {
 // writePass prints one pass: a line of text, or with JSON one
 // {"type":"pass"} object, on out.
 func writePass(out io.Writer, asJSON bool, command string, r migrate.PassReport, deadLetters int64) error {
-	line := passLine{Type: "pass", Pass: r.Pass, Since: r.Since.UTC().Format(time.RFC3339Nano), Rows: r.Read, Written: r.Applied,
+	line := passLine{Type: "pass", Pass: r.Pass, Started: r.Started.UTC().Format(time.RFC3339Nano), Since: r.Since.UTC().Format(time.RFC3339Nano), Rows: r.Read, Written: r.Applied,
 		Conflicts: r.Conflicts, DeadLetters: deadLetters, Seconds: r.Took.Seconds()}
 	lag := "no change"
 	if !r.Newest.IsZero() {

@@ -42,8 +42,8 @@ type PassResult struct {
 type PassReport struct {
 	// Pass numbers the passes from 1.
 	Pass int
-	// Since is where the pass started.
-	Since time.Time
+	// Started is when the pass began; Since is where it read from.
+	Started, Since time.Time
 	PassResult
 	// Lag is the age of the newest change the pass read when it ended;
 	// zero when it read none.
@@ -93,7 +93,7 @@ func Follow(ctx context.Context, opts FollowOptions, pass func(ctx context.Conte
 			return err
 		}
 		end := opts.Now()
-		rep := PassReport{Pass: n, Since: since, PassResult: res, Took: end.Sub(start)}
+		rep := PassReport{Pass: n, Started: start, Since: since, PassResult: res, Took: end.Sub(start)}
 		if !res.Newest.IsZero() {
 			rep.Lag = end.Sub(res.Newest)
 			if next := res.Newest.Add(-opts.Skew); next.After(since) {
