@@ -92,8 +92,8 @@ One process per state directory: a run holds an exclusive lock on the file
 lock in --state-dir (an operating-system lock, released when the run ends
 or its process dies, even by SIGKILL) from before it reads the state to
 its end. A second run or replay on the same directory exits 1 right after
-its start-up checks, naming the holder's PID, without touching the
-directory (--restart removes nothing).
+its start-up checks, naming the holder's PID, and leaves the state and the
+dead letters as they are (--restart removes nothing).
 
 --dry-run reads and transforms everything and writes nothing: not to Cosmos
 DB, not to Blob Storage, not to the state directory (it takes no lock, so
