@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/store"
 )
 
@@ -60,7 +61,7 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 		}, true
 	case "bifrost-migrate run":
 		return []exitStatus{ok,
-			{ExitFatal, "fatal error, or --max-errors reached; rerun to resume"},
+			{ExitFatal, "fatal error (the state directory in use by another process included), or --max-errors reached; rerun to resume"},
 			{ExitUsage, "usage error, or options that differ from the saved run's"},
 			{ExitPartial, "partial: rows were dead-lettered (with --dry-run: would be)"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); state saved, rerun to resume"},
@@ -71,7 +72,9 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run verify again"},
 		}, true
 	case "bifrost-migrate replay":
-		return []exitStatus{ok, fatal, usage,
+		return []exitStatus{ok,
+			{ExitFatal, "fatal error (the state directory in use by another process included)"},
+			usage,
 			{ExitPartial, "partial: rows were dead-lettered (with --dry-run: would be)"},
 			{ExitConflicts, "replay conflicts left unresolved (with --dry-run: would be)"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run the same replay again"},
@@ -132,6 +135,12 @@ func exitCode(err error, interrupted bool) int {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		return ee.Code
+	}
+	var busy *migrate.StateDirBusyError
+	if errors.As(err, &busy) {
+		// Refused before it started, whatever signal came meanwhile:
+		// there is nothing to resume.
+		return ExitFatal
 	}
 	if interrupted {
 		// A signal cancelled the root context: whatever error that caused
@@ -223,11 +232,17 @@ func statusText(re *azcore.ResponseError) string {
 }
 
 // explain returns the sentence an operator reads for err when err comes
-// from a service the tool recognises: what is wrong, where, and what to
-// do. It returns "" for any other error, whose own text is then printed.
+// from a service the tool recognises, or says that the state directory is
+// in use by another process (migrate.StateDirBusyError, exit 1): what is
+// wrong, where, and what to do. It returns "" for any other error, whose
+// own text is then printed.
 // The sentences never hold the service's raw answer (Execute adds it
 // under --verbose) nor a secret.
 func explain(err error) string {
+	var busy *migrate.StateDirBusyError
+	if errors.As(err, &busy) {
+		return busy.Error() + "; wait for it to finish or stop it first"
+	}
 	var np *notProvisionedError
 	if errors.As(err, &np) {
 		return np.Error()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
@@ -167,6 +168,16 @@ func TestErrSentences(t *testing.T) {
 			want: "state saved: disk full",
 		},
 		{
+			name: "state directory in use",
+			err:  &migrate.StateDirBusyError{Dir: ".bifrost-migrate", PID: 12345, Command: "run", Since: time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC)},
+			want: "state directory .bifrost-migrate is in use by bifrost-migrate run (PID 12345, since 2026-11-23T14:00:00Z); wait for it to finish or stop it first",
+		},
+		{
+			name: "state directory in use by a holder that recorded nothing",
+			err:  &migrate.StateDirBusyError{Dir: "/var/lib/state"},
+			want: "state directory /var/lib/state is in use by another process, which has not recorded itself in /var/lib/state/lock; wait for it to finish or stop it first",
+		},
+		{
 			name: "a typed error of the tool passes through",
 			err:  &migrate.FingerprintError{Dir: ".bifrost-migrate", Saved: "a", Wanted: "b"},
 			want: (&migrate.FingerprintError{Dir: ".bifrost-migrate", Saved: "a", Wanted: "b"}).Error(),
@@ -197,6 +208,18 @@ func TestErrSentences(t *testing.T) {
 				t.Errorf("--verbose: got\n%s\nwant\n%s", got, want)
 			}
 		})
+	}
+}
+
+// TestErrStateDirBusyExitsOne: a refused run or replay exits 1 even when
+// a signal arrived meanwhile (it never started, so there is nothing to
+// resume).
+func TestErrStateDirBusyExitsOne(t *testing.T) {
+	err := &migrate.StateDirBusyError{Dir: "s", PID: 1, Command: "replay", Since: time.Unix(0, 0)}
+	for _, interrupted := range []bool{false, true} {
+		if got := exitCode(err, interrupted); got != ExitFatal {
+			t.Errorf("interrupted %v: exit %d, want %d", interrupted, got, ExitFatal)
+		}
 	}
 }
 

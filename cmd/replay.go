@@ -94,7 +94,10 @@ A doc whose _migration names another row is an id collision: the row is
 dead-lettered. Start-overs are bounded (5 per doc); a doc that keeps
 changing is dead-lettered. Blobs follow run's rules (create-only; a
 different existing blob dead-letters the row). Dead letters go to
-replay-dead-letter.jsonl in --state-dir, replaced by every replay.
+replay-dead-letter.jsonl in --state-dir, replaced by every replay. While
+it works, replay holds the lock of --state-dir as run does: when a run or
+replay already holds it, replay exits 1 right after its start-up checks,
+naming that process's PID (a dry run takes no lock).
 
 --prune also deletes docs carrying _migration whose source row no longer
 exists, when they are unchanged (If-Match); changed ones are conflicts
@@ -109,7 +112,7 @@ summary says what would be created, replaced, pruned, and lists the
 conflicts. With --output json stdout gets one {"type":"summary"} object.
 
 Exit 4 when conflicts are left unresolved, else 3 when rows were
-dead-lettered.`,
+dead-lettered; 1 when another process holds the state directory.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Out, opts.ErrOut = f.Out, f.ErrOut
@@ -142,7 +145,7 @@ dead-lettered.`,
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to replay (default: Config,Entities,Relationships)")
 	fl.IntVar(&opts.Replay.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs replayed at once")
 	opts.RU.bind(fl)
-	fl.StringVar(&opts.Replay.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of replay-dead-letter.jsonl")
+	fl.StringVar(&opts.Replay.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of replay-dead-letter.jsonl, locked while replay runs")
 	fl.StringVar(&opts.Replay.TablePrefix, "table-prefix", "", "put this before every table name (tests)")
 	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
 	for _, hidden := range []string{"table-prefix", "blob-container"} {

@@ -88,8 +88,16 @@ collisions and dangling indexes are judged as in one run); other options
 are refused; --restart discards the state and the dead letters and starts
 over. A run whose state is complete does nothing and says so.
 
+One process per state directory: a run holds an exclusive lock on the file
+lock in --state-dir (an operating-system lock, released when the run ends
+or its process dies, even by SIGKILL) from before it reads the state to
+its end. A second run or replay on the same directory exits 1 right after
+its start-up checks, naming the holder's PID, and leaves the state and the
+dead letters as they are (--restart removes nothing).
+
 --dry-run reads and transforms everything and writes nothing: not to Cosmos
-DB, not to Blob Storage, not to the state directory. It prints the same
+DB, not to Blob Storage, not to the state directory (it takes no lock, so
+it may run beside a run on the same directory). It prints the same
 summary plus the plan: id collisions, sanitized ids, results that would
 move to blobs, dead letters with reasons, estimated request units (5 RU per
 started KB of each doc) and stored size, and with --show N, N redacted
@@ -102,7 +110,8 @@ and disposition, warnings by reason, blobs uploaded, request units, elapsed
 time and docs/s.
 
 Exit 3 when rows were dead-lettered (a dry run too: it predicts them),
-1 when --max-errors stopped the run or on any fatal error, 130 when
+1 when --max-errors stopped the run, when another process holds the state
+directory, or on any fatal error, 130 when
 interrupted. The checkpoint survives every failure: after an interruption or a
 transient failure (throttling or 5xx beyond the retries) a rerun resumes;
 after any other error, fix what the error says first. Options that differ
@@ -135,7 +144,7 @@ checks them before it reads or writes anything.`,
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to migrate (default: Config,Entities,Relationships)")
 	fl.IntVar(&opts.Migrate.Concurrency, "concurrency", migrate.DefaultConcurrency, "rows written at once")
 	opts.RU.bind(fl)
-	fl.StringVar(&opts.Migrate.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of state.json and dead-letter.jsonl")
+	fl.StringVar(&opts.Migrate.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of state.json, dead-letter.jsonl and the lock of the run")
 	fl.BoolVar(&opts.Migrate.Restart, "restart", false, "discard the saved state and dead letters and start over")
 	fl.IntVar(&opts.Migrate.MaxErrors, "max-errors", 0, "stop after `N` dead-lettered rows (0: never)")
 	fl.IntVar(&opts.Migrate.Show, "show", 0, "with --dry-run, print `N` redacted sample docs per kind")

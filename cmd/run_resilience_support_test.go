@@ -55,19 +55,38 @@ type resSource struct {
 // containers. Everything is deleted when the test ends.
 func newResSource(t *testing.T, n int, seed uint64, base time.Time, copies int) *resSource {
 	t.Helper()
+	return loadResSource(t, true, n, seed, base, copies)
+}
+
+// newResGenerated is newResSource without the fixtures, whose rows
+// dead-letter on purpose: only the generated executions, which a run
+// migrates whole and verify finds clean.
+func newResGenerated(t *testing.T, n int, seed uint64, base time.Time, copies int) *resSource {
+	t.Helper()
+	return loadResSource(t, false, n, seed, base, copies)
+}
+
+// loadResSource is newResSource, with the fixtures only when withFixtures.
+func loadResSource(t *testing.T, withFixtures bool, n int, seed uint64, base time.Time, copies int) *resSource {
+	t.Helper()
 	s, tw, tee := newResWriters(t, "res", copies)
 	ctx := context.Background()
 	lo := fixtures.LoadOptions{TablePrefix: s.prefix}
-	fx, err := fixtures.Load(ctx, tw, tee, lo)
-	if err != nil {
-		t.Fatalf("load fixtures: %v", err)
+	var loaded []fixtures.LoadResult
+	if withFixtures {
+		fx, err := fixtures.Load(ctx, tw, tee, lo)
+		if err != nil {
+			t.Fatalf("load fixtures: %v", err)
+		}
+		loaded = append(loaded, fx)
 	}
 	gen, err := fixtures.LoadGenerated(ctx, tw, tee, fixtures.GenerateOptions{N: n, Seed: seed, Base: base}, lo)
 	if err != nil {
 		t.Fatalf("load %d generated executions: %v", n, err)
 	}
+	loaded = append(loaded, gen)
 	s.rows = map[string]int{}
-	for _, r := range []fixtures.LoadResult{fx, gen} {
+	for _, r := range loaded {
 		for table, n := range r.Rows {
 			s.rows[table] += n
 		}
@@ -170,8 +189,13 @@ func (s *resSource) runArgs(db string, blobs int, stateDir string, extra ...stri
 }
 
 // resExecute runs bifrost-migrate in-process with env, the fixed clock
-// resNow and transport (nil: the default).
+// resNow and transport (nil: the default), for at most 10 minutes.
 func resExecute(env map[string]string, transport http.RoundTripper, args ...string) (code int, stdout, stderr string) {
+	return resExecuteWithin(10*time.Minute, env, transport, args...)
+}
+
+// resExecuteWithin is resExecute cancelled (as by SIGINT) after timeout.
+func resExecuteWithin(timeout time.Duration, env map[string]string, transport http.RoundTripper, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	f := &cmd.Factory{
 		In:            strings.NewReader(""),
@@ -182,7 +206,7 @@ func resExecute(env map[string]string, transport http.RoundTripper, args ...stri
 		Getenv:        func(k string) string { return env[k] },
 		Transport:     transport,
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	code = cmd.Execute(ctx, f, args)
 	return code, out.String(), errOut.String()

@@ -70,10 +70,12 @@ type ReplayOptions struct {
 	// Concurrency is the number of docs being replayed at once; 0 means
 	// DefaultConcurrency.
 	Concurrency int
-	// StateDir receives ReplayDeadLetterFile; "" means DefaultStateDir.
+	// StateDir receives ReplayDeadLetterFile, and is locked while the
+	// replay runs (LockFile); "" means DefaultStateDir.
 	StateDir string
 	// DryRun reads everything, Cosmos DB included, and writes nothing
-	// anywhere; the summary says what would have been written.
+	// anywhere, the state directory included (no lock either); the
+	// summary says what would have been written.
 	DryRun bool
 	// Force overwrites (and with Prune deletes) docs the application
 	// changed, still with If-Match on the _etag read.
@@ -267,7 +269,10 @@ const maxConflictFields = 50
 // It returns the summary and an error when it could not finish (a read
 // failed, a write failed in a way retrying did not fix, ctx was
 // cancelled); conflicts and dead letters are in the summary, not errors.
-// It is safe to run alongside the application.
+// It is safe to run alongside the application. Unless opts.DryRun, it
+// holds the lock of opts.StateDir (LockStateDir, command "replay") until
+// it returns; when another process (a run or a replay) holds it, Replay
+// returns a *StateDirBusyError at once, having changed nothing.
 func Replay(ctx context.Context, opts ReplayOptions, deps ReplayDeps) (ReplaySummary, error) {
 	r, err := newReplayer(opts, deps)
 	if err != nil {
@@ -349,11 +354,23 @@ func newReplayer(opts ReplayOptions, deps ReplayDeps) (*replayer, error) {
 	return r, nil
 }
 
+// run holds the state directory's lock (LockStateDir) for the whole
+// replay, as Run does; a dry run, which writes nothing there, takes none.
 func (r *replayer) run(ctx context.Context) (ReplaySummary, error) {
+	if r.opts.DryRun {
+		return r.work(ctx)
+	}
+	release, err := LockStateDir(r.opts.StateDir, "replay", r.now())
+	if err != nil {
+		return ReplaySummary{}, err
+	}
+	s, err := r.work(ctx)
+	return s, withRelease(err, release)
+}
+
+// work is the replay proper: every selected table, then the prune.
+func (r *replayer) work(ctx context.Context) (ReplaySummary, error) {
 	if !r.opts.DryRun {
-		if err := os.MkdirAll(r.opts.StateDir, 0o700); err != nil {
-			return ReplaySummary{}, fmt.Errorf("state directory: %w", err)
-		}
 		sink, err := openReplayDeadLetters(r.opts.StateDir, r.opts.KeepDeadLetters)
 		if err != nil {
 			return ReplaySummary{}, err

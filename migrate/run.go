@@ -47,13 +47,14 @@ type RunOptions struct {
 	// Concurrency is the number of rows being written at once; 0 means
 	// DefaultConcurrency.
 	Concurrency int
-	// StateDir holds state.json and dead-letter.jsonl; "" means
-	// DefaultStateDir.
+	// StateDir holds state.json, dead-letter.jsonl and the lock file of
+	// the run (LockFile); "" means DefaultStateDir.
 	StateDir string
 	// Restart discards a saved state and its dead letters and starts over.
 	Restart bool
 	// DryRun reads and transforms everything and writes nothing anywhere,
-	// not even the state directory.
+	// not even the state directory: it does not create it, read it or
+	// take its lock, so it may run beside a run that holds it.
 	DryRun bool
 	// MaxErrors > 0 stops the run when that many rows are dead-lettered.
 	MaxErrors int
@@ -202,8 +203,12 @@ func DiffFingerprints(saved, wanted string) []SettingDiff {
 // goes on; the Summary counts them. Run returns an error, with the Summary
 // so far, when a read or a write fails in a way retrying did not fix, when
 // ctx is cancelled (the state saved up to the last checkpoint), or when
-// opts.MaxErrors dead letters stop it (ErrTooManyDeadLetters). It is not
-// safe to run twice at once on the same state directory.
+// opts.MaxErrors dead letters stop it (ErrTooManyDeadLetters).
+//
+// Unless opts.DryRun, Run holds the lock of opts.StateDir (LockStateDir,
+// command "run") from before it reads the state (or discards it for
+// opts.Restart) until it returns; when another process holds it, Run
+// returns a *StateDirBusyError at once, having changed nothing.
 func Run(ctx context.Context, opts RunOptions, deps Deps) (Summary, error) {
 	r, err := newRunner(opts, deps)
 	if err != nil {
@@ -312,8 +317,10 @@ func (r *runner) newState() *State {
 	return st
 }
 
-// open loads or creates the state and opens the dead-letter file. It
-// returns a non-nil Summary when the saved run is already complete.
+// open loads or creates the state and opens the dead-letter file; the
+// caller holds the state directory's lock (run), which also created the
+// directory. It returns a non-nil Summary when the saved run is already
+// complete.
 func (r *runner) open() (*Summary, error) {
 	if r.opts.DryRun {
 		r.state = r.newState()
@@ -351,9 +358,6 @@ func (r *runner) open() (*Summary, error) {
 		st = r.newState()
 	}
 	r.state = st
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory: %w", err)
-	}
 	sink, err := openDeadLetters(dir, st.DeadLetterBytes)
 	if err != nil {
 		return nil, err
@@ -369,7 +373,34 @@ func (r *runner) open() (*Summary, error) {
 	return nil, nil
 }
 
+// run holds the state directory's lock (LockStateDir) for the whole run,
+// --restart's removals and the loading of the state included, so that no
+// other run or replay uses the directory meanwhile; a dry run, which
+// neither reads nor writes the directory, takes no lock.
 func (r *runner) run(ctx context.Context) (Summary, error) {
+	if r.opts.DryRun {
+		return r.work(ctx)
+	}
+	release, err := LockStateDir(r.opts.StateDir, "run", r.now())
+	if err != nil {
+		return Summary{}, err
+	}
+	s, err := r.work(ctx)
+	return s, withRelease(err, release)
+}
+
+// withRelease calls release and returns err, or release's error when err
+// is nil, or both.
+func withRelease(err error, release func() error) error {
+	if rerr := release(); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
+}
+
+// work is the run proper: open the state, then read, transform, write and
+// checkpoint every selected table.
+func (r *runner) work(ctx context.Context) (Summary, error) {
 	if s, err := r.open(); s != nil || err != nil {
 		if s == nil {
 			return Summary{}, err
