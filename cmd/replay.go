@@ -427,118 +427,56 @@ func writeReplayJSON(w io.Writer, s migrate.ReplaySummary, ru ruReport, end endi
 	}{"summary", end == endedDone, s, ru})
 }
 
-// passLine is one {"type":"pass"} line of --follow.
-type passLine struct {
-	Type        string   `json:"type"`
-	Pass        int      `json:"pass"`
-	Started     string   `json:"started"`
-	Since       string   `json:"since"`
-	Rows        int64    `json:"rows"`
-	Written     int64    `json:"written"`
-	Conflicts   int64    `json:"conflicts"`
-	DeadLetters int64    `json:"deadLetters"`
-	LagSeconds  *float64 `json:"lagSeconds"` // null when the pass read no change
-	Seconds     float64  `json:"seconds"`
-}
-
-// writePass prints one pass: a line of text, or with JSON one
-// {"type":"pass"} object, on out.
-func writePass(out io.Writer, asJSON bool, command string, r migrate.PassReport, deadLetters int64) error {
-	line := passLine{Type: "pass", Pass: r.Pass, Started: r.Started.UTC().Format(time.RFC3339Nano), Since: r.Since.UTC().Format(time.RFC3339Nano), Rows: r.Read, Written: r.Applied,
-		Conflicts: r.Conflicts, DeadLetters: deadLetters, Seconds: r.Took.Seconds()}
-	lag := "no change"
-	if !r.Newest.IsZero() {
-		secs := r.Lag.Seconds()
-		line.LagSeconds = &secs
-		lag = "lag " + r.Lag.Round(100*time.Millisecond).String()
-	}
-	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetEscapeHTML(false)
-		return enc.Encode(line)
-	}
-	_, err := fmt.Fprintf(out, "%s: pass %d since %s: %d row(s), %d written, %d conflict(s), %d dead letter(s), %s (%.1fs)\n",
-		command, line.Pass, line.Since, line.Rows, line.Written, line.Conflicts, line.DeadLetters, lag, line.Seconds)
-	return err
-}
-
 // replayFollow runs replay passes until ctx ends (SPEC §16), then prints
 // the totals and the conflicts of every pass; exit 4 when any conflict
 // was left, else 3 when rows were dead-lettered.
 func replayFollow(ctx context.Context, opts *ReplayOptions, m migrate.ReplayOptions, deps migrate.ReplayDeps) error {
-	var (
-		total     migrate.ReplayCounts
-		conflicts = map[string]migrate.Conflict{}
-		last      migrate.ReplaySummary
-		passes    int
-		werr      error // the first failure to print a pass
-	)
+	var total migrate.ReplayCounts
 	m.CountRows = false
-	err := migrate.Follow(ctx, migrate.FollowOptions{Since: m.Since, Interval: opts.Interval, Skew: opts.Skew},
-		func(pctx context.Context, since time.Time) (migrate.PassResult, error) {
+	f, err := followPasses(ctx, opts.Out, opts.JSON, "replay", migrate.FollowOptions{Since: m.Since, Interval: opts.Interval, Skew: opts.Skew},
+		func(pctx context.Context, since time.Time) (pass[migrate.Conflict], error) {
 			m.Since = since
 			s, err := migrate.Replay(pctx, m, deps)
 			m.KeepDeadLetters = true // the passes after the first add to the file
 			if err != nil {
-				return migrate.PassResult{}, err
+				return pass[migrate.Conflict]{}, err
 			}
-			last = s
 			total.Add(s.Totals)
+			p := pass[migrate.Conflict]{
+				result:      migrate.PassResult{Read: s.Totals.Rows, Applied: s.Totals.Writes(), Conflicts: s.Totals.Conflicts, Newest: deref(s.Newest)},
+				deadLetters: s.Totals.DeadLetters, conflicts: map[string]migrate.Conflict{},
+			}
 			for _, c := range s.Conflicts {
-				conflicts[c.Container+"/"+c.Scope+"/"+c.ID] = c
+				p.conflicts[c.Container+"/"+c.Scope+"/"+c.ID] = c
 			}
-			res := migrate.PassResult{Read: s.Totals.Rows, Applied: s.Totals.Writes(), Conflicts: s.Totals.Conflicts}
-			if s.Newest != nil {
-				res.Newest = *s.Newest
-			}
-			return res, nil
-		},
-		func(r migrate.PassReport) {
-			passes = r.Pass
-			if err := writePass(opts.Out, opts.JSON, "replay", r, last.Totals.DeadLetters); err != nil && werr == nil {
-				werr = err
-			}
+			return p, nil
 		})
 	if err != nil {
 		return err
 	}
-	if werr != nil {
-		return werr
-	}
-	listed := make([]migrate.Conflict, 0, len(conflicts))
-	for _, k := range sortedKeys(conflicts) {
-		listed = append(listed, conflicts[k])
-	}
+	ru := newRUReport(opts.pacer, total.Writes())
 	if opts.JSON {
-		enc := json.NewEncoder(opts.Out)
-		enc.SetEscapeHTML(false)
-		err = enc.Encode(struct {
+		err = writeJSONLine(opts.Out, struct {
 			Type      string               `json:"type"`
 			Passes    int                  `json:"passes"`
 			Totals    migrate.ReplayCounts `json:"totals"`
 			Conflicts []migrate.Conflict   `json:"conflicts"`
 			RU        ruReport             `json:"ru"`
-		}{"summary", passes, total, listed, newRUReport(opts.pacer, total.Writes())})
+		}{"summary", f.passes, total, f.listed(), ru})
 	} else {
 		fmt.Fprintf(opts.Out, "followed for %d pass(es): %d row(s) read, %d written, %d conflict(s), %d dead letter(s)\n",
-			passes, total.Rows, total.Writes(), len(listed), total.DeadLetters)
-		for i, c := range listed {
+			f.passes, total.Rows, total.Writes(), len(f.conflicts), total.DeadLetters)
+		for i, c := range f.listed() {
 			if i == maxConflictsShown {
-				fmt.Fprintf(opts.Out, "  … and %d more\n", len(listed)-i)
+				fmt.Fprintf(opts.Out, "  … and %d more\n", len(f.conflicts)-i)
 				break
 			}
 			writeConflict(opts.Out, c)
 		}
-		newRUReport(opts.pacer, total.Writes()).writeText(opts.Out)
+		ru.writeText(opts.Out)
 	}
 	if err != nil {
 		return err
 	}
-	switch {
-	case len(listed) > 0:
-		return ConflictError(fmt.Errorf("%d conflict(s) left unresolved over %d pass(es): docs the application changed were not written; see the list", len(listed), passes))
-	case total.DeadLetters > 0:
-		return PartialError(fmt.Errorf("%d row(s) dead-lettered over %d pass(es); see %s", total.DeadLetters, passes, filepath.Join(m.StateDir, migrate.ReplayDeadLetterFile)))
-	}
-	return nil
+	return f.exit(filepath.Join(m.StateDir, migrate.ReplayDeadLetterFile))
 }

@@ -371,7 +371,7 @@ func (r *replayer) run(ctx context.Context) (ReplaySummary, error) {
 // work is the replay proper: every selected table, then the prune.
 func (r *replayer) work(ctx context.Context) (ReplaySummary, error) {
 	if !r.opts.DryRun {
-		sink, err := openReplayDeadLetters(r.opts.StateDir, r.opts.KeepDeadLetters)
+		sink, err := openDeadLetterFile(r.opts.StateDir, ReplayDeadLetterFile, r.opts.KeepDeadLetters)
 		if err != nil {
 			return ReplaySummary{}, err
 		}
@@ -417,14 +417,14 @@ func (r *replayer) work(ctx context.Context) (ReplaySummary, error) {
 	return r.summary(), nil
 }
 
-// openReplayDeadLetters creates (or empties, unless keep) the file
-// ReplayDeadLetterFile.
-func openReplayDeadLetters(dir string, keep bool) (*fileSink, error) {
+// openDeadLetterFile creates (or empties, unless keep) the dead-letter
+// file name in dir.
+func openDeadLetterFile(dir, name string, keep bool) (*fileSink, error) {
 	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
 	if keep {
 		flags = os.O_RDWR | os.O_CREATE | os.O_APPEND
 	}
-	f, err := os.OpenFile(filepath.Join(dir, ReplayDeadLetterFile), flags, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, name), flags, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}

@@ -1,0 +1,131 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/migrate"
+)
+
+// passLine is one {"type":"pass"} line of --follow.
+type passLine struct {
+	Type        string   `json:"type"`
+	Pass        int      `json:"pass"`
+	Started     string   `json:"started"`
+	Since       string   `json:"since"`
+	Rows        int64    `json:"rows"`
+	Written     int64    `json:"written"`
+	Conflicts   int64    `json:"conflicts"`
+	DeadLetters int64    `json:"deadLetters"`
+	LagSeconds  *float64 `json:"lagSeconds"` // null when the pass read no change
+	Seconds     float64  `json:"seconds"`
+}
+
+// writePass prints one pass: a line of text, or with JSON one
+// {"type":"pass"} object, on out.
+func writePass(out io.Writer, asJSON bool, command string, r migrate.PassReport, deadLetters int64) error {
+	line := passLine{Type: "pass", Pass: r.Pass, Started: r.Started.UTC().Format(time.RFC3339Nano), Since: r.Since.UTC().Format(time.RFC3339Nano), Rows: r.Read, Written: r.Applied,
+		Conflicts: r.Conflicts, DeadLetters: deadLetters, Seconds: r.Took.Seconds()}
+	lag := "no change"
+	if !r.Newest.IsZero() {
+		secs := r.Lag.Seconds()
+		line.LagSeconds = &secs
+		lag = "lag " + r.Lag.Round(100*time.Millisecond).String()
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(line)
+	}
+	_, err := fmt.Fprintf(out, "%s: pass %d since %s: %d row(s), %d written, %d conflict(s), %d dead letter(s), %s (%.1fs)\n",
+		command, line.Pass, line.Since, line.Rows, line.Written, line.Conflicts, line.DeadLetters, lag, line.Seconds)
+	return err
+}
+
+// pass is what one pass of --follow did, with its conflicts by doc.
+type pass[C any] struct {
+	result      migrate.PassResult
+	deadLetters int64
+	conflicts   map[string]C
+}
+
+// followed is what every pass of --follow did.
+type followed[C any] struct {
+	command     string
+	passes      int
+	deadLetters int64
+	conflicts   map[string]C // the latest of each doc's conflicts
+}
+
+// listed returns the conflicts in doc order.
+func (f followed[C]) listed() []C {
+	out := make([]C, 0, len(f.conflicts))
+	for _, k := range sortedKeys(f.conflicts) {
+		out = append(out, f.conflicts[k])
+	}
+	return out
+}
+
+// exit is the error that ends a follow: conflicts left (exit 4), else
+// dead letters (exit 3, in the file deadLetterFile), else none.
+func (f followed[C]) exit(deadLetterFile string) error {
+	switch {
+	case len(f.conflicts) > 0:
+		return ConflictError(fmt.Errorf("%d conflict(s) left unresolved over %d pass(es): see the list", len(f.conflicts), f.passes))
+	case f.deadLetters > 0:
+		return PartialError(fmt.Errorf("%d dead letter(s) over %d pass(es); see %s", f.deadLetters, f.passes, deadLetterFile))
+	}
+	return nil
+}
+
+// followPasses runs run as the passes of --follow (migrate.Follow) and
+// prints a pass line for each on out. It returns what the passes did once
+// ctx ends (SIGINT, SIGTERM: the pass in progress is finished), or the
+// first error of a pass or of printing.
+func followPasses[C any](ctx context.Context, out io.Writer, asJSON bool, command string, fo migrate.FollowOptions,
+	run func(ctx context.Context, since time.Time) (pass[C], error)) (followed[C], error) {
+	f := followed[C]{command: command, conflicts: map[string]C{}}
+	var (
+		last pass[C]
+		werr error
+	)
+	err := migrate.Follow(ctx, fo, func(pctx context.Context, since time.Time) (migrate.PassResult, error) {
+		p, err := run(pctx, since)
+		if err != nil {
+			return migrate.PassResult{}, err
+		}
+		last = p
+		f.deadLetters += p.deadLetters
+		for k, c := range p.conflicts {
+			f.conflicts[k] = c
+		}
+		return p.result, nil
+	}, func(r migrate.PassReport) {
+		f.passes = r.Pass
+		if err := writePass(out, asJSON, command, r, last.deadLetters); err != nil && werr == nil {
+			werr = err
+		}
+	})
+	if err == nil {
+		err = werr
+	}
+	return f, err
+}
+
+// deref is *t, or the zero time for nil.
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// writeJSONLine writes v as one line of JSON, without HTML escaping.
+func writeJSONLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
