@@ -1,0 +1,235 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// outLine is one line of --output json as a test reads it.
+type outLine struct {
+	Type   string
+	Raw    string
+	Fields map[string]json.RawMessage
+}
+
+// str returns the string field name of l ("" when absent or not a string).
+func (l outLine) str(name string) string {
+	var s string
+	_ = json.Unmarshal(l.Fields[name], &s)
+	return s
+}
+
+// parseJSONLines parses every line of stdout as one JSON object with
+// exactly one top-level "type", a non-empty string, and fails the test
+// otherwise. stdout must be empty or end with a newline.
+func parseJSONLines(t *testing.T, stdout string) []outLine {
+	t.Helper()
+	if stdout == "" {
+		return nil
+	}
+	if !strings.HasSuffix(stdout, "\n") {
+		t.Fatalf("stdout does not end with a newline:\n%s", stdout)
+	}
+	var lines []outLine
+	for _, raw := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
+		l := outLine{Raw: raw, Fields: map[string]json.RawMessage{}}
+		dec := json.NewDecoder(strings.NewReader(raw))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			t.Fatalf("stdout line is not a JSON object: %q", raw)
+		}
+		types := 0
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				t.Fatalf("stdout line %q: %v", raw, err)
+			}
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				t.Fatalf("stdout line %q: %v", raw, err)
+			}
+			k := key.(string)
+			if k == "type" {
+				types++
+				if err := json.Unmarshal(v, &l.Type); err != nil {
+					t.Fatalf("stdout line %q: type is not a string", raw)
+				}
+			}
+			l.Fields[k] = v
+		}
+		if _, err := dec.Token(); err != nil {
+			t.Fatalf("stdout line %q: %v", raw, err)
+		}
+		if dec.More() || dec.InputOffset() != int64(len(raw)) {
+			t.Fatalf("stdout line holds more than one JSON value: %q", raw)
+		}
+		if types != 1 || l.Type == "" {
+			t.Fatalf("stdout line has %d \"type\" field(s), type %q; want one, not empty: %q", types, l.Type, raw)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+func TestJSONLinesTypeFirstOneObjectPerLine(t *testing.T) {
+	var b bytes.Buffer
+	j := newJSONLines(&b)
+	if err := j.emit(lineStatus, messageLine{"a <b> & c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.emit(lineSummary, struct{}{}); err != nil {
+		t.Fatal(err)
+	}
+	total := int64(7)
+	if err := j.emit(lineProgress, tableProgress{Table: "Config", Done: 3, Total: &total, ruNow: newRUNow(func() (float64, float64) { return 12.5, 0.25 })}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"status","message":"a <b> & c"}` + "\n" +
+		`{"type":"summary"}` + "\n" +
+		`{"type":"progress","table":"Config","done":3,"total":7,"rowsPerSecond":0,"ruPerSecond":12.5,"throttledShare":0.25,"finished":false}` + "\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	if lines := parseJSONLines(t, b.String()); len(lines) != 3 || lines[0].str("message") != "a <b> & c" {
+		t.Errorf("parsed %+v", lines)
+	}
+}
+
+// A value that is not an object, or sets "type" itself, is refused, and
+// the refusal is kept: every later line returns it and nothing more is
+// written, so that the summary's emit reports an error met on a progress
+// line.
+func TestJSONLinesRefusesAndKeepsTheFirstError(t *testing.T) {
+	for _, v := range []any{"text", []int{1}, nil, 3, struct {
+		Type string `json:"type"`
+	}{"mine"}, map[string]any{"type": "x"}, struct{ C chan int }{}} {
+		var b bytes.Buffer
+		j := newJSONLines(&b)
+		err := j.emit(lineProgress, v)
+		if err == nil {
+			t.Errorf("%#v: no error", v)
+			continue
+		}
+		if err2 := j.emit(lineSummary, messageLine{"after"}); err2 != err {
+			t.Errorf("%#v: the next emit returned %v, want the first error %v", v, err2, err)
+		}
+		if b.Len() != 0 {
+			t.Errorf("%#v: wrote %q", v, b.String())
+		}
+	}
+}
+
+// failingWriter fails every write after the first n.
+type failingWriter struct {
+	n      int
+	writes int
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.writes > w.n {
+		return 0, io.ErrClosedPipe
+	}
+	return len(p), nil
+}
+
+func TestJSONLinesKeepsAWriteError(t *testing.T) {
+	w := &failingWriter{n: 1}
+	j := newJSONLines(w)
+	if err := j.emit(lineStatus, messageLine{"one"}); err != nil {
+		t.Fatal(err)
+	}
+	err := j.emit(lineProgress, stepProgress{Step: "two"})
+	if !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("error %v, want the write's", err)
+	}
+	if err := j.emit(lineSummary, messageLine{"three"}); !errors.Is(err, io.ErrClosedPipe) || w.writes != 2 {
+		t.Errorf("after a write error: %v after %d writes, want the same error and no third write", err, w.writes)
+	}
+}
+
+// overlapWriter records whether two Writes ever ran at once.
+type overlapWriter struct {
+	in      atomic.Bool
+	overlap atomic.Bool
+	b       bytes.Buffer
+}
+
+func (w *overlapWriter) Write(p []byte) (int, error) {
+	if !w.in.CompareAndSwap(false, true) {
+		w.overlap.Store(true)
+		return len(p), nil
+	}
+	defer w.in.Store(false)
+	runtime.Gosched() // widen the window another writer could enter
+	return w.b.Write(p)
+}
+
+func TestJSONLinesConcurrentEmitsNeverInterleave(t *testing.T) {
+	w := &overlapWriter{}
+	j := newJSONLines(w)
+	const goroutines, each = 8, 200
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				if err := j.emit(lineProgress, tableProgress{Table: fmt.Sprintf("t%d", g), Done: int64(i)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if w.overlap.Load() {
+		t.Fatal("two lines were written at once")
+	}
+	lines := parseJSONLines(t, w.b.String())
+	if len(lines) != goroutines*each {
+		t.Fatalf("%d lines, want %d", len(lines), goroutines*each)
+	}
+	last := map[string]int64{}
+	for _, l := range lines {
+		var p tableProgress
+		if err := json.Unmarshal([]byte(l.Raw), &p); err != nil || l.Type != lineProgress {
+			t.Fatalf("line %q: %v", l.Raw, err)
+		}
+		if prev, ok := last[p.Table]; ok && p.Done != prev+1 {
+			t.Errorf("%s: done %d after %d", p.Table, p.Done, prev)
+		}
+		last[p.Table] = p.Done
+	}
+}
+
+func TestOutputStatusAndWarning(t *testing.T) {
+	var out, errOut bytes.Buffer
+	text := newOutput("run", &out, &errOut, false, false)
+	text.status("resuming %s", "r1")
+	text.warning("dry run: %s missing", "database x")
+	if out.Len() != 0 || errOut.String() != "run: resuming r1\nrun: dry run: database x missing\n" {
+		t.Errorf("text: stdout %q, stderr %q", out.String(), errOut.String())
+	}
+
+	out.Reset()
+	errOut.Reset()
+	quiet := newOutput("run", &out, &errOut, true, true)
+	quiet.status("not shown")
+	quiet.warning("shown")
+	if errOut.Len() != 0 || out.String() != `{"type":"warning","message":"shown"}`+"\n" {
+		t.Errorf("json --quiet: stdout %q, stderr %q", out.String(), errOut.String())
+	}
+
+	out.Reset()
+	loud := newOutput("run", &out, &errOut, true, false)
+	loud.status("tables x → y")
+	if errOut.Len() != 0 || out.String() != `{"type":"status","message":"tables x → y"}`+"\n" {
+		t.Errorf("json: stdout %q, stderr %q", out.String(), errOut.String())
+	}
+}
