@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -231,5 +232,165 @@ func TestOutputStatusAndWarning(t *testing.T) {
 	loud.status("tables x → y")
 	if errOut.Len() != 0 || out.String() != `{"type":"status","message":"tables x → y"}`+"\n" {
 		t.Errorf("json: stdout %q, stderr %q", out.String(), errOut.String())
+	}
+}
+
+func TestOutputArg(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"run", "--output", "json"}, "json"},
+		{[]string{"--output=json", "run"}, "json"},
+		{[]string{"--output", "json", "run", "--output=text"}, "text"},
+		{[]string{"run", "--", "--output", "json"}, ""},
+		{[]string{"run", "--output"}, ""},
+	} {
+		if got := outputArg(tc.args); got != tc.want {
+			t.Errorf("outputArg(%q) = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+// checkJSONRun checks the output of one command run with --output json:
+// every stdout line is a JSON object with a type this tool prints, the
+// fields of each type are the shared ones; a summary (when wantSummary)
+// comes once, after every progress line; a failure (code != 0) ends with
+// an error line whose exit is code and whose message is the sentence
+// stderr ends with, and stderr holds nothing else (status is on stdout).
+// It returns the lines.
+func checkJSONRun(t *testing.T, what string, code int, stdout, stderr string, wantSummary bool) []outLine {
+	t.Helper()
+	lines := parseJSONLines(t, stdout)
+	summaries := 0
+	for i, l := range lines {
+		switch l.Type {
+		case lineProgress:
+			_, table := l.Fields["table"]
+			_, done := l.Fields["done"]
+			if !(table && done) && l.str("step") == "" {
+				t.Errorf("%s: a progress line with neither table and done nor step: %s", what, l.Raw)
+			}
+			if summaries > 0 {
+				t.Errorf("%s: a progress line after the summary: %s", what, l.Raw)
+			}
+		case lineStatus, lineWarning:
+			if l.str("message") == "" || len(l.Fields) != 2 {
+				t.Errorf("%s: a %s line is not {type, message}: %s", what, l.Type, l.Raw)
+			}
+		case lineSummary:
+			summaries++
+		case lineError:
+			if i != len(lines)-1 {
+				t.Errorf("%s: an error line that is not the last: %s", what, l.Raw)
+			}
+		default:
+			t.Errorf("%s: a line of unknown type %q: %s", what, l.Type, l.Raw)
+		}
+	}
+	if want := map[bool]int{true: 1, false: 0}[wantSummary]; summaries != want {
+		t.Errorf("%s: %d summary lines, want %d:\n%s", what, summaries, want, stdout)
+	}
+	if code == ExitOK {
+		if len(lines) > 0 && lines[len(lines)-1].Type == lineError {
+			t.Errorf("%s: exit 0 but an error line", what)
+		}
+		if stderr != "" {
+			t.Errorf("%s: exit 0, stderr not empty:\n%s", what, stderr)
+		}
+		return lines
+	}
+	if len(lines) == 0 || lines[len(lines)-1].Type != lineError {
+		t.Fatalf("%s: exit %d but stdout does not end with an error line:\n%s", what, code, stdout)
+	}
+	last := lines[len(lines)-1]
+	var e errorLine
+	if err := json.Unmarshal([]byte(last.Raw), &e); err != nil || len(last.Fields) != 3 {
+		t.Fatalf("%s: error line %s is not {type, exit, message} (%v)", what, last.Raw, err)
+	}
+	if e.Exit != code || e.Message == "" {
+		t.Errorf("%s: error line %s, want exit %d and a message", what, last.Raw, code)
+	}
+	wantErr := "bifrost-migrate: " + e.Message + "\n"
+	if code == ExitUsage {
+		wantErr += "Run 'bifrost-migrate --help' for usage.\n"
+	}
+	if stderr != wantErr {
+		t.Errorf("%s: stderr\n%s\nwant only the error's sentence\n%s", what, stderr, wantErr)
+	}
+	return lines
+}
+
+// Usage errors, found before the command runs or by it, and interruptions
+// end stdout with an error line under --output json; text mode prints
+// nothing on stdout.
+func TestJSONErrorLineWithoutServices(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--output", "json", "bogus"}, ExitUsage},
+		{[]string{"--output=json", "run", "--no-such-flag"}, ExitUsage},
+		{[]string{"run", "--no-such-flag", "--output", "json"}, ExitUsage},
+		{[]string{"--output", "json", "verify", "extra"}, ExitUsage},
+		{[]string{"--output", "json", "run", "--concurrency", "0"}, ExitUsage},
+		{[]string{"--output", "json", "replay"}, ExitUsage},
+		{[]string{"--output", "json", "--quiet", "--verbose", "init"}, ExitUsage},
+		{[]string{"--output", "json", "fixtures", "load", "--generate", "-1"}, ExitUsage},
+		{[]string{"--output", "json", "init", "--containers", "/nonexistent/layout.json"}, ExitUsage},
+	} {
+		f, out, errOut := newTestFactory(nil)
+		code := Execute(context.Background(), f, tc.args)
+		if code != tc.code {
+			t.Errorf("%q: exit %d, want %d", tc.args, code, tc.code)
+		}
+		checkJSONRun(t, strings.Join(tc.args, " "), code, out.String(), errOut.String(), false)
+	}
+	for _, args := range [][]string{{"bogus"}, {"run", "--concurrency", "0"}, {"--output", "yaml", "run"}} {
+		f, out, _ := newTestFactory(nil)
+		if code := Execute(context.Background(), f, args); code != ExitUsage || out.Len() != 0 {
+			t.Errorf("%q: exit %d, stdout %q; want 2 and nothing on stdout", args, code, out.String())
+		}
+	}
+}
+
+// A command interrupted (SIGINT cancels the root context) ends with an
+// error line with exit 130.
+func TestJSONErrorLineWhenInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, args := range [][]string{
+		{"--output", "json", "run"},
+		{"--output", "json", "verify"},
+		{"--output", "json", "replay", "--since", "2025-11-20T14:00:00Z"},
+	} {
+		f, out, errOut := newTestFactory(map[string]string{
+			"BIFROST_TABLES_CONNECTION": "DefaultEndpointsProtocol=http;AccountName=a;AccountKey=a2V5;TableEndpoint=http://127.0.0.1:1/a;BlobEndpoint=http://127.0.0.1:1/a",
+			"CosmosDBConnection":        "AccountEndpoint=http://127.0.0.1:1/;AccountKey=a2V5",
+		})
+		code := Execute(ctx, f, args)
+		if code != ExitInterrupted {
+			t.Errorf("%q: exit %d, want 130: %s", args, code, errOut)
+			continue
+		}
+		lines := checkJSONRun(t, strings.Join(args, " "), code, out.String(), errOut.String(), false)
+		if msg := lines[len(lines)-1].str("message"); !strings.HasPrefix(msg, "interrupted: ") {
+			t.Errorf("%q: message %q", args, msg)
+		}
+	}
+}
+
+// The error line carries the sentence scrubbed of the settings' secrets,
+// as stderr does.
+func TestJSONErrorLineIsScrubbed(t *testing.T) {
+	const key = "c2VjcmV0LWFjY291bnQta2V5LW5vdC10by1wcmludA=="
+	f, out, errOut := newTestFactory(map[string]string{
+		"BIFROST_TABLES_CONNECTION": "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + key + ";",
+	})
+	printError(f, fmt.Errorf("could not open %s", "AccountKey="+key), ExitFatal, true)
+	lines := checkJSONRun(t, "printError", ExitFatal, out.String(), errOut.String(), false)
+	if strings.Contains(out.String()+errOut.String(), key) || lines[0].str("message") != "could not open AccountKey=***" {
+		t.Errorf("stdout %s stderr %s", out.String(), errOut.String())
 	}
 }

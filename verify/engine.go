@@ -497,7 +497,6 @@ type detailJob struct {
 // docs that need reading again for their field paths.
 func (s *state) join() (*Report, []detailJob) {
 	r := &Report{
-		Type: "verify",
 		Settings: Settings{
 			Database: s.opts.Database, Tables: s.opts.Tables, Sample: s.opts.Sample,
 			ExecutionTTL: string(s.opts.Transform.ExecutionTTL), BlobThreshold: s.opts.Transform.BlobThreshold,
