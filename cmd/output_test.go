@@ -8,10 +8,15 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 )
 
 // outLine is one line of --output json as a test reads it.
@@ -392,5 +397,149 @@ func TestJSONErrorLineIsScrubbed(t *testing.T) {
 	lines := checkJSONRun(t, "printError", ExitFatal, out.String(), errOut.String(), false)
 	if strings.Contains(out.String()+errOut.String(), key) || lines[0].str("message") != "could not open AccountKey=***" {
 		t.Errorf("stdout %s stderr %s", out.String(), errOut.String())
+	}
+}
+
+// TestJSONOutputEveryCommand is the acceptance test of the output
+// convention: init, fixtures load, run, verify and replay with --output
+// json against the emulators, succeeding and failing; every stdout line
+// is a JSON object with a type, and each failure ends with an error line
+// whose exit is the exit status.
+func TestJSONOutputEveryCommand(t *testing.T) {
+	t.Parallel()
+	e := &replayEnv{verifyEnv: newVerifyEnv(t)}
+	var err error
+	if e.tables, err = azure.NewTablesClient(e.acct, azure.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	e.loadFixtures()
+	names := []string{"--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs, "--state-dir", e.stateDir}
+	types := func(lines []outLine) []string {
+		var ts []string
+		for _, l := range lines {
+			if len(ts) == 0 || ts[len(ts)-1] != l.Type {
+				ts = append(ts, l.Type)
+			}
+		}
+		return ts
+	}
+	summaryOfLines := func(lines []outLine) outLine {
+		i := slices.IndexFunc(lines, func(l outLine) bool { return l.Type == lineSummary })
+		return lines[i]
+	}
+
+	// init: converges the env's database (created by newVerifyEnv):
+	// status lines, then the plan.
+	code, stdout, stderr := e.cli("--output", "json", "init", "--database", e.db)
+	lines := checkJSONRun(t, "init", code, stdout, stderr, true)
+	if code != ExitOK || !slices.Equal(types(lines), []string{lineStatus, lineSummary}) ||
+		!strings.HasPrefix(lines[0].str("message"), "Cosmos DB ") || !strings.HasPrefix(summaryOfLines(lines).Raw, `{"type":"summary","database":"`+e.db+`"`) {
+		t.Errorf("init: exit %d:\n%s", code, stdout)
+	}
+
+	// fixtures load --generate into tables of its own.
+	genPrefix := testenv.Name("g")
+	t.Cleanup(func() {
+		for _, table := range fixtures.Tables() {
+			_, _ = e.tables.DeleteTable(context.WithoutCancel(context.Background()), genPrefix+table, nil)
+		}
+	})
+	code, stdout, stderr = e.cli("--output", "json", "fixtures", "load", "--generate", "20", "--table-prefix", genPrefix)
+	lines = checkJSONRun(t, "fixtures load", code, stdout, stderr, true)
+	if code != ExitOK || !slices.Equal(types(lines), []string{lineStatus, lineProgress, lineSummary}) {
+		t.Errorf("fixtures load: exit %d:\n%s", code, stdout)
+	}
+	finished := map[string]string{}
+	for _, l := range lines {
+		if l.Type == lineProgress && string(l.Fields["finished"]) == "true" {
+			finished[l.str("table")] = string(l.Fields["done"])
+		}
+	}
+	if want := map[string]string{"Config": "0", "Entities": "20", "Relationships": "80"}; fmt.Sprint(finished) != fmt.Sprint(want) {
+		t.Errorf("fixtures load: finished progress lines %v, want %v", finished, want)
+	}
+
+	// run: exit 3 (the fixtures' dead letters).
+	code, stdout, stderr = e.cli(append([]string{"--output", "json", "run"}, names...)...)
+	lines = checkJSONRun(t, "run", code, stdout, stderr, true)
+	if code != ExitPartial || !slices.Equal(types(lines), []string{lineStatus, lineProgress, lineSummary, lineError}) {
+		t.Errorf("run: exit %d, want 3:\n%s", code, stdout)
+	}
+	if s := summaryOfLines(lines); string(s.Fields["deadLetters"]) != "6" || s.Fields["ru"] == nil {
+		t.Errorf("run: summary %s", s.Raw)
+	}
+	// run again: the saved run is complete; "already completed" is a
+	// status line now, not text on stderr.
+	code, stdout, stderr = e.cli(append([]string{"--output", "json", "run"}, names...)...)
+	lines = checkJSONRun(t, "run again", code, stdout, stderr, true)
+	if code != ExitPartial || !slices.ContainsFunc(lines, func(l outLine) bool {
+		return l.Type == lineStatus && strings.Contains(l.str("message"), "already completed")
+	}) {
+		t.Errorf("run again: exit %d:\n%s", code, stdout)
+	}
+	// A dry run into a database that does not exist warns.
+	code, stdout, stderr = e.cli("--output", "json", "--quiet", "run", "--dry-run", "--database", testenv.Name("nodb"),
+		"--table-prefix", e.prefix, "--blob-container", e.blobs)
+	lines = checkJSONRun(t, "run --dry-run", code, stdout, stderr, true)
+	if code != ExitPartial || !slices.Equal(types(lines), []string{lineWarning, lineSummary, lineError}) ||
+		!strings.Contains(lines[0].str("message"), "before the real run") {
+		t.Errorf("run --dry-run: exit %d:\n%s", code, stdout)
+	}
+	// A usage error of run.
+	code, stdout, stderr = e.cli(append([]string{"--output", "json", "run", "--show", "2"}, names...)...)
+	if lines = checkJSONRun(t, "run --show 2", code, stdout, stderr, false); code != ExitUsage || len(lines) != 1 {
+		t.Errorf("run --show 2: exit %d:\n%s", code, stdout)
+	}
+
+	// verify: exit 3 (the rows run dead-lettered are not migrated).
+	code, stdout, stderr = e.cli(append([]string{"--output", "json", "verify"}, names...)...)
+	lines = checkJSONRun(t, "verify", code, stdout, stderr, true)
+	if code != ExitPartial || !slices.Equal(types(lines), []string{lineStatus, lineProgress, lineStatus, lineSummary, lineError}) {
+		t.Errorf("verify: exit %d, want 3:\n%s", code, stdout)
+	}
+	if s := summaryOfLines(lines); string(s.Fields["notMigrated"]) != "6" || string(s.Fields["ok"]) != "false" {
+		t.Errorf("verify: summary %s", s.Raw)
+	}
+	for _, l := range lines {
+		if l.Type == lineProgress && (l.Fields["ruPerSecond"] == nil || l.Fields["throttledShare"] == nil) {
+			t.Errorf("verify: progress line without the RU fields: %s", l.Raw)
+		}
+	}
+	// verify of a table that does not exist: exit 1 before anything is
+	// compared.
+	code, stdout, stderr = e.cli("--output", "json", "verify", "--database", e.db, "--table-prefix", testenv.Name("none"),
+		"--blob-container", e.blobs, "--state-dir", e.stateDir)
+	lines = checkJSONRun(t, "verify a missing table", code, stdout, stderr, false)
+	if code != ExitFatal || !slices.Equal(types(lines), []string{lineStatus, lineError}) ||
+		!strings.Contains(lines[len(lines)-1].str("message"), "Config does not exist in "+e.acct.TableEndpoint) {
+		t.Errorf("verify a missing table: exit %d:\n%s", code, stdout)
+	}
+
+	// replay: one row changed in the tables since run; it is replaced.
+	since := e.since()
+	e.mergeRow("Config", "GLOBAL", smtpRK, map[string]any{"Description": "changed on the tables"})
+	code, stdout, stderr = e.cli(append([]string{"--output", "json", "replay", "--since", since}, names...)...)
+	lines = checkJSONRun(t, "replay", code, stdout, stderr, true)
+	if code != ExitOK || !slices.Equal(types(lines), []string{lineStatus, lineProgress, lineSummary}) {
+		t.Errorf("replay: exit %d, want 0:\n%s", code, stdout)
+	}
+	if s := summaryOfLines(lines); !strings.Contains(s.Raw, `"replaced":1`) || string(s.Fields["complete"]) != "true" {
+		t.Errorf("replay: summary %s", s.Raw)
+	}
+	// replay the same window after the application changed the doc too:
+	// a conflict, exit 4.
+	doc := e.readDoc("entities", "GLOBAL", smtpID)
+	doc["description"] = "changed in Cosmos DB"
+	e.replaceDoc("entities", doc)
+	e.mergeRow("Config", "GLOBAL", smtpRK, map[string]any{"Description": "changed on the tables again"})
+	code, stdout, stderr = e.cli(append([]string{"--output", "json", "--quiet", "replay", "--since", since}, names...)...)
+	lines = checkJSONRun(t, "replay with a conflict", code, stdout, stderr, true)
+	if code != ExitConflicts || !slices.Equal(types(lines), []string{lineSummary, lineError}) {
+		t.Errorf("replay with a conflict: exit %d, want 4:\n%s", code, stdout)
+	}
+	// A usage error of replay, found before it connects.
+	code, stdout, stderr = e.cli(append([]string{"--output", "json", "replay", "--since", "yesterday"}, names...)...)
+	if lines = checkJSONRun(t, "replay --since yesterday", code, stdout, stderr, false); code != ExitUsage || len(lines) != 1 {
+		t.Errorf("replay --since yesterday: exit %d:\n%s", code, stdout)
 	}
 }
