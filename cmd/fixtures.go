@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,8 +20,8 @@ import (
 // FixturesLoadOptions are the flags and dependencies of
 // `bifrost-migrate fixtures load`.
 type FixturesLoadOptions struct {
-	Out    io.Writer // what was written: a table, or one JSON object
-	ErrOut io.Writer // status and progress
+	Out    io.Writer // what was written: a table; or with JSON every line (output.go)
+	ErrOut io.Writer // status and progress (text); the error (JSON)
 	JSON   bool
 	Quiet  bool
 	Now    func() time.Time
@@ -94,7 +93,9 @@ name another one), is refused before any request unless you repeat its
 name with --account NAME, so that sample data never lands in a production
 account by accident.
 
-What was written goes to stdout; progress to stderr.`,
+What was written goes to stdout; progress to stderr. With --output json,
+stdout gets {"type":"progress"} lines (rows per table) and "status" lines,
+then one {"type":"summary"} object (or a {"type":"error"} line).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Out, opts.ErrOut = f.Out, f.ErrOut
@@ -171,9 +172,9 @@ What was written goes to stdout; progress to stderr.`,
 	return c
 }
 
-// fixturesSummary is the JSON form of what fixtures load wrote.
+// fixturesSummary is the JSON form of what fixtures load wrote (its
+// summary line).
 type fixturesSummary struct {
-	Type      string         `json:"type"`
 	Source    string         `json:"source"` // "fixtures" or "generated"
 	Seed      *uint64        `json:"seed,omitempty"`
 	BaseTime  string         `json:"baseTime,omitempty"`
@@ -185,16 +186,23 @@ type fixturesSummary struct {
 }
 
 func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
+	o := newOutput("fixtures load", opts.Out, opts.ErrOut, opts.JSON, opts.Quiet)
 	tw, bw, where, err := opts.Writers(ctx)
 	if err != nil {
 		return err
 	}
 	start := opts.Now()
 	lo := fixtures.LoadOptions{Tables: opts.Tables, TablePrefix: opts.TablePrefix, Concurrency: opts.Concurrency}
-	if !opts.Quiet {
+	var jp *jsonProgress
+	switch {
+	case opts.Quiet:
+	case o.json():
+		jp = newJSONProgress(o.lines, opts.Now, nil)
+		lo.Progress = fixturesJSONProgress(jp)
+	default:
 		lo.Progress = fixturesProgress(opts, start)
 	}
-	sum := fixturesSummary{Type: "summary", Source: "fixtures"}
+	sum := fixturesSummary{Source: "fixtures"}
 	var res fixtures.LoadResult
 	if opts.Generate > 0 {
 		base := opts.BaseTime
@@ -202,10 +210,10 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 			base = opts.Now().UTC().Truncate(24 * time.Hour)
 		}
 		sum.Source, sum.Seed, sum.BaseTime = "generated", &opts.Seed, base.UTC().Format(time.RFC3339Nano)
-		fixturesStatus(opts, "generating %d executions (seed %d, base time %s) into %s", opts.Generate, opts.Seed, sum.BaseTime, where)
+		o.status("generating %d executions (seed %d, base time %s) into %s", opts.Generate, opts.Seed, sum.BaseTime, where)
 		res, err = fixtures.LoadGenerated(ctx, tw, bw, fixtures.GenerateOptions{N: opts.Generate, Seed: opts.Seed, Base: base}, lo)
 	} else {
-		fixturesStatus(opts, "loading the fixtures into %s", where)
+		o.status("loading the fixtures into %s", where)
 		res, err = fixtures.Load(ctx, tw, bw, lo)
 	}
 	if err != nil {
@@ -221,8 +229,15 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 	if elapsed > 0 {
 		sum.RowsPerS = float64(total) / elapsed.Seconds()
 	}
-	if opts.JSON {
-		return json.NewEncoder(opts.Out).Encode(sum)
+	if o.json() {
+		if jp != nil {
+			for _, t := range fixtures.Tables() {
+				if _, ok := res.Rows[t]; ok {
+					jp.TableDone(t)
+				}
+			}
+		}
+		return o.lines.emit(lineSummary, sum)
 	}
 	fmt.Fprintf(opts.Out, "%-24s %9s\n", "TABLE", "ROWS")
 	for _, t := range fixtures.Tables() {
@@ -236,7 +251,7 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 }
 
 // fixturesProgress returns a LoadOptions.Progress that reports on ErrOut at
-// most every two seconds.
+// most every two seconds (text).
 func fixturesProgress(opts *FixturesLoadOptions, start time.Time) func(fixtures.LoadResult) {
 	last := start
 	return func(r fixtures.LoadResult) {
@@ -245,13 +260,23 @@ func fixturesProgress(opts *FixturesLoadOptions, start time.Time) func(fixtures.
 			return
 		}
 		last = now
-		if opts.JSON {
-			_ = json.NewEncoder(opts.ErrOut).Encode(map[string]any{
-				"type": "progress", "rows": r.Rows, "blobs": r.Blobs, "elapsedSeconds": now.Sub(start).Seconds(),
-			})
-			return
-		}
 		fmt.Fprintf(opts.ErrOut, "  %s, %d blobs, %s\n", fixturesRowCounts(r), r.Blobs, now.Sub(start).Round(time.Second))
+	}
+}
+
+// fixturesJSONProgress returns a LoadOptions.Progress that reports the rows
+// written per table as run does (--output json: tableProgress lines, at
+// most once a second per table, through p). The loader calls it with its
+// totals so far, one call at a time.
+func fixturesJSONProgress(p *jsonProgress) func(fixtures.LoadResult) {
+	seen := map[string]int{}
+	return func(r fixtures.LoadResult) {
+		for _, t := range fixtures.Tables() {
+			if n, ok := r.Rows[t]; ok && n != seen[t] {
+				p.Advance(t, int64(n-seen[t]))
+				seen[t] = n
+			}
+		}
 	}
 }
 
@@ -266,13 +291,6 @@ func fixturesRowCounts(r fixtures.LoadResult) string {
 		return "no rows"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func fixturesStatus(opts *FixturesLoadOptions, format string, args ...any) {
-	if opts.Quiet || opts.JSON {
-		return
-	}
-	fmt.Fprintf(opts.ErrOut, format+"\n", args...)
 }
 
 // accountUse is a storage account fixtures load would write into, and

@@ -93,11 +93,16 @@ func TestFixturesLoadGenerate2000(t *testing.T) {
 	if err := fixturesLoadRun(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
+	lines := parseJSONLines(t, out.String())
+	last := lines[len(lines)-1]
 	var sum fixturesSummary
-	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+	if err := json.Unmarshal([]byte(last.Raw), &sum); err != nil {
 		t.Fatalf("stdout %q: %v", out.String(), err)
 	}
-	if sum.Type != "summary" || sum.Source != "generated" || sum.BaseTime != "2026-11-21T00:00:00Z" || sum.Seed == nil || *sum.Seed != 5 ||
+	if errOut.Len() != 0 {
+		t.Errorf("stderr %q, want nothing (--output json)", errOut.String())
+	}
+	if last.Type != "summary" || sum.Source != "generated" || sum.BaseTime != "2026-11-21T00:00:00Z" || sum.Seed == nil || *sum.Seed != 5 ||
 		!reflect.DeepEqual(sum.Rows, map[string]int{"Config": 0, "Entities": 2000, "Relationships": 8000}) {
 		t.Errorf("summary = %s", out.String())
 	}

@@ -2,17 +2,17 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
+// linePass is the "type" of a --follow pass line.
+const linePass = "pass"
+
 // passLine is one {"type":"pass"} line of --follow.
 type passLine struct {
-	Type        string   `json:"type"`
 	Pass        int      `json:"pass"`
 	Started     string   `json:"started"`
 	Since       string   `json:"since"`
@@ -24,10 +24,10 @@ type passLine struct {
 	Seconds     float64  `json:"seconds"`
 }
 
-// writePass prints one pass: a line of text, or with JSON one
-// {"type":"pass"} object, on out.
-func writePass(out io.Writer, asJSON bool, command string, r migrate.PassReport, deadLetters int64) error {
-	line := passLine{Type: "pass", Pass: r.Pass, Started: r.Started.UTC().Format(time.RFC3339Nano), Since: r.Since.UTC().Format(time.RFC3339Nano), Rows: r.Read, Written: r.Applied,
+// writePass prints one pass: a line of text on stdout, or with --output
+// json one {"type":"pass"} line.
+func writePass(o *output, r migrate.PassReport, deadLetters int64) error {
+	line := passLine{Pass: r.Pass, Started: r.Started.UTC().Format(time.RFC3339Nano), Since: r.Since.UTC().Format(time.RFC3339Nano), Rows: r.Read, Written: r.Applied,
 		Conflicts: r.Conflicts, DeadLetters: deadLetters, Seconds: r.Took.Seconds()}
 	lag := "no change"
 	if !r.Newest.IsZero() {
@@ -35,13 +35,11 @@ func writePass(out io.Writer, asJSON bool, command string, r migrate.PassReport,
 		line.LagSeconds = &secs
 		lag = "lag " + r.Lag.Round(100*time.Millisecond).String()
 	}
-	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetEscapeHTML(false)
-		return enc.Encode(line)
+	if o.json() {
+		return o.lines.emit(linePass, line)
 	}
-	_, err := fmt.Fprintf(out, "%s: pass %d since %s: %d row(s), %d written, %d conflict(s), %d dead letter(s), %s (%.1fs)\n",
-		command, line.Pass, line.Since, line.Rows, line.Written, line.Conflicts, line.DeadLetters, lag, line.Seconds)
+	_, err := fmt.Fprintf(o.out, "%s: pass %d since %s: %d row(s), %d written, %d conflict(s), %d dead letter(s), %s (%.1fs)\n",
+		o.name, line.Pass, line.Since, line.Rows, line.Written, line.Conflicts, line.DeadLetters, lag, line.Seconds)
 	return err
 }
 
@@ -54,7 +52,6 @@ type pass[C any] struct {
 
 // followed is what every pass of --follow did.
 type followed[C any] struct {
-	command     string
 	passes      int
 	deadLetters int64
 	conflicts   map[string]C // the latest of each doc's conflicts
@@ -82,12 +79,12 @@ func (f followed[C]) exit(deadLetterFile string) error {
 }
 
 // followPasses runs run as the passes of --follow (migrate.Follow) and
-// prints a pass line for each on out. It returns what the passes did once
+// prints a pass line for each through o. It returns what the passes did once
 // ctx ends (SIGINT, SIGTERM: the pass in progress is finished), or the
 // first error of a pass or of printing.
-func followPasses[C any](ctx context.Context, out io.Writer, asJSON bool, command string, fo migrate.FollowOptions,
+func followPasses[C any](ctx context.Context, o *output, fo migrate.FollowOptions,
 	run func(ctx context.Context, since time.Time) (pass[C], error)) (followed[C], error) {
-	f := followed[C]{command: command, conflicts: map[string]C{}}
+	f := followed[C]{conflicts: map[string]C{}}
 	var (
 		last pass[C]
 		werr error
@@ -105,7 +102,7 @@ func followPasses[C any](ctx context.Context, out io.Writer, asJSON bool, comman
 		return p.result, nil
 	}, func(r migrate.PassReport) {
 		f.passes = r.Pass
-		if err := writePass(out, asJSON, command, r, last.deadLetters); err != nil && werr == nil {
+		if err := writePass(o, r, last.deadLetters); err != nil && werr == nil {
 			werr = err
 		}
 	})
@@ -121,11 +118,4 @@ func deref(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
-}
-
-// writeJSONLine writes v as one line of JSON, without HTML escaping.
-func writeJSONLine(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }

@@ -19,8 +19,8 @@ import (
 
 // InitOptions are the flags and dependencies of `bifrost-migrate init`.
 type InitOptions struct {
-	Out    io.Writer // the plan/result: a table, or one JSON object
-	ErrOut io.Writer // status
+	Out    io.Writer // the plan/result: a table; or with JSON every line (output.go)
+	ErrOut io.Writer // status (text); the error (JSON)
 	JSON   bool
 	Quiet  bool
 
@@ -54,7 +54,9 @@ created; an existing container is compared semantically with its definition
 and a differing indexing policy or defaultTtl is replaced, with the
 difference printed. A differing partition key cannot be changed in place:
 init then writes nothing and exits 1. Invalid definitions exit 2.
---dry-run prints the plan and writes nothing.`,
+--dry-run prints the plan and writes nothing. With --output json, stdout
+gets "status" lines, then the plan as one {"type":"summary"} object (or a
+{"type":"error"} line).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Out, opts.ErrOut = f.Out, f.ErrOut
@@ -95,6 +97,7 @@ init then writes nothing and exits 1. Invalid definitions exit 2.
 // initRun validates the definitions, plans against the accounts and, unless
 // a dry run, applies the plan; then prints the result.
 func initRun(ctx context.Context, opts *InitOptions) error {
+	o := newOutput("init", opts.Out, opts.ErrOut, opts.JSON, opts.Quiet)
 	layout, err := loadLayout(opts.ContainersFile)
 	if err != nil {
 		return err
@@ -114,12 +117,7 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 		}
 		where += ", " + blobs
 	}
-	status := func(format string, args ...any) {
-		if !opts.Quiet {
-			fmt.Fprintf(opts.ErrOut, format+"\n", args...)
-		}
-	}
-	status("init: %s", where)
+	o.status("%s", where)
 
 	plan, err := p.Plan(ctx, layout)
 	if err != nil {
@@ -131,10 +129,10 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 		}
 	}
 	if opts.DryRun {
-		status("init: dry run, nothing was written")
+		o.status("dry run, nothing was written")
 	}
-	if opts.JSON {
-		return writeInitJSON(opts.Out, plan, opts.DryRun)
+	if o.json() {
+		return writeInitJSON(o.lines, plan, opts.DryRun)
 	}
 	return writeInitText(opts.Out, plan, opts.DryRun)
 }
@@ -216,14 +214,14 @@ type initResource struct {
 	Differences  []string        `json:"differences,omitempty"`
 }
 
-func writeInitJSON(w io.Writer, plan *provision.Plan, dryRun bool) error {
+// writeInitJSON prints the plan (or what was applied) as one summary line.
+func writeInitJSON(lines *jsonLines, plan *provision.Plan, dryRun bool) error {
 	out := struct {
-		Type      string         `json:"type"`
 		Database  string         `json:"database"`
 		DryRun    bool           `json:"dryRun"`
 		Changes   int            `json:"changes"`
 		Resources []initResource `json:"resources"`
-	}{Type: "init", Database: plan.Database, DryRun: dryRun, Changes: plan.Changes()}
+	}{Database: plan.Database, DryRun: dryRun, Changes: plan.Changes()}
 	for _, s := range plan.Steps {
 		r := initResource{Kind: string(s.Kind), Name: s.Name, Action: string(s.Action), Differences: s.Differences}
 		if s.Container != nil {
@@ -235,5 +233,5 @@ func writeInitJSON(w io.Writer, plan *provision.Plan, dryRun bool) error {
 		}
 		out.Resources = append(out.Resources, r)
 	}
-	return json.NewEncoder(w).Encode(out)
+	return lines.emit(lineSummary, out)
 }

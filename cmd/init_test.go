@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -84,6 +85,16 @@ func (e *initEnv) statusLine() string {
 	storage := testenv.Storage(e.t)
 	return "init: Cosmos DB " + testenv.Cosmos(e.t).Endpoint + ` database "` + e.db + `" (account key), blobs ` +
 		storage.BlobEndpoint + " (account devstoreaccount1, shared key)\n"
+}
+
+// statusJSON is statusLine as init prints it with --output json: a status
+// line on stdout.
+func (e *initEnv) statusJSON() string {
+	msg, err := json.Marshal(strings.TrimSuffix(strings.TrimPrefix(e.statusLine(), "init: "), "\n"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return `{"type":"status","message":` + string(msg) + "}\n"
 }
 
 // assertNoWrites fails unless every recorded request since the last Reset
@@ -236,16 +247,17 @@ func TestInitCreatesEverythingThenSecondRunWritesNothing(t *testing.T) {
 		}
 	}
 
-	// The same with --output json: one object, no writes.
+	// The same with --output json: the status line and one summary
+	// object on stdout, nothing on stderr, no writes.
 	e.rec.Reset()
-	code, out, _ = e.run("--containers", file, "--output", "json")
-	want := e.expand(`{"type":"init","database":"dbXXXXXXXXXXXX","dryRun":false,"changes":0,"resources":[` +
-		`{"kind":"database","name":"dbXXXXXXXXXXXX","action":"unchanged"},` +
-		`{"kind":"container","name":"entities","partitionKey":"/scope","defaultTtl":null,"action":"unchanged"},` +
-		`{"kind":"container","name":"executions","partitionKey":"/scope","defaultTtl":1209600,"action":"unchanged"},` +
-		`{"kind":"blob container","name":"blobXXXXXXXXXXXX","action":"unchanged"}]}` + "\n")
-	if code != 0 || out != want {
-		t.Errorf("init --output json: exit %d\n%s\nwant:\n%s", code, out, want)
+	code, out, errOut = e.run("--containers", file, "--output", "json")
+	want := e.statusJSON() + e.expand(`{"type":"summary","database":"dbXXXXXXXXXXXX","dryRun":false,"changes":0,"resources":[`+
+		`{"kind":"database","name":"dbXXXXXXXXXXXX","action":"unchanged"},`+
+		`{"kind":"container","name":"entities","partitionKey":"/scope","defaultTtl":null,"action":"unchanged"},`+
+		`{"kind":"container","name":"executions","partitionKey":"/scope","defaultTtl":1209600,"action":"unchanged"},`+
+		`{"kind":"blob container","name":"blobXXXXXXXXXXXX","action":"unchanged"}]}`+"\n")
+	if code != 0 || out != want || errOut != "" {
+		t.Errorf("init --output json: exit %d\n%s\nwant:\n%s\nstderr: %q", code, out, want, errOut)
 	}
 	e.assertNoWrites()
 }
@@ -257,11 +269,11 @@ func TestInitCreatesEverythingThenSecondRunWritesNothing(t *testing.T) {
 func TestInitBuiltInDefinitions(t *testing.T) {
 	e := newInitEnv(t)
 	e.blob = "execution-data"
-	code, out, errOut := e.run("--output", "json")
+	code, out, errOut := e.run("--output", "json", "--quiet")
 	if code != 0 {
 		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
 	}
-	head := `{"type":"init","database":"` + e.db + `","dryRun":false,"changes":`
+	head := `{"type":"summary","database":"` + e.db + `","dryRun":false,"changes":`
 	body := `,"resources":[` +
 		`{"kind":"database","name":"` + e.db + `","action":"create"},` +
 		`{"kind":"container","name":"entities","partitionKey":"/scope","defaultTtl":null,"action":"create"},` +

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -141,14 +140,14 @@ func (p *barProgress) finish() {
 	}
 }
 
-// jsonProgress prints {"type":"progress",…} lines (--output json) at most
-// once per interval per table, and always when a table is done. Messages
-// go to the status writer as text. It is safe for concurrent use.
+// jsonProgress prints tableProgress lines (--output json) at most once per
+// interval per table, and always when a table is done. It is safe for
+// concurrent use.
 type jsonProgress struct {
-	out, status io.Writer
-	now         func() time.Time
-	interval    time.Duration
-	ru          ruRecent // nil: no RU fields
+	lines    *jsonLines
+	now      func() time.Time
+	interval time.Duration
+	ru       ruRecent // nil: no RU fields
 
 	mu     sync.Mutex
 	tables map[string]*jsonTable
@@ -162,23 +161,8 @@ type jsonTable struct {
 	printed time.Time
 }
 
-// progressLine is one {"type":"progress"} line. RowsPerSecond counts the
-// rows of this invocation only (not those a resumed run did before);
-// RUPerSecond and ThrottledShare are the Cosmos DB request units per
-// second and the share of requests answered 429 over the last 5 seconds.
-type progressLine struct {
-	Type           string   `json:"type"`
-	Table          string   `json:"table"`
-	Done           int64    `json:"done"`
-	Total          *int64   `json:"total"` // null until the pre-count is known
-	RowsPerSecond  float64  `json:"rowsPerSecond"`
-	RUPerSecond    *float64 `json:"ruPerSecond,omitempty"`
-	ThrottledShare *float64 `json:"throttledShare,omitempty"`
-	Finished       bool     `json:"finished"`
-}
-
-func newJSONProgress(out, status io.Writer, now func() time.Time, ru ruRecent) *jsonProgress {
-	return &jsonProgress{out: out, status: status, now: now, interval: time.Second, ru: ru, tables: map[string]*jsonTable{}}
+func newJSONProgress(lines *jsonLines, now func() time.Time, ru ruRecent) *jsonProgress {
+	return &jsonProgress{lines: lines, now: now, interval: time.Second, ru: ru, tables: map[string]*jsonTable{}}
 }
 
 func (p *jsonProgress) table(name string) *jsonTable {
@@ -220,17 +204,12 @@ func (p *jsonProgress) TableDone(table string) {
 	p.print(table, p.table(table), true)
 }
 
-func (p *jsonProgress) Message(msg string) {
-	if p.status != nil {
-		fmt.Fprintln(p.status, msg)
-	}
-}
-
-// print writes one line (the caller holds mu).
+// print writes one line (the caller holds mu). A write error is kept by
+// lines and returned by the summary's emit.
 func (p *jsonProgress) print(table string, t *jsonTable, finished bool) {
 	now := p.now()
 	t.printed = now
-	line := progressLine{Type: "progress", Table: table, Done: t.done, Finished: finished}
+	line := tableProgress{Table: table, Done: t.done, Finished: finished, ruNow: newRUNow(p.ru)}
 	if t.total >= 0 {
 		total := t.total
 		line.Total = &total
@@ -238,55 +217,51 @@ func (p *jsonProgress) print(table string, t *jsonTable, finished bool) {
 	if secs := now.Sub(t.started).Seconds(); secs > 0 {
 		line.RowsPerSecond = float64(t.done-t.resumed) / secs
 	}
-	if p.ru != nil {
-		perSecond, share := p.ru()
-		line.RUPerSecond, line.ThrottledShare = &perSecond, &share
-	}
-	_ = json.NewEncoder(p.out).Encode(line)
+	_ = p.lines.emit(lineProgress, line)
 }
 
-// statusProgress only prints status messages (no terminal, text output).
-type statusProgress struct{ w io.Writer }
-
-func (statusProgress) Total(string, int64)   {}
-func (statusProgress) Resumed(string, int64) {}
-func (statusProgress) Advance(string, int64) {}
-func (statusProgress) TableDone(string)      {}
-func (p statusProgress) Message(msg string)  { fmt.Fprintln(p.w, msg) }
-
-// fanOut sends every report to each of its Progress.
-type fanOut []migrate.Progress
-
-func (f fanOut) Total(table string, n int64) {
-	for _, p := range f {
-		p.Total(table, n)
-	}
+// counter is what a progress display shows of migrate.Progress: the rows
+// of each table. Messages are the output's status lines (commandProgress).
+type counter interface {
+	Total(table string, n int64)
+	Resumed(table string, n int64)
+	Advance(table string, n int64)
+	TableDone(table string)
 }
 
-func (f fanOut) Resumed(table string, n int64) {
-	for _, p := range f {
-		p.Resumed(table, n)
+// commandProgress is the migrate.Progress of run and replay: it sends the
+// counts to every display (bars, JSON lines; none without a terminal in
+// text mode) and the engine's messages to the command's status lines.
+type commandProgress struct {
+	displays []counter
+	out      *output
+}
+
+func (p commandProgress) Total(table string, n int64) {
+	for _, d := range p.displays {
+		d.Total(table, n)
 	}
 }
 
-func (f fanOut) Advance(table string, n int64) {
-	for _, p := range f {
-		p.Advance(table, n)
+func (p commandProgress) Resumed(table string, n int64) {
+	for _, d := range p.displays {
+		d.Resumed(table, n)
 	}
 }
 
-func (f fanOut) TableDone(table string) {
-	for _, p := range f {
-		p.TableDone(table)
+func (p commandProgress) Advance(table string, n int64) {
+	for _, d := range p.displays {
+		d.Advance(table, n)
 	}
 }
 
-func (f fanOut) Message(msg string) {
-	// One copy of a message is enough.
-	if len(f) > 0 {
-		f[0].Message(msg)
+func (p commandProgress) TableDone(table string) {
+	for _, d := range p.displays {
+		d.TableDone(table)
 	}
 }
+
+func (p commandProgress) Message(msg string) { p.out.status("%s", msg) }
 
 // ruRecent gives the RU/s and the share of requests answered 429 over the
 // last seconds, for progress.
@@ -297,36 +272,26 @@ func recentRU(p *azure.Pacer) ruRecent {
 	return func() (float64, float64) { return p.Recent(5 * time.Second) }
 }
 
-// progressOptions say how a table-by-table command (run, replay) shows its
-// progress.
-type progressOptions struct {
-	out, errOut io.Writer
-	quiet, json bool
-	terminal    bool
-	now         func() time.Time
-	ru          ruRecent // nil: no request units to show
-}
-
-// newProgress returns the progress of a table-by-table command: bars on a
-// terminal, {"type":"progress"} lines on stdout with --output json (both,
-// when both apply), else status lines only; nil with --quiet. bars, when
-// not nil, must be finished after the command; counted says whether the
-// progress shows totals, which the command then pre-counts.
-func newProgress(o progressOptions) (p migrate.Progress, bars *barProgress, counted bool) {
+// newProgress returns the progress of a table-by-table command (run,
+// replay) reporting to o: bars on stderr when terminal says it is a
+// terminal, tableProgress lines on stdout with --output json (both, when
+// both apply), the engine's messages as status lines; nil with --quiet.
+// now is the clock of the rates; ru, when not nil, gives the request
+// units to show. bars, when not nil, must be finished after the command;
+// counted says whether the progress shows totals, which the command then
+// pre-counts.
+func newProgress(o *output, terminal bool, now func() time.Time, ru ruRecent) (p migrate.Progress, bars *barProgress, counted bool) {
 	if o.quiet {
 		return nil, nil, false
 	}
-	var ps fanOut
-	if o.terminal {
-		bars = newBarProgress(o.errOut, o.ru)
-		ps = append(ps, bars)
+	cp := commandProgress{out: o}
+	if terminal {
+		bars = newBarProgress(o.errOut, ru)
+		o.showBars(bars)
+		cp.displays = append(cp.displays, bars)
 	}
-	if o.json {
-		ps = append(ps, newJSONProgress(o.out, o.errOut, o.now, o.ru))
+	if o.json() {
+		cp.displays = append(cp.displays, newJSONProgress(o.lines, now, ru))
 	}
-	counted = len(ps) > 0
-	if len(ps) == 0 {
-		ps = append(ps, statusProgress{o.errOut})
-	}
-	return ps, bars, counted
+	return cp, bars, len(cp.displays) > 0
 }

@@ -20,8 +20,8 @@ import (
 
 // ReplayOptions are the flags and dependencies of `bifrost-migrate replay`.
 type ReplayOptions struct {
-	Out    io.Writer // the summary and conflicts: text, or one JSON object
-	ErrOut io.Writer // status and progress bars
+	Out    io.Writer // the summary and conflicts: text; or with JSON every line (output.go)
+	ErrOut io.Writer // status and progress bars (text); bars and the error (JSON)
 	JSON   bool
 	Quiet  bool
 	// ErrIsTerminal says whether ErrOut is a terminal (progress bars).
@@ -109,7 +109,9 @@ window twice writes nothing the second time.
 
 --dry-run reads the tables and Cosmos DB and writes nothing anywhere; the
 summary says what would be created, replaced, pruned, and lists the
-conflicts. With --output json stdout gets one {"type":"summary"} object.
+conflicts. With --output json stdout gets {"type":"progress"} and
+"status" lines, then one {"type":"summary"} object (and a {"type":"error"}
+line when replay fails or leaves conflicts).
 
 Exit 4 when conflicts are left unresolved, else 3 when rows were
 dead-lettered; 1 when another process holds the state directory.`,
@@ -223,17 +225,13 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 		return err
 	}
 
-	status := func(format string, args ...any) {
-		if !opts.Quiet {
-			fmt.Fprintf(opts.ErrOut, "replay: "+format+"\n", args...)
-		}
-	}
+	o := newOutput("replay", opts.Out, opts.ErrOut, opts.JSON, opts.Quiet)
 	opts.pacer = opts.RU.pacer()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	status("%s", svc.where)
+	o.status("%s", svc.where)
 	if len(svc.missing) > 0 {
 		return &notProvisionedError{Missing: svc.missing}
 	}
@@ -241,18 +239,15 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 		return err
 	}
 	if opts.Follow {
-		status("following rows changed since %s: a pass every %s, each from the newest change read less %s; SIGINT or SIGTERM stops after the pass in progress",
+		o.status("following rows changed since %s: a pass every %s, each from the newest change read less %s; SIGINT or SIGTERM stops after the pass in progress",
 			since.Format(time.RFC3339Nano), opts.Interval, opts.Skew)
-		return replayFollow(ctx, opts, m, svc.deps)
+		return replayFollow(ctx, o, opts, m, svc.deps)
 	}
 	var bars *barProgress
-	svc.deps.Progress, bars, m.CountRows = newProgress(progressOptions{
-		out: opts.Out, errOut: opts.ErrOut, quiet: opts.Quiet, json: opts.JSON, terminal: opts.ErrIsTerminal,
-		now: time.Now, ru: recentRU(opts.pacer),
-	})
-	status("rows changed since %s", since.Format(time.RFC3339Nano))
+	svc.deps.Progress, bars, m.CountRows = newProgress(o, opts.ErrIsTerminal, time.Now, recentRU(opts.pacer))
+	o.status("rows changed since %s", since.Format(time.RFC3339Nano))
 	if m.DryRun {
-		status("dry run: nothing will be written")
+		o.status("dry run: nothing will be written")
 	}
 
 	s, err := migrate.Replay(ctx, m, svc.deps)
@@ -263,8 +258,8 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 		ru := newRUReport(opts.pacer, s.Totals.Writes())
 		end := endingOf(err, ctx.Err() != nil)
 		var werr error
-		if opts.JSON {
-			werr = writeReplayJSON(opts.Out, s, ru, end)
+		if o.json() {
+			werr = writeReplayJSON(o.lines, s, ru, end)
 		} else {
 			werr = writeReplayText(opts.Out, s, ru, end)
 		}
@@ -413,27 +408,24 @@ func valueText(v json.RawMessage) string {
 	return string(v)
 }
 
-// writeReplayJSON prints the summary as one {"type":"summary"} object;
-// "complete" is false when replay stopped before the end (end); "ru" is
-// its request units.
-func writeReplayJSON(w io.Writer, s migrate.ReplaySummary, ru ruReport, end ending) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(struct {
-		Type     string `json:"type"`
-		Complete bool   `json:"complete"`
+// writeReplayJSON prints the summary as one summary line; "complete" is
+// false when replay stopped before the end (end); "ru" is its request
+// units.
+func writeReplayJSON(lines *jsonLines, s migrate.ReplaySummary, ru ruReport, end ending) error {
+	return lines.emit(lineSummary, struct {
+		Complete bool `json:"complete"`
 		migrate.ReplaySummary
 		RU ruReport `json:"ru"`
-	}{"summary", end == endedDone, s, ru})
+	}{end == endedDone, s, ru})
 }
 
 // replayFollow runs replay passes until ctx ends (SPEC §16), then prints
 // the totals and the conflicts of every pass; exit 4 when any conflict
 // was left, else 3 when rows were dead-lettered.
-func replayFollow(ctx context.Context, opts *ReplayOptions, m migrate.ReplayOptions, deps migrate.ReplayDeps) error {
+func replayFollow(ctx context.Context, o *output, opts *ReplayOptions, m migrate.ReplayOptions, deps migrate.ReplayDeps) error {
 	var total migrate.ReplayCounts
 	m.CountRows = false
-	f, err := followPasses(ctx, opts.Out, opts.JSON, "replay", migrate.FollowOptions{Since: m.Since, Interval: opts.Interval, Skew: opts.Skew},
+	f, err := followPasses(ctx, o, migrate.FollowOptions{Since: m.Since, Interval: opts.Interval, Skew: opts.Skew},
 		func(pctx context.Context, since time.Time) (pass[migrate.Conflict], error) {
 			m.Since = since
 			s, err := migrate.Replay(pctx, m, deps)
@@ -455,14 +447,13 @@ func replayFollow(ctx context.Context, opts *ReplayOptions, m migrate.ReplayOpti
 		return err
 	}
 	ru := newRUReport(opts.pacer, total.Writes())
-	if opts.JSON {
-		err = writeJSONLine(opts.Out, struct {
-			Type      string               `json:"type"`
+	if o.json() {
+		err = o.lines.emit(lineSummary, struct {
 			Passes    int                  `json:"passes"`
 			Totals    migrate.ReplayCounts `json:"totals"`
 			Conflicts []migrate.Conflict   `json:"conflicts"`
 			RU        ruReport             `json:"ru"`
-		}{"summary", f.passes, total, f.listed(), ru})
+		}{f.passes, total, f.listed(), ru})
 	} else {
 		fmt.Fprintf(opts.Out, "followed for %d pass(es): %d row(s) read, %d written, %d conflict(s), %d dead letter(s)\n",
 			f.passes, total.Rows, total.Writes(), len(f.conflicts), total.DeadLetters)

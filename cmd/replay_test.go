@@ -125,23 +125,29 @@ func (e *replayEnv) replayArgs(extra ...string) []string {
 		"--state-dir", e.stateDir, "--quiet"}, extra...)
 }
 
+// replaySummaryOf returns the summary of replay's --output json: progress
+// and status lines, then the summary, then an error line only when replay
+// failed.
 func replaySummaryOf(t *testing.T, stdout, stderr string) migrate.ReplaySummary {
 	t.Helper()
-	var s struct {
-		Type string `json:"type"`
-		migrate.ReplaySummary
+	lines := parseJSONLines(t, stdout)
+	end := len(lines) - 1
+	if end > 0 && lines[end].Type == lineError {
+		end--
 	}
-	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-	for _, l := range lines[:len(lines)-1] {
-		var p struct{ Type string }
-		if err := json.Unmarshal([]byte(l), &p); err != nil || p.Type != "progress" {
-			t.Fatalf("stdout line is not a progress line (%v): %s\nstderr:\n%s", err, l, stderr)
+	for _, l := range lines[:max(end, 0)] {
+		if l.Type != lineProgress && l.Type != lineStatus {
+			t.Fatalf("stdout line is not a progress or status line: %s\nstderr:\n%s", l.Raw, stderr)
 		}
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil || s.Type != "summary" {
-		t.Fatalf("stdout does not end with a summary (%v):\n%s\nstderr:\n%s", err, stdout, stderr)
+	var s migrate.ReplaySummary
+	if end < 0 || lines[end].Type != lineSummary {
+		t.Fatalf("stdout does not end with a summary (and an error line):\n%s\nstderr:\n%s", stdout, stderr)
 	}
-	return s.ReplaySummary
+	if err := json.Unmarshal([]byte(lines[end].Raw), &s); err != nil {
+		t.Fatalf("summary: %v\n%s", err, lines[end].Raw)
+	}
+	return s
 }
 
 // wantTotals compares the counts that matter with want.
@@ -489,8 +495,15 @@ func TestReplayClosedTablesPort(t *testing.T) {
 		if code != ExitFatal || lastLine(errOut.String()) != want {
 			t.Errorf("--output %s: exit %d, stderr:\n%s\nwant exit 1 and last line\n%s", output, code, errOut, want)
 		}
-		if strings.Contains(out.String(), "OK") || out.Len() != 0 {
+		if strings.Contains(out.String(), "OK") || output == "text" && out.Len() != 0 {
 			t.Errorf("--output %s: stdout claims something:\n%s", output, out)
+		}
+		if output == "json" {
+			// Only the error line, with the sentence stderr ends with.
+			lines := checkJSONRun(t, "replay --output json", code, out.String(), errOut.String(), false)
+			if len(lines) != 1 || "bifrost-migrate: "+lines[0].str("message") != want {
+				t.Errorf("--output json: stdout:\n%s", out)
+			}
 		}
 		if strings.Contains(errOut.String(), "OK") {
 			t.Errorf("--output %s: stderr says OK:\n%s", output, errOut)
@@ -528,7 +541,7 @@ func TestReplaySummaryLastLine(t *testing.T) {
 			t.Errorf("%s: says OK:\n%s", tc.name, b.String())
 		}
 		b.Reset()
-		if err := writeReplayJSON(&b, tc.s, ruReport{}, tc.end); err != nil {
+		if err := writeReplayJSON(newJSONLines(&b), tc.s, ruReport{}, tc.end); err != nil {
 			t.Fatal(err)
 		}
 		var j struct{ Complete bool }

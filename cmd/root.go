@@ -282,8 +282,8 @@ With no connection settings it targets the local emulators: Azurite
 	pf.StringVar(&f.Global.CosmosConnection, "cosmos-connection", "", "Cosmos DB connection string AccountEndpoint=...;AccountKey=...; [$CosmosDBConnection]")
 	pf.StringVar(&f.Global.CosmosEndpoint, "cosmos-endpoint", "", "Cosmos DB endpoint, authenticated with Microsoft Entra ID [$BIFROST_COSMOS_ENDPOINT]")
 	pf.StringVar(&f.Global.Database, "database", "bifrost", "Cosmos DB database")
-	pf.StringVar(&f.Global.Output, "output", "text", "output format: text or json")
-	pf.BoolVar(&f.Global.Quiet, "quiet", false, "no progress output")
+	pf.StringVar(&f.Global.Output, "output", "text", "output format: text, or json (stdout: one JSON object per line, each with a \"type\": progress, status, warning, summary, error)")
+	pf.BoolVar(&f.Global.Quiet, "quiet", false, "no progress or status output (warnings, results and errors remain)")
 	pf.DurationVar(&f.Global.RetryTimeout, "retry-timeout", azure.DefaultRetryTimeout, "how long to keep retrying one request that is throttled (429) or fails transiently before giving up, waits included")
 	pf.StringVar(&f.Global.LogFile, "log-file", "", "append a timestamped log of what the command does (pages, retries, dead letters, checkpoints; never secrets) to `FILE`")
 	pf.BoolVar(&f.Global.Verbose, "verbose", false, "print every HTTP request (method, host, path, status; never query strings, headers or bodies) on stderr")
@@ -349,7 +349,9 @@ func Main() int {
 }
 
 // Execute runs the command line args with f and returns the exit status,
-// printing any error to f.ErrOut (see errorText).
+// printing any error to f.ErrOut (see errorText) and, with --output json,
+// also as the last line on f.Out: {"type":"error","exit":N,"message":…},
+// usage errors found before the command ran included.
 func Execute(ctx context.Context, f *Factory, args []string) int {
 	root := NewRootCmd(f)
 	root.SetArgs(args)
@@ -373,8 +375,23 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	if code == ExitFatal && isCobraUsage(err) {
 		code = ExitUsage
 	}
-	fmt.Fprint(f.ErrOut, errorText(f, err, code))
+	printError(f, err, code, f.Global.JSON() || outputArg(args) == "json")
 	return code
+}
+
+// printError prints err, which ends the command with exit status code:
+// errorText on f.ErrOut and, when asJSON, the error line with the same
+// sentence on f.Out. Failing to write the error line is said on
+// f.ErrOut.
+func printError(f *Factory, err error, code int, asJSON bool) {
+	fmt.Fprint(f.ErrOut, errorText(f, err, code))
+	if !asJSON {
+		return
+	}
+	msg, _ := errorMessage(f, err, code)
+	if jerr := newJSONLines(f.Out).emit(lineError, errorLine{Exit: code, Message: msg}); jerr != nil {
+		fmt.Fprintf(f.ErrOut, "bifrost-migrate: %s\n", f.Redact(jerr.Error()))
+	}
 }
 
 // redactArgs returns the command line with the values of the connection
@@ -398,23 +415,32 @@ func redactArgs(args []string) []string {
 	return out
 }
 
-// errorText is what Execute prints for err, which ends the command with
-// exit status code: lines scrubbed of every secret of the settings, the
-// last one the error. An error from a service becomes the sentence that
-// explain gives, which says what to do; with --verbose the error's own
-// text, the service's answer included, comes on the line before it.
-func errorText(f *Factory, err error, code int) string {
-	var b strings.Builder
-	raw := f.Redact(err.Error())
-	msg := raw
+// errorMessage is the sentence that reports err, which ends the command
+// with exit status code, scrubbed of every secret of the settings: for an
+// error from a service, the sentence explain gives, which says what to
+// do; else the error's own text. raw is the error's own text, scrubbed
+// too, which --verbose prints before the sentence when they differ.
+func errorMessage(f *Factory, err error, code int) (msg, raw string) {
+	raw = f.Redact(err.Error())
 	switch {
 	case code == ExitInterrupted:
-		msg = "interrupted: " + raw
+		return "interrupted: " + raw, raw
 	case explain(err) != "":
-		msg = f.Redact(explain(err))
-		if f.Global.Verbose && raw != msg {
-			fmt.Fprintf(&b, "bifrost-migrate: (--verbose) %s\n", strings.TrimRight(raw, "\n"))
-		}
+		return f.Redact(explain(err)), raw
+	}
+	return raw, raw
+}
+
+// errorText is what Execute prints on stderr for err, which ends the
+// command with exit status code: lines scrubbed of every secret of the
+// settings, the last one the error's sentence (errorMessage); with
+// --verbose the error's own text, the service's answer included, comes
+// on the line before it.
+func errorText(f *Factory, err error, code int) string {
+	var b strings.Builder
+	msg, raw := errorMessage(f, err, code)
+	if f.Global.Verbose && raw != msg && code != ExitInterrupted {
+		fmt.Fprintf(&b, "bifrost-migrate: (--verbose) %s\n", strings.TrimRight(raw, "\n"))
 	}
 	fmt.Fprintf(&b, "bifrost-migrate: %s\n", msg)
 	if code == ExitUsage {

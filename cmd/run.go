@@ -22,8 +22,8 @@ import (
 
 // RunOptions are the flags and dependencies of `bifrost-migrate run`.
 type RunOptions struct {
-	Out    io.Writer // the summary: a table, or one JSON object (after JSON progress lines)
-	ErrOut io.Writer // status and progress bars
+	Out    io.Writer // the summary: a table; or with JSON every line (output.go)
+	ErrOut io.Writer // status and progress bars (text); bars and the error (JSON)
 	JSON   bool
 	Quiet  bool
 	// ErrIsTerminal says whether ErrOut is a terminal (progress bars).
@@ -104,8 +104,9 @@ started KB of each doc) and stored size, and with --show N, N redacted
 sample docs per kind.
 
 Progress bars (one per table) appear on stderr when it is a terminal,
-unless --quiet; with --output json, stdout gets {"type":"progress"} lines
-and one {"type":"summary"} object. The summary counts rows per table, kind
+unless --quiet; with --output json, stdout gets {"type":"progress"},
+"status" and "warning" lines, then one {"type":"summary"} object (and a
+{"type":"error"} line when run fails). The summary counts rows per table, kind
 and disposition, warnings by reason, blobs uploaded, request units, elapsed
 time and docs/s.
 
@@ -217,17 +218,13 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return err
 	}
 
-	status := func(format string, args ...any) {
-		if !opts.Quiet {
-			fmt.Fprintf(opts.ErrOut, "run: "+format+"\n", args...)
-		}
-	}
+	o := newOutput("run", opts.Out, opts.ErrOut, opts.JSON, opts.Quiet)
 	opts.pacer = opts.RU.pacer()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	status("%s", svc.where)
+	o.status("%s", svc.where)
 	if len(svc.missing) > 0 {
 		if !m.DryRun {
 			return &notProvisionedError{Missing: svc.missing}
@@ -236,7 +233,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		for i, r := range svc.missing {
 			names[i] = r.String()
 		}
-		status("dry run: %s missing (run `bifrost-migrate init` before the real run)", strings.Join(names, ", "))
+		o.warning("dry run: %s missing (run `bifrost-migrate init` before the real run)", strings.Join(names, ", "))
 		if svc.noBlobContainer {
 			svc.deps.Blobs = emptyBlobs{}
 		}
@@ -246,14 +243,14 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	m.Target = svc.target
 
-	po := progressOptions{out: opts.Out, errOut: opts.ErrOut, quiet: opts.Quiet, json: opts.JSON, terminal: opts.ErrIsTerminal, now: time.Now}
+	var ru ruRecent
 	if !m.DryRun {
-		po.ru = recentRU(opts.pacer)
+		ru = recentRU(opts.pacer)
 	}
 	var bars *barProgress
-	svc.deps.Progress, bars, m.CountRows = newProgress(po)
+	svc.deps.Progress, bars, m.CountRows = newProgress(o, opts.ErrIsTerminal, time.Now, ru)
 	if m.DryRun {
-		status("dry run: nothing will be written (not even %s)", m.StateDir)
+		o.status("dry run: nothing will be written (not even %s)", m.StateDir)
 	}
 
 	s, err := migrate.Run(ctx, m, svc.deps)
@@ -267,8 +264,8 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 			ru = &r
 		}
 		var werr error
-		if opts.JSON {
-			werr = writeRunJSON(opts.Out, s, ru)
+		if o.json() {
+			werr = writeRunJSON(o.lines, s, ru)
 		} else {
 			werr = writeRunText(opts.Out, s, ru, opts.RU.MaxRU, endingOf(err, ctx.Err() != nil))
 		}
@@ -515,14 +512,11 @@ func writePlanText(w io.Writer, s migrate.Summary, maxRU float64) error {
 	return nil
 }
 
-// writeRunJSON prints the summary as one {"type":"summary"} object; ru,
-// this session's request units, is its "ru" (absent in a dry run).
-func writeRunJSON(w io.Writer, s migrate.Summary, ru *ruReport) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(struct {
-		Type string `json:"type"`
+// writeRunJSON prints the summary as one summary line; ru, this session's
+// request units, is its "ru" (absent in a dry run).
+func writeRunJSON(lines *jsonLines, s migrate.Summary, ru *ruReport) error {
+	return lines.emit(lineSummary, struct {
 		migrate.Summary
 		RU *ruReport `json:"ru,omitempty"`
-	}{"summary", s, ru})
+	}{s, ru})
 }

@@ -335,13 +335,14 @@ func TestRunKillAndResume(t *testing.T) {
 				t.Fatalf("state after the kills: %v", err)
 			}
 			last := p.run(killTrigger{}, nil, stateDir, args)
+			// args have --output json: status lines are on stdout.
 			switch {
 			case saved == nil:
 				t.Logf("killed %d time(s) before any state was saved", killed)
-			case saved.Done && !strings.Contains(last.stderr, "already completed"):
-				t.Errorf("the saved run was done but the rerun does not say so:\n%s", last.stderr)
-			case !saved.Done && !strings.Contains(last.stderr, "resuming run "+saved.RunID):
-				t.Errorf("the rerun does not say it resumes run %s:\n%s", saved.RunID, last.stderr)
+			case saved.Done && !strings.Contains(last.stdout, "already completed"):
+				t.Errorf("the saved run was done but the rerun does not say so:\n%s", last.stdout)
+			case !saved.Done && !strings.Contains(last.stdout, `{"type":"status","message":"resuming run `+saved.RunID):
+				t.Errorf("the rerun does not say it resumes run %s:\n%s", saved.RunID, last.stdout)
 			}
 			if st, err := migrate.LoadState(stateDir); err != nil || st == nil || !st.Done {
 				t.Errorf("state after the last run: %+v, %v; want done", st, err)
@@ -362,6 +363,11 @@ func TestRunKillAndResume(t *testing.T) {
 		if !strings.Contains(r.stderr, "interrupted") || !strings.Contains(r.stderr, "state saved") {
 			t.Errorf("stderr does not say it was interrupted with its state saved:\n%s", r.stderr)
 		}
+		// --output json: the same sentence ends stdout, with exit 130.
+		outLines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		if last := outLines[len(outLines)-1]; !strings.HasPrefix(last, `{"type":"error","exit":130,"message":"interrupted: state saved in `) {
+			t.Errorf("stdout does not end with the error line:\n%s", r.stdout)
+		}
 		st, err := migrate.LoadState(stateDir)
 		if err != nil || st == nil {
 			t.Fatalf("state after SIGINT: %v, %v", st, err)
@@ -374,8 +380,8 @@ func TestRunKillAndResume(t *testing.T) {
 			t.Errorf("the interrupted run's summary says complete")
 		}
 		last := p.run(killTrigger{}, nil, stateDir, args)
-		if !strings.Contains(last.stderr, "resuming run "+st.RunID) {
-			t.Errorf("the rerun does not say it resumes run %s:\n%s", st.RunID, last.stderr)
+		if !strings.Contains(last.stdout, `{"type":"status","message":"resuming run `+st.RunID) {
+			t.Errorf("the rerun does not say it resumes run %s:\n%s", st.RunID, last.stdout)
 		}
 		if s := resSummary(t, last.stdout); !s.Resumed || s.RunID != st.RunID {
 			t.Errorf("rerun summary: resumed %v, run id %q; want resumed %q", s.Resumed, s.RunID, st.RunID)

@@ -108,16 +108,10 @@ func summaryOf(t *testing.T, stdout string) migrate.Summary {
 		s     migrate.Summary
 		found int
 	)
-	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
-		var head struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal([]byte(line), &head); err != nil {
-			t.Fatalf("stdout line is not JSON: %q", line)
-		}
-		if head.Type == "summary" {
+	for _, line := range parseJSONLines(t, stdout) {
+		if line.Type == lineSummary {
 			found++
-			if err := json.Unmarshal([]byte(line), &s); err != nil {
+			if err := json.Unmarshal([]byte(line.Raw), &s); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -595,12 +589,21 @@ func TestRunMissingSourceTable(t *testing.T) {
 	}
 	for _, args := range [][]string{{"run"}, {"run", "--dry-run"}, {"--output", "json", "run"}} {
 		code, stdout, stderr := e.cli(args...)
-		want := "bifrost-migrate: source table " + e.prefix + "Entities does not exist in " + testenv.Storage(t).TableEndpoint +
+		sentence := "source table " + e.prefix + "Entities does not exist in " + testenv.Storage(t).TableEndpoint +
 			"; check the tables connection, or choose tables with --tables"
+		want := "bifrost-migrate: " + sentence
 		if code != ExitFatal || lastLine(stderr) != want {
 			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 1 and last line\n%s", args, code, stderr, want)
 		}
-		if strings.Contains(stdout+stderr, "run again") || stdout != "" {
+		json := args[0] == "--output"
+		if json {
+			// stdout: the start-up status line and the error line.
+			lines := checkJSONRun(t, "run --output json", code, stdout, stderr, false)
+			if len(lines) != 2 || lines[0].Type != lineStatus || lines[1].str("message") != sentence {
+				t.Errorf("%v: stdout:\n%s", args, stdout)
+			}
+		}
+		if strings.Contains(stdout+stderr, "run again") || !json && stdout != "" {
 			t.Errorf("%v: stdout %q, stderr %q: nothing may be printed but the error", args, stdout, stderr)
 		}
 		if _, err := os.Stat(e.stateDir); !os.IsNotExist(err) {
@@ -839,8 +842,9 @@ func TestRunSIGINTThenResume(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("rerun: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "resuming run "+st.RunID) {
-		t.Errorf("the rerun does not say it resumes:\n%s", stderr.String())
+	// With --output json the status line is on stdout.
+	if !strings.Contains(stdout.String(), `{"type":"status","message":"resuming run `+st.RunID) {
+		t.Errorf("the rerun does not say it resumes:\n%s", stdout.String())
 	}
 	s := summaryOf(t, stdout.String())
 	if !s.Resumed || !s.Complete || s.Tables[0].Rows != 3000 || s.Tables[1].Rows != 12000 {

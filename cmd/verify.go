@@ -24,8 +24,8 @@ import (
 
 // VerifyOptions are the flags and dependencies of `bifrost-migrate verify`.
 type VerifyOptions struct {
-	Out    io.Writer // the report: a table, or one JSON object
-	ErrOut io.Writer // status
+	Out    io.Writer // the report: a table; or with JSON every line (output.go)
+	ErrOut io.Writer // status (text); the error (JSON)
 	JSON   bool
 	Quiet  bool
 	Now    func() time.Time
@@ -99,7 +99,10 @@ Output: a table per table and kind (rows, expected docs, matched,
 missing, different, orphans, rows skipped by disposition), then the first
 20 differences with their field paths and both values (secrets redacted).
 --report FILE writes everything as JSON. --sample F checks a deterministic
-fraction of the rows, chosen by a hash of their keys.
+fraction of the rows, chosen by a hash of their keys. With --output json,
+stdout gets {"type":"progress"} lines (the phases) and "status" lines, then
+one {"type":"summary"} object with the first 20 of each list (and a
+{"type":"error"} line when verify fails).
 
 Exit 0 ("verify: OK") only when no row is dead-lettered and no doc is
 missing, different or orphaned; else 3.`,
@@ -181,27 +184,22 @@ func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verify
 	return s, err
 }
 
-// stderrProgress prints verify's phases on stderr: text lines, or with
-// --output json {"type":"progress","step":…} lines, with the request
-// units per second and the throttled share of the last seconds.
-type stderrProgress struct {
-	w    io.Writer
-	json bool
-	ru   ruRecent
+// verifyProgress reports verify's phases to its output: "verify: step"
+// status lines on stderr, or with --output json stepProgress lines, with
+// the request units per second and the throttled share of the last
+// seconds. It is safe for concurrent use.
+type verifyProgress struct {
+	o  *output
+	ru ruRecent
 }
 
-func (p stderrProgress) Step(msg string) {
-	perSecond, share := p.ru()
-	if p.json {
-		_ = verify.WriteJSON(p.w, struct {
-			Type           string  `json:"type"`
-			Step           string  `json:"step"`
-			RUPerSecond    float64 `json:"ruPerSecond"`
-			ThrottledShare float64 `json:"throttledShare"`
-		}{"progress", msg, perSecond, share})
+func (p verifyProgress) Step(msg string) {
+	if p.o.json() {
+		// A write error is kept by lines and returned by the summary's emit.
+		_ = p.o.lines.emit(lineProgress, stepProgress{Step: msg, ruNow: newRUNow(p.ru)})
 		return
 	}
-	fmt.Fprintf(p.w, "verify: %s\n", msg)
+	p.o.status("%s", msg)
 }
 
 // verifyRun runs the engine and prints the report; rows not migrated and
@@ -227,14 +225,15 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		// share of the budget, so that no 5-second window exceeds it.
 		opts.PageSize = min(opts.PageSize, max(100, int(opts.RU.MaxRU/10)))
 	}
+	o := newOutput("verify", opts.Out, opts.ErrOut, opts.JSON, opts.Quiet)
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
 	}
 	v := svc.verifier
+	o.status("%s", svc.where)
 	if !opts.Quiet {
-		v.Progress = stderrProgress{opts.ErrOut, opts.JSON, recentRU(opts.pacer)}
-		v.Progress.Step(svc.where)
+		v.Progress = verifyProgress{o, recentRU(opts.pacer)}
 	}
 	if len(svc.missing) > 0 {
 		return &notProvisionedError{Missing: svc.missing}
@@ -260,19 +259,18 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	} else if !errors.Is(serr, fs.ErrNotExist) {
 		return fmt.Errorf("--state-dir: %w", serr)
 	}
-	if !opts.Quiet {
-		v.Progress.Step(fmt.Sprintf("%d rows in %.1fs (%.0f rows/s)", r.Totals.Rows, r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9)))
-		if !opts.JSON {
-			ru.writeText(prefixed{opts.ErrOut, "verify: "})
-		}
+	o.status("%d rows in %.1fs (%.0f rows/s)", r.Totals.Rows, r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9))
+	if !opts.Quiet && !o.json() {
+		// With --output json, the summary's "ru" says the same.
+		ru.writeText(prefixed{opts.ErrOut, "verify: "})
 	}
 	if opts.ReportFile != "" {
 		if err := writeReportFile(opts.ReportFile, r); err != nil {
 			return err
 		}
 	}
-	if opts.JSON {
-		err = verify.WriteJSON(opts.Out, struct {
+	if o.json() {
+		err = o.lines.emit(lineSummary, struct {
 			*verify.Report
 			RU ruReport `json:"ru"`
 		}{r.Summary(), ru})
@@ -302,7 +300,12 @@ func writeReportFile(name string, r *verify.Report) error {
 	}
 	enc := json.NewEncoder(f)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
+	// The file is one document, not --output json lines; its "type" says
+	// what it is.
+	if err := enc.Encode(struct {
+		Type string `json:"type"`
+		*verify.Report
+	}{"verify", r}); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("--report: %w", err)

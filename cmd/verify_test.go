@@ -737,27 +737,35 @@ func TestVerifyJSONOutputAndNoSecrets(t *testing.T) {
 	if code != ExitPartial {
 		t.Fatalf("exit %d, want 3: %s", code, stderr)
 	}
-	if strings.Count(stdout, "\n") != 1 {
-		t.Fatalf("stdout is not one JSON line:\n%s", stdout)
+	// stdout: the start-up status line, a progress line per phase, the
+	// status line that counts the rows, the summary and the error line;
+	// stderr only the error's sentence.
+	lines := parseJSONLines(t, stdout)
+	if len(lines) < 5 || lines[0].Type != lineStatus || !strings.HasPrefix(lines[0].str("message"), "tables ") ||
+		lines[len(lines)-3].Type != lineStatus || lines[len(lines)-2].Type != lineSummary || lines[len(lines)-1].Type != lineError {
+		t.Fatalf("stdout:\n%s", stdout)
+	}
+	for _, l := range lines[1 : len(lines)-3] {
+		var p struct{ Type, Step string }
+		if err := json.Unmarshal([]byte(l.Raw), &p); err != nil || p.Type != "progress" || p.Step == "" {
+			t.Errorf("stdout line is not a progress object: %q", l.Raw)
+		}
 	}
 	var r verify.Report
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+	if err := json.Unmarshal([]byte(lines[len(lines)-2].Raw), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Type != "verify" || r.OK || r.Totals.Missing != 1 || len(r.Missing) != 1 || r.Missing[0].ID != e03ID || len(r.Tables) != 28 ||
+	if r.OK || r.Totals.Missing != 1 || len(r.Missing) != 1 || r.Missing[0].ID != e03ID || len(r.Tables) != 28 ||
 		r.NotMigrated != fixtureDeadLetters || r.DeadLetterFile != filepath.Join(e.stateDir, "dead-letter.jsonl") {
 		t.Errorf("summary %s", stdout)
 	}
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	for _, line := range lines[:len(lines)-1] { // the last line is the error
-		var p struct{ Type, Step string }
-		if err := json.Unmarshal([]byte(line), &p); err != nil || p.Type != "progress" || p.Step == "" {
-			t.Errorf("stderr line is not a progress object: %q", line)
-		}
+	wantErr := "verify found 6 row(s) not migrated (dead letters, see " + filepath.Join(e.stateDir, "dead-letter.jsonl") +
+		"), 1 missing, 0 different and 0 orphan doc(s)"
+	if stderr != "bifrost-migrate: "+wantErr+"\n" {
+		t.Errorf("stderr %q, want only the error", stderr)
 	}
-	if last := lines[len(lines)-1]; last != "bifrost-migrate: verify found 6 row(s) not migrated (dead letters, see "+
-		filepath.Join(e.stateDir, "dead-letter.jsonl")+"), 1 missing, 0 different and 0 orphan doc(s)" {
-		t.Errorf("last stderr line %q", last)
+	if last := lines[len(lines)-1]; last.str("message") != wantErr || string(last.Fields["exit"]) != "3" {
+		t.Errorf("error line %s", last.Raw)
 	}
 	for _, secret := range []string{"AccountKey", "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1", "C2y6yDjf5"} {
 		if strings.Contains(stdout+stderr, secret) {
@@ -886,7 +894,11 @@ func TestVerifyAfterRunWithADeadLetteredRow(t *testing.T) {
 	code, stdout, stderr = e.cli("verify", "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs,
 		"--state-dir", e.stateDir, "--quiet", "--output", "json")
 	var sum verify.Report
-	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || code != ExitPartial || sum.OK || sum.NotMigrated != 1 || sum.DeadLetterFile != file {
+	lines := parseJSONLines(t, stdout)
+	if len(lines) != 2 || lines[0].Type != lineSummary || lines[1].Type != lineError {
+		t.Fatalf("--output json --quiet: stdout is not the summary and the error line:\n%s", stdout)
+	}
+	if err := json.Unmarshal([]byte(lines[0].Raw), &sum); err != nil || code != ExitPartial || sum.OK || sum.NotMigrated != 1 || sum.DeadLetterFile != file {
 		t.Errorf("--output json: exit %d, %v:\n%s", code, err, stdout)
 	}
 	if got, want := lastLine(stderr), "bifrost-migrate: verify found 1 row(s) not migrated (dead letters, see "+file+"), 0 missing, 0 different and 0 orphan doc(s)"; got != want {

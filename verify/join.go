@@ -27,7 +27,6 @@ type detailJob struct {
 // changes neither index: it is pure.
 func join(rows *rowIndex, docs *docIndex, tables []string, sample float64) (*Report, []detailJob) {
 	r := &Report{
-		Type:            "verify",
 		AppWritten:      map[string]int{},
 		Docs:            docs.read,
 		Warnings:        rows.warnings,

@@ -117,7 +117,6 @@ type Settings struct {
 
 // Report is everything verify found. It is what --report writes.
 type Report struct {
-	Type     string       `json:"type"` // "verify"
 	Settings Settings     `json:"settings"`
 	OK       bool         `json:"ok"`
 	Totals   Counts       `json:"totals"`
@@ -169,7 +168,6 @@ const ShownDifferences = 20
 // ShownDifferences entries, for --output json.
 func (r *Report) Summary() *Report {
 	s := *r
-	s.Type = "verify"
 	s.DanglingIndexes = first(r.DanglingIndexes, ShownDifferences)
 	s.Missing = first(r.Missing, ShownDifferences)
 	s.Orphans = first(r.Orphans, ShownDifferences)
@@ -182,11 +180,6 @@ func first[T any](s []T, n int) []T {
 		return s[:n]
 	}
 	return s
-}
-
-// WriteJSON writes v as one line of JSON.
-func WriteJSON(w io.Writer, v any) error {
-	return json.NewEncoder(w).Encode(v)
 }
 
 // WriteText writes the per-table and kind table, the application-written
