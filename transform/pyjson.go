@@ -54,6 +54,9 @@ func appendPythonJSON(b []byte, v any) ([]byte, error) {
 	case json.Number:
 		return appendPythonNumber(b, string(x))
 	case *JSON:
+		if x == nil {
+			return b, fmt.Errorf("python json: nil *JSON")
+		}
 		return appendPythonJSON(b, x.Value())
 	case Doc:
 		b = append(b, '{')
