@@ -230,11 +230,11 @@ var kindsByType = map[string]*revKind{
 // doc has it, else from its type, id and scope. It dead-letters and
 // returns false when it cannot.
 func (r *reverser) locate() bool {
-	var ok bool
-	r.docType, ok = r.str("type")
-	r.id, _ = r.str("id")
+	var typeOK, idOK bool
+	r.docType, typeOK = r.str("type")
+	r.id, idOK = r.str("id")
 	r.scp, _ = r.str("scope")
-	if !ok || !r.doc.Has("id") {
+	if !typeOK || !idOK {
 		r.dead(ReverseBadDoc, "no string id or type")
 		return false
 	}
@@ -353,15 +353,19 @@ func (r *reverser) deriveRowKey() bool {
 
 // keyFromID returns the key a doc id was made from: the id after the
 // kind's prefix, percent-decoded, when encoding it again gives the id;
-// else the doc's key field when that gives the id (a truncated id).
+// for a truncated id (SanitizeID), the doc's key field when that gives
+// the id.
 func (r *reverser) keyFromID(keyField string) (string, bool) {
 	prefix := r.kind.idPrefix
-	if rest, ok := strings.CutPrefix(r.id, prefix); ok {
-		if raw, err := DecodeID(rest); err == nil {
-			if id, _, _ := SanitizeID(prefix + raw); id == r.id {
-				return raw, true
+	if !looksTruncated(r.id) {
+		if rest, ok := strings.CutPrefix(r.id, prefix); ok {
+			if raw, err := DecodeID(rest); err == nil {
+				if id, _, _ := SanitizeID(prefix + raw); id == r.id {
+					return raw, true
+				}
 			}
 		}
+		return "", false
 	}
 	if keyField != "" {
 		if key, ok := r.str(keyField); ok {
@@ -371,6 +375,23 @@ func (r *reverser) keyFromID(keyField string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// looksTruncated reports whether an id has the form SanitizeID gives a
+// long one: at most 238 bytes (a few less where the cut backs off a
+// character or an escape), "~" and 16 lower-case hex digits. Such an id
+// encodes itself, so only its length and suffix tell it from a short one.
+func looksTruncated(id string) bool {
+	n := len(id)
+	if n < idTruncatedPrefix+17-5 || n > MaxIDBytes || id[n-17] != '~' {
+		return false
+	}
+	for i := n - 16; i < n; i++ {
+		if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // relationshipRowKey derives a relationship's RowKey from its kind and

@@ -436,3 +436,78 @@ func short(v Value, ok bool) string {
 	}
 	return string(js)
 }
+
+// TestReverseIndexRowsOfFixtures: for every fixture execution, with and
+// without its row, the index rows ReverseDoc writes hold every property
+// the fixture's index rows of that execution hold, with the same values
+// (a timestamp in the application's form when written without the row);
+// a status row of a final status is neither written nor deleted, as the
+// repository keeps status rows only for Pending and Running.
+func TestReverseIndexRowsOfFixtures(t *testing.T) {
+	fixtureIndex := map[string][]Row{} // execution id → its index rows
+	for _, fr := range loadFixtureTable(t, fixturesDir, TableRelationships) {
+		switch Kind(fr.row.RowKey) {
+		case "userexec", "workflowexec", "formexec", "status":
+			id := fr.row.RowKey[strings.LastIndexByte(fr.row.RowKey, ':')+1:]
+			fixtureIndex[id] = append(fixtureIndex[id], fr.row)
+		}
+	}
+	checked := 0
+	for _, rr := range fixtureDocRows(t) {
+		if Kind(rr.row.RowKey) != "execution" {
+			continue
+		}
+		id := ExecutionID(rr.row)
+		for _, withRow := range []bool{true, false} {
+			var existing *Row
+			o := rr.out
+			if withRow {
+				existing = &rr.row
+			} else {
+				o.Doc = withoutMigration(o.Doc)
+				o.DocJSON = MustJSON(o.Doc)
+			}
+			ro := reversed(t, o, existing, rtOpts())
+			if ro.DeadLetter != nil {
+				t.Fatalf("%s: %+v", rr.row.RowKey, *ro.DeadLetter)
+			}
+			ours := map[string]Row{}
+			for _, r := range ro.Index {
+				ours[r.RowKey] = r
+			}
+			deleted := map[string]bool{}
+			for _, d := range ro.Delete {
+				deleted[d.RowKey] = true
+			}
+			status := rr.row.Props["Status"].Str
+			for _, f := range fixtureIndex[id] {
+				if Kind(f.RowKey) == "status" && !statusIndexed(status) {
+					if _, ok := ours[f.RowKey]; ok || deleted[f.RowKey] {
+						t.Errorf("%s: status row of a final status written or deleted", f.RowKey)
+					}
+					continue
+				}
+				r, ok := ours[f.RowKey]
+				if !ok {
+					t.Errorf("%s (with row %v): index row %s not written", rr.row.RowKey, withRow, f.RowKey)
+					continue
+				}
+				for name, v := range f.Props {
+					got, ok := r.Props[name]
+					same := ok && DiffRows(Row{Props: map[string]Value{name: got}}, Row{Props: map[string]Value{name: v}}) == nil
+					if tm, parsed := ParseTimestamp(v.Str); !same && !withRow && parsed && got.Str == pythonISOFormat(tm) {
+						same = true // an offset timestamp, in the application's form
+					}
+					if !same {
+						t.Errorf("%s: %s %s, fixture %s", f.RowKey, name, short(got, ok), short(v, true))
+					}
+				}
+				checked++
+			}
+		}
+	}
+	t.Logf("%d fixture index rows compared", checked)
+	if checked < 80 {
+		t.Errorf("only %d fixture index rows compared", checked)
+	}
+}
