@@ -1,9 +1,15 @@
 package transform
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -509,5 +515,90 @@ func TestReverseIndexRowsOfFixtures(t *testing.T) {
 	t.Logf("%d fixture index rows compared", checked)
 	if checked < 80 {
 		t.Errorf("only %d fixture index rows compared", checked)
+	}
+}
+
+// reverseGolden is a ReverseOutcome as a reviewer reads it: rows in the
+// Table service's annotated JSON (EncodeEntity: properties in name order,
+// Edm types annotated).
+type reverseGolden struct {
+	Row        json.RawMessage    `json:"row,omitempty"`
+	Index      []json.RawMessage  `json:"index,omitempty"`
+	Delete     []RowRef           `json:"delete,omitempty"`
+	Uploads    []goldenUpload     `json:"uploads,omitempty"`
+	Warnings   []Warning          `json:"warnings,omitempty"`
+	DeadLetter *ReverseDeadLetter `json:"deadLetter,omitempty"`
+}
+
+// TestReverseGolden compares what ReverseDoc writes for the doc of every
+// fixture row, as run wrote it (with _migration) but without the existing
+// row — what the Table-based application would write for it — with
+// testdata/golden-reverse/<Table>/<RowKey>.golden; -update rewrites them.
+func TestReverseGolden(t *testing.T) {
+	const dir = "testdata/golden-reverse"
+	rows := fixtureDocRows(t)
+	if *update {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	partitions := map[string]map[string]bool{}
+	for _, rr := range rows {
+		k := rr.row.Table + "/" + rr.row.RowKey
+		if partitions[k] == nil {
+			partitions[k] = map[string]bool{}
+		}
+		partitions[k][rr.row.PartitionKey] = true
+	}
+	want := map[string]bool{}
+	for _, rr := range rows {
+		ro := reversed(t, rr.out, nil, rtOpts())
+		g := reverseGolden{Delete: ro.Delete, Warnings: ro.Warnings, DeadLetter: ro.DeadLetter}
+		if ro.DeadLetter == nil {
+			g.Row = EncodeEntity(ro.Row)
+		}
+		for _, r := range ro.Index {
+			g.Index = append(g.Index, EncodeEntity(r))
+		}
+		for _, u := range ro.Uploads {
+			sum := sha256.Sum256(u.Data)
+			g.Uploads = append(g.Uploads, goldenUpload{u.Path, u.ContentType, len(u.Data), hex.EncodeToString(sum[:])})
+		}
+		got, err := json.MarshalIndent(g, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, '\n')
+		name := goldenFileName(rr.row.RowKey, rr.row.PartitionKey, len(partitions[rr.row.Table+"/"+rr.row.RowKey]) > 1)
+		path := filepath.Join(dir, rr.row.Table, name)
+		want[path] = true
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		old, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%s: %v (run go test ./transform -update)", path, err)
+			continue
+		}
+		if !bytes.Equal(old, got) {
+			t.Errorf("%s differs (run go test ./transform -update and review the diff):\n%s", path, got)
+		}
+	}
+	for _, table := range Tables() {
+		entries, _ := os.ReadDir(filepath.Join(dir, table))
+		for _, e := range entries {
+			if p := filepath.Join(dir, table, e.Name()); !want[p] {
+				t.Errorf("stale golden file %s (run go test ./transform -update)", p)
+			}
+		}
+	}
+	if len(want) != len(rows) {
+		t.Errorf("%d golden files for %d rows", len(want), len(rows))
 	}
 }
