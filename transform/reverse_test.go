@@ -269,6 +269,7 @@ func TestReverseNormalizationEtagDropped(t *testing.T) {
 
 func TestReverseNormalizationNotCarried(t *testing.T) {
 	form := `{"PartitionKey":"7c9e","RowKey":"form:f1","Name":"F","IsGlobal":true}`
+	globalKey := `{"PartitionKey":"GLOBAL","RowKey":"systemconfig:globalkey:k1","KeyId":"k1","IsGlobal":false}`
 	exec := `{"PartitionKey":"GLOBAL","RowKey":"execution:8236352607999_e1","ExecutionId":"e1","WorkflowName":"wf","ExecutedBy":"a@x",
 		"Status":"Success","InputData":"{}","StartedAt":"2025-11-20T14:03:12","ResultInBlob":true,"Result":"stale",
 		"Logs":"[{\"msg\": \"hi\"}]"}`
@@ -276,6 +277,8 @@ func TestReverseNormalizationNotCarried(t *testing.T) {
 	for _, c := range []struct{ name, src, table, noRow, withRow string }{
 		{"a form's IsGlobal", form, TableEntities,
 			`{"PartitionKey":"7c9e","RowKey":"form:f1","Name":"F"}`, form},
+		{"a global key's IsGlobal", globalKey, TableConfig,
+			`{"PartitionKey":"GLOBAL","RowKey":"systemconfig:globalkey:k1","KeyId":"k1"}`, globalKey},
 		{"a legacy execution's inline Logs and a Result next to ResultInBlob", exec, TableEntities,
 			`{"PartitionKey":"GLOBAL","RowKey":"execution:8236352607999_e1","ExecutedBy":"a@x","ExecutionId":"e1","InputData":"{}","ResultInBlob":true,"StartedAt":"2025-11-20T14:03:12","Status":"Success","WorkflowName":"wf"}`,
 			exec},
@@ -310,6 +313,27 @@ func TestReverseNormalizationWrittenByApp(t *testing.T) {
 	withRow := runRev(t, string(o.DocJSON), src, TableEntities, nil)
 	if d := DiffRows(withRow.Row, mkRow(t, TableEntities, src)); withRow.DeadLetter != nil || d != nil {
 		t.Errorf("with the row: %+v, differs in %v", withRow.DeadLetter, d)
+	}
+	// Key properties the kind's rows carry: a user's Email, a workflow
+	// key's KeyId, a job's JobName.
+	for _, c := range []struct{ table, src, want string }{
+		{TableEntities, `{"PartitionKey":"GLOBAL","RowKey":"user:a@x","DisplayName":"A"}`,
+			`{"PartitionKey":"GLOBAL","RowKey":"user:a@x","DisplayName":"A","Email":"a@x"}`},
+		{TableConfig, `{"PartitionKey":"GLOBAL","RowKey":"workflowkey:k1","WorkflowId":"wf"}`,
+			`{"PartitionKey":"GLOBAL","RowKey":"workflowkey:k1","KeyId":"k1","WorkflowId":"wf"}`},
+		{TableConfig, `{"PartitionKey":"SYSTEM","RowKey":"jobstatus:sync","Status":"completed"}`,
+			`{"PartitionKey":"SYSTEM","RowKey":"jobstatus:sync","JobName":"sync","Status":"completed"}`},
+		// Not an integration's Name or a connection's ConnectionName.
+		{TableConfig, `{"PartitionKey":"GLOBAL","RowKey":"integration:halo","Type":"psa"}`,
+			`{"PartitionKey":"GLOBAL","RowKey":"integration:halo","Type":"psa"}`},
+		{TableConfig, `{"PartitionKey":"GLOBAL","RowKey":"oauth:graph","Status":"ok"}`,
+			`{"PartitionKey":"GLOBAL","RowKey":"oauth:graph","Status":"ok"}`},
+	} {
+		o := Transform(mkRow(t, c.table, c.src), BlobFacts{}, testOpts())
+		ro := runRev(t, string(o.DocJSON), "", "", nil)
+		if got := string(EncodeEntity(ro.Row)); ro.DeadLetter != nil || got != compact(t, c.want) {
+			t.Errorf("%s without the row: %+v\ngot  %s\nwant %s", c.src, ro.DeadLetter, got, c.want)
+		}
 	}
 }
 
