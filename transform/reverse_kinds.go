@@ -510,3 +510,15 @@ var executionStatuses = []string{"Pending", "Running", "Success", "Failed", "Tim
 // statusIndexed reports the statuses that have a status index row: the
 // repository keeps one only while an execution is Pending or Running.
 func statusIndexed(status string) bool { return status == "Pending" || status == "Running" }
+
+// DocRowRef returns the table and keys of the row a doc goes back to —
+// the row to read before ReverseDoc, whose existing argument it is —
+// or, when they cannot be known, the dead letter ReverseDoc would give.
+// It is pure and safe for concurrent use.
+func DocRowRef(doc Doc) (RowRef, *ReverseDeadLetter) {
+	r := &reverser{doc: doc}
+	if !r.locate() {
+		return RowRef{}, r.fail
+	}
+	return RowRef{r.table, r.pk, r.rk}, nil
+}

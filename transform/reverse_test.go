@@ -932,3 +932,31 @@ func outcomeText(ro ReverseOutcome) string {
 	ro.DeadLetter = nil
 	return fmt.Sprintf("%+v %+v", ro, dl)
 }
+
+// TestDocRowRef: the keys to read the existing row under are the keys
+// ReverseDoc writes, and a doc without keys is the same dead letter.
+func TestDocRowRef(t *testing.T) {
+	for _, js := range []string{
+		`{"id":"e1","type":"execution","scope":"org-7c9e","executionId":"e1","startedAt":"2025-11-20T14:03:12Z"}`,
+		`{"id":"org-3f25","type":"organization","scope":"org-3f25","_migration":{"table":"Entities","partitionKey":"2f1a","rowKey":"org:org-3f25","timestamp":null,"hash":"x"}}`,
+		`{"id":"x","type":"thing","scope":"GLOBAL"}`,
+	} {
+		doc, err := DecodeDocOrdered([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, dl := DocRowRef(doc)
+		ro, err := ReverseDoc(doc, nil, revOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case dl != nil:
+			if ro.DeadLetter == nil || *dl != *ro.DeadLetter {
+				t.Errorf("%s: DocRowRef %+v, ReverseDoc %+v", js, *dl, ro.DeadLetter)
+			}
+		case ref != (RowRef{ro.Row.Table, ro.Row.PartitionKey, ro.Row.RowKey}):
+			t.Errorf("%s: DocRowRef %+v, ReverseDoc's row %s %q %q", js, ref, ro.Row.Table, ro.Row.PartitionKey, ro.Row.RowKey)
+		}
+	}
+}
