@@ -8,7 +8,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -287,10 +286,7 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 }
 
 // replayColumns are the count columns of the text summary.
-var replayColumns = []struct {
-	name string
-	get  func(migrate.ReplayCounts) int64
-}{
+var replayColumns = []countColumn[migrate.ReplayCounts]{
 	{"ROWS", func(c migrate.ReplayCounts) int64 { return c.Rows }},
 	{"CREATED", func(c migrate.ReplayCounts) int64 { return c.Created }},
 	{"REPLACED", func(c migrate.ReplayCounts) int64 { return c.Replaced }},
@@ -314,27 +310,11 @@ func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ruReport, end endi
 		fmt.Fprintf(w, "DRY RUN: nothing was written; the counts say what replay would do.\n")
 	}
 	fmt.Fprintf(w, "replay of rows changed since %s\n\n", s.Since)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprint(tw, "TABLE\tKIND\t")
-	for _, col := range replayColumns {
-		fmt.Fprintf(tw, "%s\t", col.name)
-	}
-	fmt.Fprintln(tw)
-	line := func(table, kind string, c migrate.ReplayCounts) {
-		fmt.Fprintf(tw, "%s\t%s\t", table, kind)
-		for _, col := range replayColumns {
-			fmt.Fprintf(tw, "%d\t", col.get(c))
-		}
-		fmt.Fprintln(tw)
-	}
+	groups := make([]countGroup[migrate.ReplayCounts], 0, len(s.Tables))
 	for _, ts := range s.Tables {
-		for _, k := range sortedKeys(ts.Kinds) {
-			line(ts.Table, k, ts.Kinds[k])
-		}
-		line(ts.Table, "(all)", ts.ReplayCounts)
+		groups = append(groups, countGroup[migrate.ReplayCounts]{ts.Table, ts.Kinds, ts.ReplayCounts})
 	}
-	line("TOTAL", "", s.Totals)
-	if err := tw.Flush(); err != nil {
+	if err := writeCountTable(w, "TABLE", replayColumns, groups, s.Totals); err != nil {
 		return err
 	}
 	if err := writeWarnings(w, s.Warnings); err != nil {

@@ -2,12 +2,14 @@ package cmd_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,8 +114,23 @@ func TestRunLockOneProcessPerStateDir(t *testing.T) {
 		if m[1] != stateDir || m[2] != strconv.Itoa(first.Process.Pid) || err != nil || since.Before(startedAt) || since.After(time.Now()) {
 			t.Errorf("stderr %q: want state directory %s, PID %d, since between %s and now", stderr, stateDir, first.Process.Pid, startedAt.UTC().Format(time.RFC3339))
 		}
-		if stdout != "" {
-			t.Errorf("a refused command printed on stdout: %q", stdout)
+		// Under --output json stdout holds the error line only; in text,
+		// nothing.
+		if !slices.Contains(args, "json") {
+			if stdout != "" {
+				t.Errorf("a refused command printed on stdout: %q", stdout)
+			}
+			t.Logf("refused after %v", elapsed.Round(time.Millisecond))
+			return
+		}
+		var line struct {
+			Type    string `json:"type"`
+			Exit    int    `json:"exit"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &line); err != nil || strings.Count(stdout, "\n") != 1 ||
+			line.Type != "error" || line.Exit != cmd.ExitFatal || "bifrost-migrate: "+line.Message+"\n" != stderr {
+			t.Errorf("a refused command printed on stdout %q; want only the error line with stderr's sentence", stdout)
 		}
 		t.Logf("refused after %v", elapsed.Round(time.Millisecond))
 	}

@@ -1,0 +1,47 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// countColumn is one count column of a summary table.
+type countColumn[C any] struct {
+	name string
+	get  func(C) int64
+}
+
+// countGroup is a table's or a container's counts: per kind, and all.
+type countGroup[C any] struct {
+	name  string
+	kinds map[string]C
+	all   C
+}
+
+// writeCountTable prints counts as a table: a line per group and kind
+// (kinds by name), the group's "(all)" line, and a TOTAL line; head names
+// the first column (TABLE, CONTAINER).
+func writeCountTable[C any](w io.Writer, head string, cols []countColumn[C], groups []countGroup[C], total C) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s\tKIND\t", head)
+	for _, col := range cols {
+		fmt.Fprintf(tw, "%s\t", col.name)
+	}
+	fmt.Fprintln(tw)
+	line := func(group, kind string, c C) {
+		fmt.Fprintf(tw, "%s\t%s\t", group, kind)
+		for _, col := range cols {
+			fmt.Fprintf(tw, "%d\t", col.get(c))
+		}
+		fmt.Fprintln(tw)
+	}
+	for _, g := range groups {
+		for _, k := range sortedKeys(g.kinds) {
+			line(g.name, k, g.kinds[k])
+		}
+		line(g.name, "(all)", g.all)
+	}
+	line("TOTAL", "", total)
+	return tw.Flush()
+}
