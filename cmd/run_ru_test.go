@@ -161,8 +161,8 @@ func TestRunUnderAnRUBudget(t *testing.T) {
 					break
 				}
 			}
-			from := time.Now()
 			p.SetBudget(0)
+			from := time.Now() // after: a request the old budget admitted is no charge of the outage
 			select {
 			case <-ctx.Done():
 			case <-time.After(60 * time.Second):

@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,9 +78,9 @@ func isDocOp(r *http.Request) bool {
 // admit decides on a request: its up-front cost (writes; 0 for reads and
 // queries, charged after) and whether it is throttled. Requests that are
 // not doc operations cost nothing and pass.
-func (b *bucket) admit(r *http.Request, body []byte) (cost float64, throttled bool) {
+func (b *bucket) admit(r *http.Request, body []byte) (cost float64, at time.Time, throttled bool) {
 	if !isDocOp(r) {
-		return 0, false
+		return 0, time.Time{}, false
 	}
 	write := IsDocWrite(r)
 	need := 1e-9 // a read or query needs a bucket that is not empty
@@ -93,12 +94,12 @@ func (b *bucket) admit(r *http.Request, body []byte) (cost float64, throttled bo
 	b.refill(now)
 	if b.balance < need {
 		b.ledger = append(b.ledger, Charge{At: now, Consumer: "client", Write: write, Throttled: true})
-		return cost, true
+		return cost, now, true
 	}
 	if write {
 		b.balance -= cost
 	}
-	return cost, false
+	return cost, now, false
 }
 
 // wait is how long until the bucket holds need RU at its current rate.
@@ -114,18 +115,19 @@ func (b *bucket) wait(need float64) time.Duration {
 
 // charge records an admitted request's answer and returns its cost: the
 // up-front cost of a write, or 1 RU per started KB of the answer of a
-// read or query (debited now).
-func (b *bucket) charge(r *http.Request, cost float64, answerBytes int) float64 {
+// read or query (debited now). The ledger dates it at its admission, when
+// the budget let it through: a request in flight when the budget changes
+// counts in the window that admitted it.
+func (b *bucket) charge(r *http.Request, cost float64, admitted time.Time, answerBytes int) float64 {
 	write := IsDocWrite(r)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
 	if !write {
 		cost = math.Max(1, math.Ceil(float64(answerBytes)/1024))
-		b.refill(now)
+		b.refill(b.now())
 		b.balance -= cost
 	}
-	b.ledger = append(b.ledger, Charge{At: now, Consumer: "client", Write: write, Cost: cost})
+	b.ledger = append(b.ledger, Charge{At: admitted, Consumer: "client", Write: write, Cost: cost})
 	return cost
 }
 
@@ -160,14 +162,17 @@ func (p *Proxy) SetBudget(ruPerSecond float64) {
 	b.balance = min(b.balance, ruPerSecond)
 }
 
-// Ledger returns every answer of the budget so far, in time order.
+// Ledger returns every answer of the budget so far, in time order (of
+// admission: see charge).
 func (p *Proxy) Ledger() []Charge {
 	if p.bucket == nil {
 		return nil
 	}
 	p.bucket.mu.Lock()
-	defer p.bucket.mu.Unlock()
-	return append([]Charge(nil), p.bucket.ledger...)
+	l := append([]Charge(nil), p.bucket.ledger...)
+	p.bucket.mu.Unlock()
+	slices.SortStableFunc(l, func(a, b Charge) int { return a.At.Compare(b.At) })
+	return l
 }
 
 // StartApplication starts a simulated application that draws ruPerSecond

@@ -389,10 +389,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "faultproxy: reading request body: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	var cost float64 // RU this request costs in the budget (0: not charged)
+	var cost float64       // RU this request costs in the budget (0: not charged)
+	var admitted time.Time // when the budget let it through
 	if p.bucket != nil {
 		var throttled bool
-		if cost, throttled = p.bucket.admit(r, body); throttled {
+		if cost, admitted, throttled = p.bucket.admit(r, body); throttled {
 			wait := p.bucket.wait(cost)
 			w.Header().Set("x-ms-retry-after-ms", strconv.FormatInt(max(1, wait.Milliseconds()), 10))
 			w.Header().Set("x-ms-substatus", "3200")
@@ -451,7 +452,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		respBody = p.rewriteAccount(respBody)
 	}
 	if p.bucket != nil && isDocOp(r) {
-		charge := p.bucket.charge(r, cost, len(respBody))
+		charge := p.bucket.charge(r, cost, admitted, len(respBody))
 		resp.Header.Set("x-ms-request-charge", strconv.FormatFloat(charge, 'f', -1, 64))
 	}
 	// A HEAD answer's Content-Length is the entity's, not the (empty)
