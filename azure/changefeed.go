@@ -18,17 +18,21 @@ import (
 // for another container.
 var ErrBadChangePosition = errors.New("not a change feed position of this container")
 
+// positionVersion is the version of the format of change feed positions.
+const positionVersion = 1
+
 // changePosition is what the opaque position strings of Changes hold.
 type changePosition struct {
-	// V is the format's version (1).
+	// V is the format's version (positionVersion).
 	V int `json:"v"`
 	// Container is "database/container"; empty until Changes first used
 	// the position.
 	Container string `json:"container,omitempty"`
-	// Since, when not zero, is the start time (If-Modified-Since). It is
-	// sent on every request, as the SDKs do, so that a range that has no
+	// Since, when not nil, is the start time in Unix seconds
+	// (If-Modified-Since, whose precision is a second). It is sent on
+	// every request, as the SDKs do, so that a range that has no
 	// continuation yet starts there and not at the beginning.
-	Since time.Time `json:"since,omitzero"`
+	Since *int64 `json:"since,omitempty"`
 	// Ranges are the container's feed ranges as ReadFeedRanges gave them
 	// at the first pass; empty until then.
 	Ranges []rangePosition `json:"ranges,omitempty"`
@@ -52,8 +56,11 @@ type rangePosition struct {
 // position is not yet tied to a container; Changes ties the one it
 // returns.
 func ChangeFeedSince(t time.Time) string {
-	b, _ := json.Marshal(changePosition{V: 1, Since: t.UTC()}) // cannot fail: no maps, no channels
-	return string(b)
+	if t.IsZero() {
+		return fmt.Sprintf(`{"v":%d}`, positionVersion)
+	}
+	// Truncate rounds down; t.Unix() alone would round toward 1970.
+	return fmt.Sprintf(`{"v":%d,"since":%d}`, positionVersion, t.Truncate(time.Second).Unix())
 }
 
 // Changes reads the change feed of container in its "latest version"
@@ -92,11 +99,11 @@ func ChangeFeedSince(t time.Time) string {
 // use, also on the same container (each call has its own position).
 func (r *DocReader) Changes(ctx context.Context, container, from string, pageSize int, fn func(doc []byte) error) (next string, err error) {
 	name := r.database + "/" + container
-	pos := changePosition{V: 1}
+	pos := changePosition{V: positionVersion}
 	if from != "" {
 		dec := json.NewDecoder(bytes.NewReader([]byte(from)))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&pos); err != nil || pos.V != 1 {
+		if err := dec.Decode(&pos); err != nil || pos.V != positionVersion {
 			return "", fmt.Errorf("container %s: %w: %.40q", name, ErrBadChangePosition, from)
 		}
 		if pos.Container != "" && pos.Container != name {
@@ -138,11 +145,12 @@ func (r *DocReader) Changes(ctx context.Context, container, from string, pageSiz
 // drainRange reads the change feed of one feed range from rp until the
 // range answers that it has nothing more, calling fn with each doc, and
 // advances rp.
-func (r *DocReader) drainRange(ctx context.Context, c *azcosmos.ContainerClient, container string, rp *rangePosition, since time.Time, pageSize int, fn func(doc []byte) error) error {
+func (r *DocReader) drainRange(ctx context.Context, c *azcosmos.ContainerClient, container string, rp *rangePosition, since *int64, pageSize int, fn func(doc []byte) error) error {
 	for {
 		opts := azcosmos.ChangeFeedOptions{MaxItemCount: int32(pageSize)}
-		if !since.IsZero() {
-			opts.StartFrom = &since
+		if since != nil {
+			t := time.Unix(*since, 0).UTC()
+			opts.StartFrom = &t
 		}
 		if len(rp.Feed) > 0 {
 			token := string(rp.Feed)
