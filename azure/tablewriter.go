@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,15 +10,19 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // MaxBatch is the most actions one entity-group transaction may hold.
 const MaxBatch = 100
 
 // TableWriter writes raw entities (the Table service's annotated JSON, as
-// transform.EncodeEntity produces) into Table Storage. It is used by the
-// fixtures loader and tests; the migration itself only reads tables. It is
-// safe for concurrent use.
+// transform.EncodeEntity produces) into Table Storage: in batches with
+// insert-or-replace (the fixtures loader, tests), and one row at a time
+// with optimistic concurrency (Insert, Replace, Delete: reverse). run,
+// verify and replay only read tables. Every request is retried by the
+// Options' RetryOptions. It is safe for concurrent use.
 type TableWriter struct {
 	svc      *aztables.ServiceClient
 	endpoint string
@@ -113,4 +118,131 @@ func (w *TableWriter) DeleteTable(ctx context.Context, table string) error {
 		return fmt.Errorf("delete table %s: %w", table, ScrubError(err))
 	}
 	return nil
+}
+
+// ErrNoETag is returned by Replace and Delete given an empty ETag: an
+// unconditional write must say so with "*".
+var ErrNoETag = errors.New(`no ETag to match (use "*" to match any)`)
+
+// Insert inserts entity, the Table service's annotated JSON of one row with
+// its PartitionKey and RowKey (as transform.EncodeEntity writes it), into
+// table and returns the row's new ETag (the format TableReader gives in
+// transform.Row.ETag, usable as If-Match). It never overwrites: when the
+// row exists (409 EntityAlreadyExists) the error wraps store.ErrExists.
+//
+// Errors: an entity without string keys is refused before any request. A
+// failed request returns a *ResourceError naming the table, whose message
+// names the keys, never credentials or property values; it wraps
+// store.ErrExists as said, store.ErrAccessDenied (401, 403), a
+// *store.PermanentError for an entity the service refuses (400, 413: a
+// value or key it does not accept, a row too large), or
+// store.ErrRetriesExhausted when transient failures (429, 408, 5xx, dropped
+// connections) outlasted the retry timeout; a missing table is a 404
+// (ErrorCode TableNotFound) that wraps none of these.
+//
+// A write whose connection broke after the service applied it is retried,
+// and the retry then reports the write as if someone else had made it
+// (here ErrExists; ErrPreconditionFailed for Replace; ErrNotFound for
+// Delete): callers that get one of these read the row again and decide
+// again, as they would for a concurrent writer.
+func (w *TableWriter) Insert(ctx context.Context, table string, entity []byte) (etag string, err error) {
+	key, err := entityKey(table, entity)
+	if err != nil {
+		return "", err
+	}
+	resp, err := w.svc.NewClient(table).AddEntity(ctx, entity, nil)
+	if err != nil {
+		return "", w.rowError(table, key, "insert", err)
+	}
+	return string(resp.ETag), nil
+}
+
+// Replace replaces the row with entity's keys by entity (every property:
+// the ones entity lacks are removed) if the row's ETag is still ifMatch,
+// and returns its new ETag. ifMatch is an ETag as TableReader or a write
+// returned it, or "*" for whatever the row holds; an empty one is refused
+// (ErrNoETag), since the service would insert the row when missing. A row
+// changed since (412) returns an error wrapping
+// store.ErrPreconditionFailed, a missing row (404 ResourceNotFound) one
+// wrapping store.ErrNotFound. Other errors are as for Insert.
+func (w *TableWriter) Replace(ctx context.Context, table string, entity []byte, ifMatch string) (etag string, err error) {
+	key, err := entityKey(table, entity)
+	if err != nil {
+		return "", err
+	}
+	if ifMatch == "" {
+		return "", fmt.Errorf("table %s PartitionKey %q RowKey %q: replace: %w", table, key.PartitionKey, key.RowKey, ErrNoETag)
+	}
+	e := azcore.ETag(ifMatch)
+	resp, err := w.svc.NewClient(table).UpdateEntity(ctx, entity, &aztables.UpdateEntityOptions{IfMatch: &e, UpdateMode: aztables.UpdateModeReplace})
+	if err != nil {
+		return "", w.rowError(table, key, "replace", err)
+	}
+	return string(resp.ETag), nil
+}
+
+// Delete deletes the row with key from table if its ETag is still ifMatch
+// ("*": whatever it holds; empty: ErrNoETag). Errors are as for Replace:
+// store.ErrPreconditionFailed when the row changed, store.ErrNotFound when
+// it does not exist.
+func (w *TableWriter) Delete(ctx context.Context, table string, key store.Key, ifMatch string) error {
+	if ifMatch == "" {
+		return fmt.Errorf("table %s PartitionKey %q RowKey %q: delete: %w", table, key.PartitionKey, key.RowKey, ErrNoETag)
+	}
+	e := azcore.ETag(ifMatch)
+	if _, err := w.svc.NewClient(table).DeleteEntity(ctx, key.PartitionKey, key.RowKey, &aztables.DeleteEntityOptions{IfMatch: &e}); err != nil {
+		return w.rowError(table, key, "delete", err)
+	}
+	return nil
+}
+
+// entityKey returns the keys of an annotated JSON entity.
+func entityKey(table string, entity []byte) (store.Key, error) {
+	var k struct {
+		PartitionKey *string
+		RowKey       *string
+	}
+	if err := json.Unmarshal(entity, &k); err != nil {
+		return store.Key{}, fmt.Errorf("table %s: the entity is not a JSON object with string keys: %w", table, err)
+	}
+	if k.PartitionKey == nil || k.RowKey == nil {
+		return store.Key{}, fmt.Errorf("table %s: the entity has no PartitionKey or no RowKey", table)
+	}
+	return store.Key{PartitionKey: *k.PartitionKey, RowKey: *k.RowKey}, nil
+}
+
+// rowError is the error of a failed write of the row key: a *ResourceError
+// that wraps the outcome a caller acts on (see Insert).
+func (w *TableWriter) rowError(table string, key store.Key, op string, err error) error {
+	where := fmt.Sprintf("table %s PartitionKey %q RowKey %q: %s", table, key.PartitionKey, key.RowKey, op)
+	var re *azcore.ResponseError
+	if errors.Is(err, store.ErrRetriesExhausted) || !errors.As(err, &re) {
+		return w.fail(table, where, err)
+	}
+	status := fmt.Sprintf("%d %s", re.StatusCode, http.StatusText(re.StatusCode))
+	if re.ErrorCode != "" {
+		status += " (" + re.ErrorCode + ")"
+	}
+	var outcome error
+	var what string
+	switch code := aztables.TableErrorCode(re.ErrorCode); {
+	case re.StatusCode == http.StatusConflict && code == aztables.EntityAlreadyExists:
+		outcome, what = store.ErrExists, "the row already exists"
+	case re.StatusCode == http.StatusPreconditionFailed:
+		outcome, what = store.ErrPreconditionFailed, "the row changed since it was read (ETag mismatch)"
+	case re.StatusCode == http.StatusNotFound && code == aztables.ResourceNotFound:
+		outcome, what = store.ErrNotFound, "the row does not exist"
+	case re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden:
+		outcome, what = store.ErrAccessDenied, store.ErrAccessDenied.Error()
+	case re.StatusCode == http.StatusBadRequest || re.StatusCode == http.StatusRequestEntityTooLarge:
+		outcome = &store.PermanentError{StatusCode: re.StatusCode, Reason: where + ": " + status}
+		what = "the service refuses the entity"
+	default:
+		return w.fail(table, where, err)
+	}
+	return &ResourceError{
+		Resource: Resource{Service: ServiceTables, Kind: KindTable, Name: table, Endpoint: w.endpoint},
+		Op:       where,
+		Err:      &oneLineError{msg: status + ": " + what, errs: []error{outcome, err}},
+	}
 }

@@ -91,12 +91,13 @@ func (e *PermanentError) Error() string { return e.Reason }
 // more; test with errors.Is.
 var (
 	// ErrExists: a doc created with that id already exists in the
-	// partition (409).
+	// partition, or a row inserted with those keys in the table (409).
 	ErrExists = errors.New("doc already exists")
-	// ErrPreconditionFailed: the doc's _etag no longer matches If-Match
-	// (412).
+	// ErrPreconditionFailed: the doc's _etag, or the row's ETag, no
+	// longer matches If-Match (412).
 	ErrPreconditionFailed = errors.New("doc changed since it was read (etag mismatch)")
-	// ErrNotFound: the doc does not exist (404 on a replace or delete).
+	// ErrNotFound: the doc or row does not exist (404 on a replace or
+	// delete).
 	ErrNotFound = errors.New("doc not found")
 	// ErrBlobConflict: a blob that must be created already exists with
 	// different content.

@@ -12,6 +12,9 @@
 // overdraw it and x-ms-request-charge with its cost otherwise; a simulated
 // application (Proxy.StartApplication) can draw from the same bucket.
 //
+// With Config.ChangeFeed it answers partition-key-range and change-feed
+// requests itself (see ChangeFeed), which the stand-in cannot.
+//
 // Cosmos DB clients first read the account (GET /) and then send requests
 // to the endpoints it announces; the stand-in announces its own address, so
 // the proxy rewrites writableLocations and readableLocations in that answer
@@ -123,6 +126,9 @@ type Config struct {
 	DocKey func(r *http.Request, body []byte) string
 	// Budget, when not nil, makes the proxy an RU-limited account.
 	Budget *Budget
+	// ChangeFeed, when not nil, makes the proxy simulate partition key
+	// ranges and the change feed (see ChangeFeed).
+	ChangeFeed *ChangeFeed
 }
 
 // IsDocWrite reports whether r writes a Cosmos DB doc: POST, PUT or DELETE
@@ -197,15 +203,19 @@ type Proxy struct {
 	injected  [numKinds]int
 	maxStreak [numKinds]int
 	forwarded int
+	feeds     map[string]*feedLog // by the path of a container's docs; with Config.ChangeFeed
 }
 
 // Start listens on 127.0.0.1 on a free port and serves until Close. It
-// returns an error when Target is not an absolute URL or the listener
-// cannot be opened.
+// returns an error when Target is not an absolute URL, ChangeFeed.Ranges is
+// out of range, or the listener cannot be opened.
 func Start(cfg Config) (*Proxy, error) {
 	t, err := url.Parse(cfg.Target)
 	if err != nil || t.Scheme == "" || t.Host == "" {
 		return nil, fmt.Errorf("faultproxy: target %q is not an absolute URL", cfg.Target)
+	}
+	if cf := cfg.ChangeFeed; cf != nil && (cf.Ranges < 0 || cf.Ranges > maxFeedRanges) {
+		return nil, fmt.Errorf("faultproxy: ChangeFeed.Ranges %d is not in 0..%d", cf.Ranges, maxFeedRanges)
 	}
 	if cfg.Match == nil {
 		cfg.Match = IsDocWrite
@@ -226,6 +236,7 @@ func Start(cfg Config) (*Proxy, error) {
 		done:   make(chan struct{}),
 		docs:   make(map[string]*docState),
 		fired:  make([]int, len(cfg.Rules)),
+		feeds:  make(map[string]*feedLog),
 	}
 	if cfg.Budget != nil {
 		p.bucket = newBucket(*cfg.Budget, time.Now)
@@ -433,7 +444,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	resp, err := p.forward(r, body)
+	resp, err := p.respond(r, body)
 	if err != nil {
 		http.Error(w, "faultproxy: upstream: "+err.Error(), http.StatusBadGateway)
 		return
@@ -473,6 +484,21 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !head {
 		_, _ = w.Write(respBody)
 	}
+}
+
+// respond is the answer to r when no fault replaces it: the upstream's,
+// or with Config.ChangeFeed one the proxy makes for partition key ranges
+// and change feeds.
+func (p *Proxy) respond(r *http.Request, body []byte) (*http.Response, error) {
+	if p.cfg.ChangeFeed != nil {
+		switch {
+		case IsChangeFeedRead(r):
+			return p.changeFeed(r)
+		case isPKRangesRead(r):
+			return p.partitionKeyRanges(r)
+		}
+	}
+	return p.forward(r, body)
 }
 
 func (p *Proxy) forward(r *http.Request, body []byte) (*http.Response, error) {

@@ -1,0 +1,259 @@
+package azure_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
+	"github.com/bifrost/bifrost-migrate/internal/recorder"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
+)
+
+// feedFixture is a cosmosFixture whose proxy simulates the change feed,
+// and a DocReader through it whose requests are recorded and paced.
+type feedFixture struct {
+	*cosmosFixture
+	reader  *azure.DocReader
+	client  *azcosmos.Client
+	pacer   *azure.Pacer
+	trace   *recorder.Transport
+	mu      sync.Mutex
+	retries []azure.RetryEvent
+}
+
+func newFeedFixture(t *testing.T, cfg faultproxy.Config) *feedFixture {
+	t.Helper()
+	if cfg.ChangeFeed == nil {
+		cfg.ChangeFeed = &faultproxy.ChangeFeed{}
+	}
+	f := &feedFixture{cosmosFixture: newCosmosFixture(t, &cfg), pacer: azure.NewPacer(azure.PacerOptions{}), trace: recorder.New(nil)}
+	acct := testenv.Cosmos(t)
+	acct.Endpoint = f.proxy.URL()
+	client, err := azure.NewCosmosClient(acct, azure.Options{Transport: f.trace, Pacer: f.pacer, Retry: azure.RetryOptions{
+		BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond,
+		OnRetry: func(e azure.RetryEvent) {
+			f.mu.Lock()
+			f.retries = append(f.retries, e)
+			f.mu.Unlock()
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	f.client = client
+	if f.reader, err = azure.NewDocReader(client, f.db); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// put writes a doc straight to the stand-in (as the application would).
+func (f *feedFixture) put(t *testing.T, id string, n int) {
+	t.Helper()
+	c, _ := f.direct.NewContainer(f.db, "entities")
+	scope := "org-" + id[len(id)-1:]
+	if _, err := c.UpsertItem(context.Background(), azcosmos.NewPartitionKeyString(scope), testDoc(id, scope, n), nil); err != nil {
+		t.Fatalf("upsert %s: %v", id, err)
+	}
+}
+
+// changes runs one pass and returns the ids it got (sorted), the n of each,
+// and the position to resume from.
+func (f *feedFixture) changes(t *testing.T, from string, pageSize int) (ids []string, ns map[string]float64, next string) {
+	t.Helper()
+	ns = map[string]float64{}
+	next, err := f.reader.Changes(context.Background(), "entities", from, pageSize, func(doc []byte) error {
+		var d struct {
+			ID   string  `json:"id"`
+			N    float64 `json:"n"`
+			ETag string  `json:"_etag"`
+		}
+		if err := json.Unmarshal(doc, &d); err != nil {
+			return err
+		}
+		if d.ETag == "" {
+			return fmt.Errorf("doc %s without its system properties: %s", d.ID, doc)
+		}
+		if _, dup := ns[d.ID]; dup {
+			return fmt.Errorf("doc %s twice in one pass", d.ID)
+		}
+		ids = append(ids, d.ID)
+		ns[d.ID] = d.N
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("changes from %.60s: %v", from, err)
+	}
+	if next == "" {
+		t.Fatal("no position to resume from")
+	}
+	slices.Sort(ids)
+	return ids, ns, next
+}
+
+// untilNextSecond sleeps to the start of the next second and returns it:
+// _ts and If-Modified-Since have one-second precision.
+func untilNextSecond() time.Time {
+	t := time.Now().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(t) + 20*time.Millisecond)
+	return t
+}
+
+func TestChangesSinceThenFromTheContinuation(t *testing.T) {
+	f := newFeedFixture(t, faultproxy.Config{Budget: &faultproxy.Budget{RUPerSecond: 1e6}})
+	for i := range 3 {
+		f.put(t, fmt.Sprintf("old-%d", i), i)
+	}
+	since := untilNextSecond()
+	for i := range 4 {
+		f.put(t, fmt.Sprintf("new-%d", i), 10+i)
+	}
+	// A start time within a second is rounded down to it (the precision of
+	// _ts and If-Modified-Since): the new docs, written in that second,
+	// come; the old ones, written before it, do not.
+	ids, _, pos := f.changes(t, azure.ChangeFeedSince(since.Add(900*time.Millisecond)), 0)
+	if fmt.Sprint(ids) != "[new-0 new-1 new-2 new-3]" {
+		t.Fatalf("changes since %s: %v, want the four new docs", since.Format(time.RFC3339), ids)
+	}
+
+	f.put(t, "new-4", 14)
+	f.put(t, "old-1", 100) // an old doc changed
+	f.put(t, "new-5", 15)
+	ids, ns, pos2 := f.changes(t, pos, 0)
+	if fmt.Sprint(ids) != "[new-4 new-5 old-1]" || ns["old-1"] != 100 {
+		t.Fatalf("changes from the continuation: %v %v, want [new-4 new-5 old-1] with old-1 at n=100", ids, ns)
+	}
+
+	ids, _, pos3 := f.changes(t, pos2, 0)
+	if len(ids) != 0 {
+		t.Fatalf("an idle pass got %v", ids)
+	}
+	// The position of an idle pass goes on from where it was.
+	f.put(t, "new-6", 16)
+	if ids, _, _ := f.changes(t, pos3, 0); fmt.Sprint(ids) != "[new-6]" {
+		t.Errorf("after an idle pass: %v, want [new-6]", ids)
+	}
+	// An old position reads again what followed it.
+	if ids, _, _ := f.changes(t, pos, 0); fmt.Sprint(ids) != "[new-4 new-5 new-6 old-1]" {
+		t.Errorf("from the first pass's position again: %v", ids)
+	}
+
+	// The pacer saw every request (it sits in the same pipeline as the
+	// recorder), and every change-feed read was charged by the simulated
+	// account and counted for the container.
+	feedReads := f.trace.CountPath(http.MethodGet, "/dbs/"+f.db+"/colls/entities/docs")
+	st := f.pacer.Stats()
+	if st.Requests != int64(len(f.trace.Requests())) || feedReads < 5 {
+		t.Errorf("pacer counted %d requests, the transport carried %d (%d change-feed reads)", st.Requests, len(f.trace.Requests()), feedReads)
+	}
+	ru, charged, _, _, _ := faultproxy.Totals(f.proxy.Ledger(), "client", false)
+	if charged != feedReads || st.ByContainer["entities"] < ru {
+		t.Errorf("the account charged %v RU for %d reads (%d change-feed reads sent); the pacer counted %v for the container",
+			ru, charged, feedReads, st.ByContainer["entities"])
+	}
+}
+
+// Several feed ranges, pages smaller than the changes: every doc once per
+// pass, over every range, and the next pass only what changed.
+func TestChangesOverSeveralRangesAndPages(t *testing.T) {
+	f := newFeedFixture(t, faultproxy.Config{ChangeFeed: &faultproxy.ChangeFeed{Ranges: 3}})
+	c, _ := f.client.NewContainer(f.db, "entities")
+	frs, err := c.ReadFeedRanges(context.Background(), nil)
+	if err != nil || len(frs) != 3 || frs[0].MinInclusive != "" || frs[2].MaxExclusive != "FF" {
+		t.Fatalf("ReadFeedRanges through the proxy: %+v, %v; want 3 ranges from \"\" to FF", frs, err)
+	}
+	var want []string
+	for i := range 15 {
+		id := fmt.Sprintf("d%02d", i)
+		f.put(t, id, i)
+		want = append(want, id)
+	}
+	ids, _, pos := f.changes(t, "", 2)
+	if fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Fatalf("from the beginning in pages of 2: %v, want %v", ids, want)
+	}
+	if n := f.trace.CountPath(http.MethodGet, "/dbs/"+f.db+"/colls/entities/docs"); n < 8+3 {
+		t.Errorf("%d change-feed reads for 15 docs in pages of 2 over 3 ranges, want ≥ 11", n)
+	}
+	changed := []string{"d03", "d07", "d11", "d14"}
+	for i, id := range changed {
+		f.put(t, id, 100+i)
+	}
+	if ids, ns, _ := f.changes(t, pos, 2); fmt.Sprint(ids) != fmt.Sprint(changed) || ns["d14"] != 103 {
+		t.Errorf("after changing %v: %v %v", changed, ids, ns)
+	}
+}
+
+// A throttled change-feed read is retried by our retry policy (not failed),
+// and the pacer hears the 429s.
+func TestChangesRetriesThrottledReads(t *testing.T) {
+	f := newFeedFixture(t, faultproxy.Config{
+		Match: faultproxy.IsChangeFeedRead,
+		Rules: []faultproxy.Rule{{Kind: faultproxy.Throttle, Share: 1, Count: 6, RetryAfter: 5 * time.Millisecond}},
+	})
+	f.put(t, "a1", 1)
+	f.put(t, "b2", 2)
+	ids, _, _ := f.changes(t, "", 0)
+	if fmt.Sprint(ids) != "[a1 b2]" {
+		t.Fatalf("through six 429s: %v", ids)
+	}
+	f.mu.Lock()
+	retries := slices.Clone(f.retries)
+	f.mu.Unlock()
+	if len(retries) != 6 || !strings.Contains(retries[0].Op, "Cosmos DB GET") || !strings.HasSuffix(retries[0].Op, "/colls/entities/docs") {
+		t.Errorf("retries %+v, want 6 of the change-feed GET", retries)
+	}
+	if st := f.pacer.Stats(); st.Throttled != 6 {
+		t.Errorf("pacer heard %d 429s, want 6", st.Throttled)
+	}
+}
+
+func TestChangesErrors(t *testing.T) {
+	f := newFeedFixture(t, faultproxy.Config{})
+	f.put(t, "a1", 1)
+	ctx := context.Background()
+	_, _, pos := f.changes(t, "", 0)
+
+	// A position of another container, or not a position at all.
+	for _, bad := range []string{`{"v":1,"container":"other/entities"}`, "etag-7", `{"v":2}`} {
+		_, err := f.reader.Changes(ctx, "entities", bad, 0, func([]byte) error { return nil })
+		if !errors.Is(err, azure.ErrBadChangePosition) {
+			t.Errorf("position %s: %v, want ErrBadChangePosition", bad, err)
+		}
+	}
+	_, err := f.reader.Changes(ctx, "executions", pos, 0, func([]byte) error { return nil })
+	if !errors.Is(err, azure.ErrBadChangePosition) || !strings.Contains(err.Error(), "entities") {
+		t.Errorf("the position of entities used for executions: %v", err)
+	}
+
+	// A missing container: a *ResourceError naming it, with the 404.
+	_, err = f.reader.Changes(ctx, "nope", "", 0, func([]byte) error { return nil })
+	var re *azure.ResourceError
+	if !errors.As(err, &re) || re.Kind != azure.KindContainer || re.Name != f.db+"/nope" || !strings.Contains(err.Error(), "404") {
+		t.Errorf("missing container: %v (%#v)", err, re)
+	}
+
+	// fn's error is returned as it is, with no position.
+	stop := errors.New("stop")
+	f.put(t, "b2", 2)
+	next, err := f.reader.Changes(ctx, "entities", pos, 0, func([]byte) error { return stop })
+	if err != stop || next != "" {
+		t.Errorf("fn failed: %q, %v; want \"\" and fn's error", next, err)
+	}
+	// ... and the pass can be run again from the same position.
+	if ids, _, _ := f.changes(t, pos, 0); fmt.Sprint(ids) != "[b2]" {
+		t.Errorf("again after fn's error: %v, want [b2]", ids)
+	}
+}

@@ -1,0 +1,402 @@
+package faultproxy
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ChangeFeed makes the proxy answer the partition-key-range and
+// change-feed requests of Cosmos DB clients itself, in the service's
+// format, from the docs the upstream holds. The Cosmos DB stand-in
+// (@vercel/cosmosdb-server) has no change feed of its own (it answers
+// every doc once, then 304) and answers the partition key ranges in a
+// format azcosmos cannot read (a numeric id).
+//
+// What it models, per container (the path /dbs/{db}/colls/{coll}):
+//
+//   - Partition key ranges: GET …/pkranges answers Ranges ranges with
+//     string ids "0", "1", …, contiguous from minInclusive "" to
+//     maxExclusive "FF", status "online", no parents, in the service's
+//     body ({"PartitionKeyRanges":[…],"_count":n}) with an etag; asked
+//     again as a change feed (A-IM: Incremental feed) with that etag in
+//     If-None-Match, it answers 304: the ranges never split. A container
+//     the upstream does not have gets the upstream's answer (404).
+//   - The change feed in "latest version" mode: a GET on …/docs with
+//     A-IM: Incremental feed. The proxy reads every doc of the container
+//     from the upstream (its read-feed API: the same GET without the
+//     change-feed headers, so the client's signature stays valid) and
+//     keeps a modification log: each doc, known by its _rid, whose _etag
+//     differs from the one the proxy recorded last gets the next number
+//     of a sequence. A request is answered, in sequence order, with the
+//     docs of its range (x-ms-documentdb-partitionkeyrangeid) changed
+//     after the sequence number in If-None-Match (the etag of an earlier
+//     answer, "N" with the quotes; "*" means from now on), or, without
+//     one, every doc, or with If-Modified-Since those whose _ts is at or
+//     after that time (both headers: both conditions). At most
+//     x-ms-max-item-count docs (absent or ≤ 0: no limit) go in one
+//     answer, {"Documents":[…],"_count":n}, whose etag header is the
+//     continuation: the number of the last doc sent when the page is
+//     full, else the newest number so far. Nothing to send is 304 Not
+//     Modified with the etag. With Config.Budget a change-feed answer is
+//     charged like a query: 1 RU per started KB (a 304: 1 RU).
+//
+// What it does not model: deletes (a deleted doc is simply no longer
+// sent, as in the service's latest-version mode); intermediate versions
+// (changes to a doc between two proxy reads collapse into one, as in
+// the service, but here "between two reads" means between two
+// change-feed requests for that container, so a doc changed twice
+// between two passes is sent once); the exact order of docs first seen in
+// the same read (ordered by _ts, then as the upstream listed them, not
+// necessarily as they were written within one second); splits and merges
+// (410 Gone); change feeds scoped to a partition key (answered 400); and
+// the mapping of partition key values to ranges: a doc's range is a
+// hash of its id, whereas the service hashes the partition key value
+// (a client reading whole ranges cannot tell). Docs the proxy never read
+// before they were deleted are never sent. The log is in memory: a new
+// proxy starts a new sequence, so its etags do not continue another's.
+type ChangeFeed struct {
+	// Ranges is the number of partition key ranges every container
+	// announces (0 means 1; at most 64).
+	Ranges int
+}
+
+// maxFeedRanges bounds ChangeFeed.Ranges so that every boundary is a
+// distinct two-digit hex string.
+const maxFeedRanges = 64
+
+// pkRangesETag is the etag of the partition key ranges, which never
+// change.
+const pkRangesETag = `"1"`
+
+// IsChangeFeedRead reports whether r reads a container's change feed: a
+// GET on …/docs with A-IM: Incremental feed. Config.Match can use it to
+// inject faults into change-feed reads.
+func IsChangeFeedRead(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/docs") &&
+		strings.EqualFold(r.Header.Get("A-IM"), "Incremental feed")
+}
+
+// isPKRangesRead reports whether r reads a container's partition key
+// ranges.
+func isPKRangesRead(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/pkranges")
+}
+
+// feedHeaders are the request headers of a change feed that the proxy
+// answers itself and never forwards.
+var feedHeaders = []string{"A-IM", "If-None-Match", "If-Modified-Since", "x-ms-max-item-count",
+	"x-ms-continuation", "x-ms-documentdb-partitionkeyrangeid"}
+
+// feedLog is the modification log of one container. mu is held across the
+// upstream read, so that an older snapshot never overwrites a newer one.
+type feedLog struct {
+	mu   sync.Mutex
+	seq  uint64
+	docs map[string]*feedEntry // by _rid
+}
+
+// feedEntry is the latest version of one doc the proxy has seen.
+type feedEntry struct {
+	etag string
+	seq  uint64
+	ts   int64
+	rng  int
+	body json.RawMessage
+}
+
+// feed returns the log of the container at path (…/docs).
+func (p *Proxy) feed(container string) *feedLog {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.feeds[container]
+	if l == nil {
+		l = &feedLog{docs: make(map[string]*feedEntry)}
+		p.feeds[container] = l
+	}
+	return l
+}
+
+func (p *Proxy) feedRanges() int { return max(p.cfg.ChangeFeed.Ranges, 1) }
+
+// rangeBounds returns the minInclusive and maxExclusive of range i of n.
+func rangeBounds(i, n int) (lo, hi string) {
+	if i > 0 {
+		lo = fmt.Sprintf("%02X", i*256/n)
+	}
+	hi = "FF"
+	if i < n-1 {
+		hi = fmt.Sprintf("%02X", (i+1)*256/n)
+	}
+	return lo, hi
+}
+
+// docRange is the range of the doc with this id.
+func docRange(id string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % uint32(n))
+}
+
+// madeAnswer is an answer the proxy makes up, with the upstream's headers
+// when it has some.
+func madeAnswer(status int, h http.Header, body []byte) *http.Response {
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Del("Content-Length")
+	h.Set("Content-Type", "application/json")
+	if h.Get("x-ms-request-charge") == "" {
+		h.Set("x-ms-request-charge", "1")
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}
+}
+
+// badRequest is a made-up 400 with the service's error body.
+func badRequest(msg string) *http.Response {
+	b, _ := json.Marshal(map[string]string{"code": "BadRequest", "message": "faultproxy: " + msg})
+	return madeAnswer(http.StatusBadRequest, nil, b)
+}
+
+// withoutFeedHeaders returns a copy of r for the upstream: the same
+// method, path and credentials, without the change-feed headers.
+func withoutFeedHeaders(r *http.Request) *http.Request {
+	out := r.Clone(r.Context())
+	for _, h := range feedHeaders {
+		out.Header.Del(h)
+	}
+	return out
+}
+
+// partitionKeyRanges answers a GET of a container's partition key ranges.
+func (p *Proxy) partitionKeyRanges(r *http.Request) (*http.Response, error) {
+	resp, err := p.forward(withoutFeedHeaders(r), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	defer resp.Body.Close()
+	up, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the partition key ranges: %w", err)
+	}
+	h := resp.Header.Clone()
+	h.Set("etag", pkRangesETag)
+	if strings.EqualFold(r.Header.Get("A-IM"), "Incremental feed") && r.Header.Get("If-None-Match") == pkRangesETag {
+		return madeAnswer(http.StatusNotModified, h, nil), nil
+	}
+	var answer struct {
+		RID    string           `json:"_rid"`
+		Ranges []map[string]any `json:"PartitionKeyRanges"`
+	}
+	if err := json.Unmarshal(up, &answer); err != nil || len(answer.Ranges) == 0 {
+		return nil, fmt.Errorf("the upstream's partition key ranges are not readable: %.200s", up)
+	}
+	n := p.feedRanges()
+	ranges := make([]map[string]any, n)
+	for i := range n {
+		pkr := make(map[string]any, len(answer.Ranges[0])+8)
+		for k, v := range answer.Ranges[0] { // _rid, _self, _etag, _ts of the upstream's range
+			pkr[k] = v
+		}
+		lo, hi := rangeBounds(i, n)
+		pkr["id"] = strconv.Itoa(i)
+		pkr["minInclusive"], pkr["maxExclusive"] = lo, hi
+		pkr["ridPrefix"] = i
+		pkr["throughputFraction"] = 1 / float64(n)
+		pkr["status"] = "online"
+		pkr["parents"] = []string{}
+		pkr["lsn"] = 0
+		ranges[i] = pkr
+	}
+	body, err := json.Marshal(map[string]any{"_rid": answer.RID, "PartitionKeyRanges": ranges, "_count": n})
+	if err != nil {
+		return nil, err
+	}
+	return madeAnswer(http.StatusOK, h, body), nil
+}
+
+// feedRequest is what a change-feed request asks for.
+type feedRequest struct {
+	rng      int
+	fromSeq  uint64 // with hasFrom: docs changed after it
+	hasFrom  bool
+	fromNow  bool // If-None-Match: *
+	since    time.Time
+	maxItems int // ≤ 0: no limit
+}
+
+// parseFeedRequest reads the change-feed headers of r; a made-up 400 when
+// they are not valid.
+func (p *Proxy) parseFeedRequest(r *http.Request) (feedRequest, *http.Response) {
+	var q feedRequest
+	if r.Header.Get("x-ms-documentdb-partitionkey") != "" {
+		return q, badRequest("a change feed scoped to a partition key is not simulated")
+	}
+	n := p.feedRanges()
+	if id := r.Header.Get("x-ms-documentdb-partitionkeyrangeid"); id != "" {
+		i, err := strconv.Atoi(id)
+		if err != nil || i < 0 || i >= n {
+			return q, badRequest(fmt.Sprintf("partition key range %q does not exist (the container has %d)", id, n))
+		}
+		q.rng = i
+	} else if n > 1 {
+		return q, badRequest("a change feed request without x-ms-documentdb-partitionkeyrangeid on a container of several ranges")
+	}
+	if s := r.Header.Get("x-ms-max-item-count"); s != "" {
+		m, err := strconv.Atoi(s)
+		if err != nil {
+			return q, badRequest("x-ms-max-item-count " + strconv.Quote(s) + " is not a number")
+		}
+		q.maxItems = m
+	}
+	switch inm := r.Header.Get("If-None-Match"); inm {
+	case "":
+	case "*":
+		q.fromNow = true
+	default:
+		seq, err := strconv.ParseUint(strings.Trim(inm, `"`), 10, 64)
+		if err != nil {
+			return q, badRequest("If-None-Match " + strconv.Quote(inm) + " is not a continuation this proxy made")
+		}
+		q.fromSeq, q.hasFrom = seq, true
+	}
+	if s := r.Header.Get("If-Modified-Since"); s != "" {
+		t, err := time.Parse(time.RFC1123, s) // azcosmos: "… 15:04:05 UTC"
+		if err != nil {
+			if t, err = http.ParseTime(s); err != nil {
+				return q, badRequest("If-Modified-Since " + strconv.Quote(s) + " is not an HTTP date")
+			}
+		}
+		q.since = t
+	}
+	return q, nil
+}
+
+// changeFeed answers a change-feed read of the container whose docs are at
+// r's path.
+func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
+	q, bad := p.parseFeedRequest(r)
+	if bad != nil {
+		return bad, nil
+	}
+	l := p.feed(r.URL.Path)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	upstream, err := p.observe(r, l)
+	if err != nil || upstream != nil {
+		return upstream, err
+	}
+	var sel []*feedEntry
+	if !q.fromNow {
+		for _, e := range l.docs {
+			if e.rng != q.rng || (q.hasFrom && e.seq <= q.fromSeq) || (!q.since.IsZero() && e.ts < q.since.Unix()) {
+				continue
+			}
+			sel = append(sel, e)
+		}
+	}
+	slices.SortFunc(sel, func(a, b *feedEntry) int { return cmp.Compare(a.seq, b.seq) })
+	next := l.seq
+	if q.maxItems > 0 && len(sel) > q.maxItems {
+		sel = sel[:q.maxItems]
+		next = sel[len(sel)-1].seq
+	}
+	h := http.Header{}
+	h.Set("etag", `"`+strconv.FormatUint(next, 10)+`"`)
+	if len(sel) == 0 {
+		return madeAnswer(http.StatusNotModified, h, nil), nil
+	}
+	docs := make([]json.RawMessage, len(sel))
+	for i, e := range sel {
+		docs[i] = e.body
+	}
+	body, err := json.Marshal(struct {
+		Documents []json.RawMessage `json:"Documents"`
+		Count     int               `json:"_count"`
+	}{docs, len(docs)})
+	if err != nil {
+		return nil, err
+	}
+	h.Set("x-ms-item-count", strconv.Itoa(len(docs)))
+	return madeAnswer(http.StatusOK, h, body), nil
+}
+
+// observe reads every doc of the container from the upstream and records
+// in l the ones that changed since the last read (the caller holds l.mu).
+// It returns the upstream's answer instead when that is not a 200 (a
+// missing container: 404).
+func (p *Proxy) observe(r *http.Request, l *feedLog) (*http.Response, error) {
+	type doc struct {
+		RID  string `json:"_rid"`
+		ID   string `json:"id"`
+		ETag string `json:"_etag"`
+		TS   int64  `json:"_ts"`
+	}
+	var seen []doc
+	bodies := map[string]json.RawMessage{}
+	out := withoutFeedHeaders(r)
+	for {
+		resp, err := p.forward(out, nil)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return resp, nil
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading the upstream's docs: %w", err)
+		}
+		var page struct {
+			Documents []json.RawMessage `json:"Documents"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			return nil, fmt.Errorf("the upstream's docs are not readable: %w", err)
+		}
+		for _, raw := range page.Documents {
+			var d doc
+			if err := json.Unmarshal(raw, &d); err != nil {
+				return nil, fmt.Errorf("an upstream doc is not readable: %w", err)
+			}
+			if d.RID == "" {
+				d.RID = "id:" + d.ID
+			}
+			seen = append(seen, d)
+			bodies[d.RID] = raw
+		}
+		c := resp.Header.Get("x-ms-continuation")
+		if c == "" {
+			break
+		}
+		out = withoutFeedHeaders(r)
+		out.Header.Set("x-ms-continuation", c)
+	}
+	for rid := range l.docs {
+		if _, ok := bodies[rid]; !ok {
+			delete(l.docs, rid) // deleted: latest-version mode has no deletes
+		}
+	}
+	var changed []doc
+	for _, d := range seen {
+		if e := l.docs[d.RID]; e == nil || e.etag != d.ETag {
+			changed = append(changed, d)
+		}
+	}
+	slices.SortStableFunc(changed, func(a, b doc) int { return cmp.Compare(a.TS, b.TS) })
+	n := p.feedRanges()
+	for _, d := range changed {
+		l.seq++
+		l.docs[d.RID] = &feedEntry{etag: d.ETag, seq: l.seq, ts: d.TS, rng: docRange(d.ID, n), body: bodies[d.RID]}
+	}
+	return nil, nil
+}

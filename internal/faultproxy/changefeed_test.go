@@ -1,0 +1,477 @@
+package faultproxy_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
+)
+
+// feedUpstream stands in for the Cosmos DB stand-in's container
+// dbs/d/colls/c: its read feed lists the docs two per page (following
+// x-ms-continuation), in the order they were last written, and its
+// partition key ranges come in the stand-in's format (a numeric id). It
+// fails the test when it receives a change-feed header: the proxy must
+// answer those itself.
+type feedUpstream struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu   sync.Mutex
+	docs []map[string]any // in write order
+	rid  int
+	etag int
+}
+
+func newFeedUpstream(t *testing.T) *feedUpstream {
+	t.Helper()
+	u := &feedUpstream{t: t}
+	u.srv = httptest.NewServer(http.HandlerFunc(u.serve))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *feedUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	for _, h := range []string{"A-IM", "If-None-Match", "If-Modified-Since", "x-ms-max-item-count", "x-ms-documentdb-partitionkeyrangeid"} {
+		if r.Header.Get(h) != "" {
+			u.t.Errorf("upstream got %s %s with %s: %q", r.Method, r.URL.Path, h, r.Header.Get(h))
+		}
+	}
+	if r.Header.Get("Authorization") != "sig" {
+		u.t.Errorf("upstream got %s %s without the client's Authorization", r.Method, r.URL.Path)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	w.Header().Set("x-ms-request-charge", "1")
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/dbs/d/colls/c/pkranges":
+		fmt.Fprint(w, `{"PartitionKeyRanges":[{"id":0,"minInclusive":"","maxExclusive":"FF","ridPrefix":0,"throughputFraction":1,"status":"online","parents":[],"_rid":"rid-pkr","_self":"dbs/x/colls/y/pkranges/rid-pkr","_etag":"e","_ts":1}],"_count":1}`)
+	case r.Method == http.MethodGet && r.URL.Path == "/dbs/d/colls/c/docs":
+		from, _ := strconv.Atoi(r.Header.Get("x-ms-continuation"))
+		to := min(from+2, len(u.docs))
+		if to < len(u.docs) {
+			w.Header().Set("x-ms-continuation", strconv.Itoa(to))
+		}
+		b, _ := json.Marshal(map[string]any{"Documents": u.docs[from:to], "_count": to - from})
+		_, _ = w.Write(b)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"code":"NotFound","message":"no such resource"}`)
+	}
+}
+
+// put creates or changes the doc id, last modified at ts (Unix seconds).
+func (u *feedUpstream) put(id string, ts int64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.etag++
+	rid := ""
+	for i, d := range u.docs {
+		if d["id"] == id {
+			rid = d["_rid"].(string)
+			u.docs = slices.Delete(u.docs, i, i+1)
+			break
+		}
+	}
+	if rid == "" {
+		u.rid++
+		rid = fmt.Sprintf("rid-%d", u.rid)
+	}
+	u.docs = append(u.docs, map[string]any{"id": id, "scope": "s", "v": u.etag, "_rid": rid, "_etag": fmt.Sprintf("etag-%d", u.etag), "_ts": ts})
+}
+
+func (u *feedUpstream) del(id string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.docs = slices.DeleteFunc(u.docs, func(d map[string]any) bool { return d["id"] == id })
+}
+
+// feedAnswer is what a client saw for one change-feed request.
+type feedAnswer struct {
+	status int
+	etag   string
+	charge string
+	ids    []string
+	vs     []float64
+}
+
+// readFeed sends one change-feed request for range rng with the given
+// extra headers.
+func readFeed(t *testing.T, p *faultproxy.Proxy, rng string, hdr map[string]string) feedAnswer {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, p.URL()+"dbs/d/colls/c/docs", nil)
+	req.Header.Set("Authorization", "sig")
+	req.Header.Set("A-IM", "Incremental feed")
+	if rng != "" {
+		req.Header.Set("x-ms-documentdb-partitionkeyrangeid", rng)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := feedAnswer{status: resp.StatusCode, etag: resp.Header.Get("etag"), charge: resp.Header.Get("x-ms-request-charge")}
+	if resp.StatusCode != http.StatusOK {
+		return a
+	}
+	var page struct {
+		Documents []struct {
+			ID string  `json:"id"`
+			V  float64 `json:"v"`
+		}
+		Count int `json:"_count"`
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatalf("change feed answer %s: %v", body, err)
+	}
+	if page.Count != len(page.Documents) {
+		t.Errorf("_count %d for %d docs", page.Count, len(page.Documents))
+	}
+	for _, d := range page.Documents {
+		a.ids = append(a.ids, d.ID)
+		a.vs = append(a.vs, d.V)
+	}
+	return a
+}
+
+func TestFeedPartitionKeyRangesInTheServiceFormat(t *testing.T) {
+	for _, n := range []int{0, 1, 3} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			u := newFeedUpstream(t)
+			p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{Ranges: n}})
+			get := func(hdr map[string]string) *http.Response {
+				req, _ := http.NewRequest(http.MethodGet, p.URL()+"dbs/d/colls/c/pkranges", nil)
+				req.Header.Set("Authorization", "sig")
+				for k, v := range hdr {
+					req.Header.Set(k, v)
+				}
+				resp, err := client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp
+			}
+			resp := get(map[string]string{"A-IM": "Incremental feed", "x-ms-max-item-count": "-1"})
+			defer resp.Body.Close()
+			var answer struct {
+				Ranges []struct {
+					ID                         string
+					MinInclusive, MaxExclusive string
+					Status                     string
+					Parents                    []string
+					RID                        string `json:"_rid"`
+				} `json:"PartitionKeyRanges"`
+				Count int `json:"_count"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+				t.Fatalf("the ranges are not in the service's format (string ids): %v", err)
+			}
+			want := max(n, 1)
+			if resp.StatusCode != http.StatusOK || answer.Count != want || len(answer.Ranges) != want {
+				t.Fatalf("status %d, %d ranges, _count %d; want 200 and %d", resp.StatusCode, len(answer.Ranges), answer.Count, want)
+			}
+			prev := ""
+			for i, r := range answer.Ranges {
+				if r.ID != strconv.Itoa(i) || r.MinInclusive != prev || r.Status != "online" || r.Parents == nil || r.RID != "rid-pkr" {
+					t.Errorf("range %d: %+v (previous max %q)", i, r, prev)
+				}
+				if r.MaxExclusive <= r.MinInclusive {
+					t.Errorf("range %d is empty: %+v", i, r)
+				}
+				prev = r.MaxExclusive
+			}
+			if prev != "FF" {
+				t.Errorf("the last range ends at %q, want FF", prev)
+			}
+			etag := resp.Header.Get("etag")
+			if etag == "" {
+				t.Fatal("no etag on the ranges")
+			}
+			again := get(map[string]string{"A-IM": "Incremental feed", "If-None-Match": etag})
+			again.Body.Close()
+			if again.StatusCode != http.StatusNotModified || again.Header.Get("etag") != etag {
+				t.Errorf("ranges asked again from their etag: %d etag %q, want 304 %q", again.StatusCode, again.Header.Get("etag"), etag)
+			}
+		})
+	}
+}
+
+func TestFeedPassesWhatItDoesNotSimulate(t *testing.T) {
+	u := newFeedUpstream(t)
+	// Without ChangeFeed the stand-in's ranges are forwarded as they are.
+	plain := start(t, faultproxy.Config{Target: u.srv.URL})
+	req, _ := http.NewRequest(http.MethodGet, plain.URL()+"dbs/d/colls/c/pkranges", nil)
+	req.Header.Set("Authorization", "sig")
+	resp, err := client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var raw struct{ PartitionKeyRanges []map[string]any }
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw.PartitionKeyRanges) != 1 || raw.PartitionKeyRanges[0]["id"] != float64(0) {
+		t.Errorf("without ChangeFeed the ranges changed: %s", b)
+	}
+	// A missing container is the upstream's 404, for ranges and feeds.
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{}})
+	for _, path := range []string{"dbs/d/colls/nope/pkranges", "dbs/d/colls/nope/docs"} {
+		req, _ := http.NewRequest(http.MethodGet, p.URL()+path, nil)
+		req.Header.Set("Authorization", "sig")
+		req.Header.Set("A-IM", "Incremental feed")
+		resp, err := client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %d, want the upstream's 404", path, resp.StatusCode)
+		}
+	}
+	// What the proxy cannot answer is a 400, never a made-up success.
+	for name, hdr := range map[string]map[string]string{
+		"continuation": {"If-None-Match": `"abc"`},
+		"range":        {"x-ms-documentdb-partitionkeyrangeid": "1"},
+		"partition":    {"x-ms-documentdb-partitionkey": `["s"]`},
+		"since":        {"If-Modified-Since": "yesterday"},
+		"count":        {"x-ms-max-item-count": "many"},
+	} {
+		if a := readFeed(t, p, "", hdr); a.status != http.StatusBadRequest {
+			t.Errorf("%s %v: %d, want 400", name, hdr, a.status)
+		}
+	}
+	if _, err := faultproxy.Start(faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{Ranges: 65}}); err == nil {
+		t.Error("65 ranges accepted")
+	}
+}
+
+// From the beginning, then from each answer's etag: every doc once, at its
+// latest version, in the order of its last change; deletes are not in the
+// feed; nothing new is 304 with the same continuation.
+func TestFeedSendsEachChangeOnceInOrder(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{}})
+	for i, id := range []string{"a", "b", "c", "d", "e"} { // five docs: the upstream answers in three pages
+		u.put(id, 1000+int64(i))
+	}
+	first := readFeed(t, p, "0", nil)
+	if first.status != http.StatusOK || fmt.Sprint(first.ids) != "[a b c d e]" {
+		t.Fatalf("from the beginning: %d %v, want 200 [a b c d e]", first.status, first.ids)
+	}
+	idle := readFeed(t, p, "0", map[string]string{"If-None-Match": first.etag})
+	if idle.status != http.StatusNotModified || idle.etag != first.etag {
+		t.Fatalf("nothing new: %d etag %q, want 304 %q", idle.status, idle.etag, first.etag)
+	}
+	u.put("b", 2000)
+	u.put("f", 2001)
+	u.put("b", 2002) // twice between two reads: once, at its latest version
+	u.del("c")
+	u.put("d", 2003)
+	u.del("d") // changed, then deleted: not in the feed
+	next := readFeed(t, p, "0", map[string]string{"If-None-Match": idle.etag})
+	if next.status != http.StatusOK || fmt.Sprint(next.ids) != "[f b]" {
+		t.Fatalf("after the changes: %d %v, want 200 [f b]", next.status, next.ids)
+	}
+	if next.vs[1] != 8 {
+		t.Errorf("b came at version %v, want its latest (8)", next.vs[1])
+	}
+	if n, _ := strconv.ParseUint(next.etag[1:len(next.etag)-1], 10, 64); next.etag == first.etag || n == 0 {
+		t.Errorf("etag %q after changes, first was %q", next.etag, first.etag)
+	}
+	if a := readFeed(t, p, "0", map[string]string{"If-None-Match": next.etag}); a.status != http.StatusNotModified {
+		t.Errorf("after reading everything: %d %v, want 304", a.status, a.ids)
+	}
+	// The old continuation still gives what followed it; "*" is from now.
+	if a := readFeed(t, p, "0", map[string]string{"If-None-Match": first.etag}); fmt.Sprint(a.ids) != "[f b]" {
+		t.Errorf("from the first etag again: %v, want [f b]", a.ids)
+	}
+	if a := readFeed(t, p, "0", nil); fmt.Sprint(a.ids) != "[a e f b]" {
+		t.Errorf("from the beginning after the deletes: %v, want [a e f b]", a.ids)
+	}
+	if a := readFeed(t, p, "0", map[string]string{"If-None-Match": "*"}); a.status != http.StatusNotModified || a.etag != next.etag {
+		t.Errorf("from now: %d %q, want 304 %q", a.status, a.etag, next.etag)
+	}
+}
+
+func TestFeedStartsAtIfModifiedSince(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{}})
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, id := range []string{"old", "edge", "new"} {
+		u.put(id, t0.Unix()-1+int64(i))
+	}
+	// azcosmos writes the time as time.RFC1123 in UTC; HTTP clients as GMT.
+	for _, since := range []string{t0.Format(time.RFC1123), t0.Format(http.TimeFormat)} {
+		a := readFeed(t, p, "0", map[string]string{"If-Modified-Since": since})
+		if a.status != http.StatusOK || fmt.Sprint(a.ids) != "[edge new]" {
+			t.Errorf("since %s: %d %v, want [edge new] (_ts at or after)", since, a.status, a.ids)
+		}
+		// With both headers (the SDKs send If-Modified-Since on every page),
+		// a doc must satisfy both.
+		u.put("old", t0.Unix()-5) // changed, but dated before since
+		u.put("later", t0.Unix()+10)
+		b := readFeed(t, p, "0", map[string]string{"If-Modified-Since": since, "If-None-Match": a.etag})
+		if fmt.Sprint(b.ids) != "[later]" {
+			t.Errorf("since %s from %s: %v, want [later]", since, a.etag, b.ids)
+		}
+		u.del("later")
+	}
+	future := t0.Add(time.Hour).Format(time.RFC1123)
+	if a := readFeed(t, p, "0", map[string]string{"If-Modified-Since": future}); a.status != http.StatusNotModified || a.etag == "" {
+		t.Errorf("since the future: %d etag %q, want 304 with an etag", a.status, a.etag)
+	}
+}
+
+// Pages hold at most x-ms-max-item-count docs; each etag continues where
+// its page ended, whatever changed meanwhile.
+func TestFeedPagesByMaxItemCount(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{}})
+	for i := range 5 {
+		u.put(fmt.Sprintf("d%d", i), 100)
+	}
+	var got []string
+	etag := ""
+	var pages []int
+	for range 10 {
+		hdr := map[string]string{"x-ms-max-item-count": "2"}
+		if etag != "" {
+			hdr["If-None-Match"] = etag
+		}
+		a := readFeed(t, p, "0", hdr)
+		if a.etag == "" {
+			t.Fatal("no etag")
+		}
+		etag = a.etag
+		if a.status == http.StatusNotModified {
+			break
+		}
+		pages = append(pages, len(a.ids))
+		got = append(got, a.ids...)
+		if len(pages) == 1 {
+			u.put("d0", 200) // changed after it was sent: comes again, last
+		}
+	}
+	if fmt.Sprint(pages) != "[2 2 2]" || fmt.Sprint(got) != "[d0 d1 d2 d3 d4 d0]" {
+		t.Errorf("pages %v with %v; want [2 2 2] with [d0 d1 d2 d3 d4 d0]", pages, got)
+	}
+}
+
+// Several ranges: each doc is in exactly one, each range has its own
+// continuation, and together they are every doc.
+func TestFeedSplitsDocsOverRanges(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{Ranges: 3}})
+	const n = 30
+	for i := range n {
+		u.put(fmt.Sprintf("doc-%02d", i), 100)
+	}
+	seen := map[string]int{}
+	etags := map[string]string{}
+	nonEmpty := 0
+	for _, rng := range []string{"0", "1", "2"} {
+		a := readFeed(t, p, rng, nil)
+		etags[rng] = a.etag
+		if len(a.ids) > 0 {
+			nonEmpty++
+		}
+		for _, id := range a.ids {
+			seen[id]++
+		}
+	}
+	if len(seen) != n || nonEmpty < 2 {
+		t.Fatalf("%d distinct docs over the ranges (%d ranges had some), want %d over at least 2", len(seen), nonEmpty, n)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("%s in %d ranges", id, c)
+		}
+	}
+	u.put("doc-07", 200)
+	changed := 0
+	for _, rng := range []string{"0", "1", "2"} {
+		a := readFeed(t, p, rng, map[string]string{"If-None-Match": etags[rng]})
+		changed += len(a.ids)
+		if len(a.ids) > 0 && fmt.Sprint(a.ids) != "[doc-07]" {
+			t.Errorf("range %s: %v", rng, a.ids)
+		}
+	}
+	if changed != 1 {
+		t.Errorf("the changed doc came %d times over the ranges, want once", changed)
+	}
+}
+
+// With a budget a change-feed answer is charged like a query, 304s
+// included, and a read of an empty bucket is throttled.
+func TestFeedChargesTheBudget(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{}, Budget: &faultproxy.Budget{RUPerSecond: 50}})
+	for i := range 3 {
+		u.put(fmt.Sprintf("d%d", i), 100)
+	}
+	a := readFeed(t, p, "0", nil)
+	if a.status != http.StatusOK || a.charge != "1" {
+		t.Fatalf("first page: %d charged %q, want 200 charged 1 (under 1 KB)", a.status, a.charge)
+	}
+	b := readFeed(t, p, "0", map[string]string{"If-None-Match": a.etag})
+	if b.status != http.StatusNotModified || b.charge != "1" {
+		t.Fatalf("304 charged %q, want 1", b.charge)
+	}
+	ru, attempts, throttled, _, _ := faultproxy.Totals(p.Ledger(), "client", false)
+	if ru != 2 || attempts != 2 || throttled != 0 {
+		t.Errorf("ledger: %v RU over %d attempts (%d throttled), want 2 over 2", ru, attempts, throttled)
+	}
+	p.SetBudget(0)
+	if c := readFeed(t, p, "0", map[string]string{"If-None-Match": a.etag}); c.status != http.StatusTooManyRequests {
+		t.Errorf("empty bucket: %d, want 429", c.status)
+	}
+}
+
+// Concurrent change-feed reads of one container see one log: every change
+// gets one sequence number, whatever the interleaving.
+func TestFeedConcurrentReads(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{}})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 10 {
+				u.put(fmt.Sprintf("w%d-%d", w, i), int64(100+i))
+				req, _ := http.NewRequest(http.MethodGet, p.URL()+"dbs/d/colls/c/docs", nil)
+				req.Header.Set("Authorization", "sig")
+				req.Header.Set("A-IM", "Incremental feed")
+				resp, err := client().Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("concurrent read: %d", resp.StatusCode)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	a := readFeed(t, p, "0", nil)
+	if len(a.ids) != 40 {
+		t.Fatalf("%d docs from the beginning, want 40", len(a.ids))
+	}
+	if a.etag != `"40"` {
+		t.Errorf("etag %s after 40 changes, each seen once: want \"40\"", a.etag)
+	}
+}
