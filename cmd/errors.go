@@ -51,7 +51,7 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 	case "bifrost-migrate":
 		return []exitStatus{ok, fatal, usage,
 			{ExitPartial, "partial: rows were dead-lettered, or verify found mismatches"},
-			{ExitConflicts, "replay conflicts left unresolved"},
+			{ExitConflicts, "replay or reverse conflicts left unresolved"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); state saved, rerun to resume"},
 		}, true
 	case "bifrost-migrate init":
@@ -78,6 +78,14 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 			{ExitPartial, "partial: rows were dead-lettered (with --dry-run: would be)"},
 			{ExitConflicts, "replay conflicts left unresolved (with --dry-run: would be)"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run the same replay again"},
+		}, true
+	case "bifrost-migrate reverse":
+		return []exitStatus{ok,
+			{ExitFatal, "fatal error (the state directory in use by another process included)"},
+			usage,
+			{ExitPartial, "partial: docs were dead-lettered (with --dry-run: would be)"},
+			{ExitConflicts, "reverse conflicts left unresolved (with --dry-run: would be)"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run the same reverse again (docs written back are skipped)"},
 		}, true
 	case "bifrost-migrate fixtures":
 		return []exitStatus{ok, usage}, true

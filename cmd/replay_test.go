@@ -125,29 +125,10 @@ func (e *replayEnv) replayArgs(extra ...string) []string {
 		"--state-dir", e.stateDir, "--quiet"}, extra...)
 }
 
-// replaySummaryOf returns the summary of replay's --output json: progress
-// and status lines, then the summary, then an error line only when replay
-// failed.
+// replaySummaryOf returns the summary of replay's --output json.
 func replaySummaryOf(t *testing.T, stdout, stderr string) migrate.ReplaySummary {
 	t.Helper()
-	lines := parseJSONLines(t, stdout)
-	end := len(lines) - 1
-	if end > 0 && lines[end].Type == lineError {
-		end--
-	}
-	for _, l := range lines[:max(end, 0)] {
-		if l.Type != lineProgress && l.Type != lineStatus {
-			t.Fatalf("stdout line is not a progress or status line: %s\nstderr:\n%s", l.Raw, stderr)
-		}
-	}
-	var s migrate.ReplaySummary
-	if end < 0 || lines[end].Type != lineSummary {
-		t.Fatalf("stdout does not end with a summary (and an error line):\n%s\nstderr:\n%s", stdout, stderr)
-	}
-	if err := json.Unmarshal([]byte(lines[end].Raw), &s); err != nil {
-		t.Fatalf("summary: %v\n%s", err, lines[end].Raw)
-	}
-	return s
+	return lastSummary[migrate.ReplaySummary](t, stdout, stderr)
 }
 
 // wantTotals compares the counts that matter with want.

@@ -297,6 +297,7 @@ With no connection settings it targets the local emulators: Azurite
 		NewCmdRun(f, nil),
 		NewCmdVerify(f, nil),
 		NewCmdReplay(f, nil),
+		NewCmdReverse(f, nil),
 		NewCmdFixtures(f),
 	)
 	for _, c := range root.Commands() {

@@ -75,7 +75,7 @@ type bench struct {
 }
 
 func newBench(t *testing.T) *bench {
-	b := &bench{t: t, bin: resBuild(t), storage: testenv.Storage(t), cosmos: testenv.Cosmos(t)}
+	b := &bench{t: t, bin: testenv.Build(t), storage: testenv.Storage(t), cosmos: testenv.Cosmos(t)}
 	var err error
 	if b.client, err = azure.NewCosmosClient(b.cosmos, azure.Options{}); err != nil {
 		t.Fatal(err)

@@ -19,21 +19,10 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/cmd"
 	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
-
-// resBuild builds bifrost-migrate into a temporary directory and returns
-// the binary's path.
-func resBuild(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "bifrost-migrate")
-	b := exec.Command("go", "build", "-o", bin, "github.com/bifrost/bifrost-migrate")
-	if out, err := b.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // killTrigger decides when to signal the process a resProc runs. Exactly
 // one of its fields is set.
@@ -272,7 +261,7 @@ func TestRunKillAndResume(t *testing.T) {
 		}}}},
 	}
 
-	bin := resBuild(t)
+	bin := testenv.Build(t)
 	// Blob container 0 is the clean run's, then one per scenario and one
 	// for SIGINT.
 	src := newResSource(t, n, 3, time.Now().UTC(), len(scenarios)+2)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/cmd"
 	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -34,7 +35,7 @@ import (
 // run's --execution-ttl) is clean, and a rerun is no longer refused.
 func TestRunLockOneProcessPerStateDir(t *testing.T) {
 	src := newResGenerated(t, 300, 17, time.Now().UTC(), 1)
-	bin := resBuild(t)
+	bin := testenv.Build(t)
 	db := src.newDatabase()
 	stateDir := filepath.Join(t.TempDir(), "state")
 	ttl := []string{"--execution-ttl", "full"}
