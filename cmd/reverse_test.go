@@ -137,7 +137,7 @@ func (e *reverseEnv) prefixQuery(prefix string) []string {
 	end := prefix[:len(prefix)-1] + string(rune(prefix[len(prefix)-1]+1))
 	filter := fmt.Sprintf("PartitionKey eq 'GLOBAL' and RowKey ge '%s' and RowKey lt '%s'",
 		strings.ReplaceAll(prefix, "'", "''"), strings.ReplaceAll(end, "'", "''"))
-	pager := e.tables.NewClient(e.prefix+transform.TableRelationships).NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
+	pager := e.tables.NewClient(e.prefix + transform.TableRelationships).NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter})
 	var keys []string
 	for pager.More() {
 		page, err := pager.NextPage(context.Background())
