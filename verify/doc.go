@@ -48,7 +48,7 @@
 // The execution index rows of Relationships are dropped: in Cosmos DB the
 // questions they answered are queries on the execution docs. While the
 // rows stream by, verify keeps compact facts of every execution of
-// Entities (interned user, workflow, form, status and scope, about 120
+// Entities (interned user, workflow, form, status and scope, about 130
 // bytes per execution with its id) and, since Entities is read before
 // Relationships, judges each index row against them as it is read
 // (classifyIndex: dangling or stale), keeping no index row; once every
