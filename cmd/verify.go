@@ -83,9 +83,20 @@ executions that are expired now may be present or absent. Every blob path
 a doc names must exist in execution-data.
 
 It also finds orphans (docs carrying _migration whose row no longer
-expects them), counts docs without _migration (written by the
-application; not judged), and reports dangling execution indexes as
-data-quality warnings.
+expects them) and counts docs without _migration (written by the
+application; not judged).
+
+Access patterns: the execution index rows of Relationships (userexec,
+workflowexec, formexec, status) are not migrated, since Cosmos DB answers
+their questions with queries on the execution docs. verify checks every
+index row against its execution: dangling (no such execution), stale (its
+user, workflow, partition, form or status differs from the execution's),
+and every migrated execution without a userexec or workflowexec row
+(unindexed). These are data-quality findings, not failures: the counts and
+the first 20 of each are printed, and --report lists every dangling and
+stale row (up to 1,000 of each) under "accessPatterns". The check needs
+both Entities and Relationships in --tables; with --sample it judges the
+sampled index rows and executions against every execution.
 
 Every source row must be accounted for: a row that run dead-letters is
 not in Cosmos DB, so it fails verify like a missing doc; verify counts

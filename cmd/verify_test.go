@@ -415,8 +415,9 @@ func TestVerifyCleanRunMatchesInventory(t *testing.T) {
 	if r.AppWritten["entities"] != 0 || r.AppWritten["executions"] != 0 || r.NotJudged != 0 {
 		t.Errorf("app-written %v, not judged %d; want none", r.AppWritten, r.NotJudged)
 	}
-	if len(r.DanglingIndexes) != 1 || r.DanglingIndexes[0].ExecutionID != "5effe395-907c-5b5e-8c21-1a59b41c41f2" {
-		t.Errorf("dangling indexes %+v, want the one of the fixtures", r.DanglingIndexes)
+	if ap := r.AccessPatterns; !ap.Checked || ap.Dangling != 1 || ap.Stale != 0 || ap.Unindexed != 0 || len(ap.Findings) != 1 ||
+		ap.Findings[0].ExecutionID != "5effe395-907c-5b5e-8c21-1a59b41c41f2" || ap.Findings[0].Kind != verify.FindingDangling {
+		t.Errorf("access patterns %s, want the fixtures' one dangling index", jsonText(ap))
 	}
 	// No run wrote a dead-letter file into the env's state directory.
 	want := strings.Replace(cleanFixturesText, deadLettersListed, deadLettersNotFound(e.stateDir), 1)
@@ -472,8 +473,9 @@ Relationships  workflowexec          21    0         0        0        0        
 Relationships  workflowform          1     0         0        0        0          0        0              1               0        0
 total                                140   60        60       0        0          0        64             9               1        6
 application-written docs (no _migration, not judged): entities 0, executions 0
-dangling indexes (data-quality warning): 1
-  Relationships GLOBAL/workflowexec:purge_old_mailboxes:7c9e6679-7425-40de-944b-e07fc1f90ae7:5effe395-907c-5b5e-8c21-1a59b41c41f2: execution 5effe395-907c-5b5e-8c21-1a59b41c41f2 not in Entities
+access patterns (data quality, not failures): 1 dangling and 0 stale index row(s), 0 unindexed execution(s)
+dangling index rows (no such execution: listed before cutover, gone after) (1):
+  index workflowexec:purge_old_mailboxes:7c9e6679-7425-40de-944b-e07fc1f90ae7:5effe395-907c-5b5e-8c21-1a59b41c41f2: execution 5effe395-907c-5b5e-8c21-1a59b41c41f2 is not in Entities
 ` + deadLettersListed + `verify: 6 row(s) not migrated; 0 missing, 0 different, 0 orphan doc(s)
 `
 

@@ -2,27 +2,70 @@ package transform
 
 import "strings"
 
+// IndexRow is what the RowKey of a dropped execution index row says
+// (SPEC §9): the execution it names and the key it files it under.
+type IndexRow struct {
+	// Kind is userexec, workflowexec, formexec or status.
+	Kind string
+	// Key is the field the index is looked up by: the user id (userexec),
+	// the workflow name (workflowexec), the form id (formexec) or the
+	// status (status).
+	Key string
+	// Partition is a workflowexec row's partition field, as written (an
+	// organization id, GLOBAL, SYSTEM, or already "org-…"); "" for the
+	// other kinds. Scope maps it to a scope.
+	Partition string
+	// ExecutionID is the last ':' field.
+	ExecutionID string
+}
+
+// ParseIndex parses the RowKey of an execution index row:
+// userexec:{userId}:{executionId}, workflowexec:{workflow}:{partition}:{executionId},
+// formexec:{formId}:{executionId} or status:{status}:{executionId}. The
+// execution id is the last ':' field and a workflowexec partition the one
+// before it; the key is everything between the kind and those, so user
+// ids and workflow names may contain ':'. ok is false for a RowKey of
+// another kind, and for a malformed one: too few fields, or an empty
+// execution id. It is pure and allocates nothing.
+func ParseIndex(rowKey string) (ix IndexRow, ok bool) {
+	kind, rest, found := strings.Cut(rowKey, ":")
+	if !found {
+		return IndexRow{}, false
+	}
+	switch kind {
+	case "userexec", "workflowexec", "formexec", "status":
+	default:
+		return IndexRow{}, false
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i < 0 || i == len(rest)-1 {
+		return IndexRow{}, false
+	}
+	ix = IndexRow{Kind: kind, Key: rest[:i], ExecutionID: rest[i+1:]}
+	if kind == "workflowexec" {
+		j := strings.LastIndexByte(ix.Key, ':')
+		if j < 0 {
+			return IndexRow{}, false
+		}
+		ix.Key, ix.Partition = ix.Key[:j], ix.Key[j+1:]
+	}
+	return ix, true
+}
+
 // relationships transforms a Relationships row (SPEC §9).
 func (b *builder) relationships() {
 	rk := b.row.RowKey
 	kind := b.out.Kind
 	switch kind {
 	case "userexec", "workflowexec", "formexec", "status":
-		// userexec:{userId}:{executionId} (user ids may contain ':'),
-		// workflowexec:{workflow}:{scope}:{executionId},
-		// formexec:{formId}:{executionId}, status:{status}:{executionId}.
-		minParts := 3
-		if kind == "workflowexec" {
-			minParts = 4
-		}
-		i := strings.LastIndexByte(rk, ':')
-		if strings.Count(rk, ":")+1 < minParts || i == len(rk)-1 {
+		ix, ok := ParseIndex(rk)
+		if !ok {
 			b.out.Disposition = DispositionKeptInTables
 			b.warn(ReasonMalformedIndex, kind)
 			return
 		}
 		b.out.Disposition = DispositionDroppedIndex
-		b.out.IndexExecutionID = rk[i+1:]
+		b.out.IndexExecutionID = ix.ExecutionID
 	case "userperm", "orgperm", "userrole", "formrole", "workflowform", "assignedrole", "roleform":
 		if b.opts.Relationships != RelationshipsMigrate {
 			b.out.Disposition = DispositionKeptInTables

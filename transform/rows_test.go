@@ -53,6 +53,36 @@ func TestSelectTables(t *testing.T) {
 	}
 }
 
+// TestParseIndex: the key fields of each index kind; user ids and
+// workflow names may contain ':', the execution id is the last field and
+// a workflowexec partition the one before it.
+func TestParseIndex(t *testing.T) {
+	for _, c := range []struct {
+		rk   string
+		want IndexRow
+		ok   bool
+	}{
+		{"userexec:alice@contoso.example:e1", IndexRow{Kind: "userexec", Key: "alice@contoso.example", ExecutionID: "e1"}, true},
+		{"userexec:system:scheduler:e2", IndexRow{Kind: "userexec", Key: "system:scheduler", ExecutionID: "e2"}, true},
+		{"userexec::e2", IndexRow{Kind: "userexec", Key: "", ExecutionID: "e2"}, true},
+		{"workflowexec:sync_users:7c9e6679:e3", IndexRow{Kind: "workflowexec", Key: "sync_users", Partition: "7c9e6679", ExecutionID: "e3"}, true},
+		{"workflowexec:sync_users:org-7c9e6679:e3", IndexRow{Kind: "workflowexec", Key: "sync_users", Partition: "org-7c9e6679", ExecutionID: "e3"}, true},
+		{"workflowexec:wf:a:b:GLOBAL:e3", IndexRow{Kind: "workflowexec", Key: "wf:a:b", Partition: "GLOBAL", ExecutionID: "e3"}, true},
+		{"formexec:f1:e4", IndexRow{Kind: "formexec", Key: "f1", ExecutionID: "e4"}, true},
+		{"status:CompletedWithErrors:e-5", IndexRow{Kind: "status", Key: "CompletedWithErrors", ExecutionID: "e-5"}, true},
+		{"workflowexec:wf:e3", IndexRow{}, false},
+		{"status:Pending:", IndexRow{}, false},
+		{"userexec:e1", IndexRow{}, false},
+		{"userexec", IndexRow{}, false},
+		{"userperm:u:o", IndexRow{}, false},
+	} {
+		got, ok := ParseIndex(c.rk)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ParseIndex(%q) = %+v, %v; want %+v, %v", c.rk, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 func TestExecutionIDs(t *testing.T) {
 	row := Row{RowKey: "execution:8205514467878_a-1", Props: map[string]Value{"ExecutionId": {Type: EdmString, Str: "b-2"}}}
 	if p, k := ExecutionIDs(row); p != "b-2" || k != "a-1" || ExecutionID(row) != "b-2" {

@@ -42,4 +42,17 @@
 // application-written: counted per container, not judged. A doc without
 // _migration at an expected place is judged (it is not what the migration
 // wrote).
+//
+// # Access patterns
+//
+// The execution index rows of Relationships are dropped: in Cosmos DB the
+// questions they answered are queries on the execution docs. While the
+// rows stream by, verify keeps compact facts of every execution of
+// Entities (interned user, workflow, form, status and scope, about 130
+// bytes per execution with its id) and, since Entities is read before
+// Relationships, judges each index row against them as it is read
+// (classifyIndex: dangling or stale), keeping no index row; once every
+// row is read it judges the executions (classifyUnindexed: a migrated
+// execution without a userexec or workflowexec row). The findings are
+// data quality: they are in the report, never in OK.
 package verify

@@ -27,14 +27,13 @@ type detailJob struct {
 // changes neither index: it is pure.
 func join(rows *rowIndex, docs *docIndex, tables []string, sample float64) (*Report, []detailJob) {
 	r := &Report{
-		AppWritten:      map[string]int{},
-		Docs:            docs.read,
-		Warnings:        rows.warnings,
-		DanglingChecked: rows.danglingChecked,
-		DanglingIndexes: rows.dangling,
-		Missing:         []DocRef{},
-		Orphans:         []Orphan{},
-		Differences:     []Difference{},
+		AppWritten:     map[string]int{},
+		Docs:           docs.read,
+		Warnings:       rows.warnings,
+		AccessPatterns: rows.access.result(),
+		Missing:        []DocRef{},
+		Orphans:        []Orphan{},
+		Differences:    []Difference{},
 	}
 	for _, c := range containers {
 		r.AppWritten[c] = 0

@@ -96,11 +96,58 @@ type Difference struct {
 	Actual    json.RawMessage `json:"actual,omitempty"`
 }
 
-// DanglingIndex is a dropped index row whose execution is not in Entities.
-type DanglingIndex struct {
-	PartitionKey string `json:"partitionKey"`
-	RowKey       string `json:"rowKey"`
-	ExecutionID  string `json:"executionId"`
+// AccessPatterns is what the access-pattern check found (SPEC §12):
+// where a query on the execution docs will answer differently from the
+// dropped index it replaces. These are data-quality findings: they never
+// make the report fail.
+type AccessPatterns struct {
+	// Checked is false when --tables left out Entities or Relationships:
+	// the check needs both, and then nothing was judged.
+	Checked bool `json:"checked"`
+	// Dangling and Stale count index rows, Unindexed executions; with
+	// --sample, those of the sample (judged against every execution).
+	Dangling  int `json:"dangling"`
+	Stale     int `json:"stale"`
+	Unindexed int `json:"unindexed"`
+	// Findings lists the dangling rows (the first MaxAccessRows), then the
+	// stale rows (the first MaxAccessRows), then the unindexed executions
+	// (the first ShownDifferences), each in read order, with a finding per
+	// differing field or missing row.
+	Findings []Finding `json:"findings"`
+}
+
+// accessRows groups findings by what is counted: one group per index row
+// (dangling, stale) or per execution (unindexed), in order.
+func accessRows(fs []Finding) [][]Finding {
+	var out [][]Finding
+	for i, f := range fs {
+		if i > 0 {
+			p := fs[i-1]
+			same := p.Kind == f.Kind && p.ExecutionID == f.ExecutionID &&
+				(p.Index == nil) == (f.Index == nil) && (p.Index == nil || *p.Index == *f.Index)
+			if same {
+				out[len(out)-1] = append(out[len(out)-1], f)
+				continue
+			}
+		}
+		out = append(out, []Finding{f})
+	}
+	return out
+}
+
+// firstOfEach returns the findings of the first n index rows or
+// executions of each kind.
+func (a AccessPatterns) firstOfEach(n int) AccessPatterns {
+	out := a
+	out.Findings = []Finding{}
+	shown := map[FindingKind]int{}
+	for _, g := range accessRows(a.Findings) {
+		if shown[g[0].Kind] < n {
+			shown[g[0].Kind]++
+			out.Findings = append(out.Findings, g...)
+		}
+	}
+	return out
 }
 
 // Settings are the options a Report was made with.
@@ -142,12 +189,12 @@ type Report struct {
 	// exists. The command fills both (verify itself reads no files).
 	DeadLetterFile      string `json:"deadLetterFile"`
 	DeadLetterFileFound bool   `json:"deadLetterFileFound"`
-	// DanglingChecked is false when Entities was not read (--tables).
-	DanglingChecked bool            `json:"danglingChecked"`
-	DanglingIndexes []DanglingIndex `json:"danglingIndexes"`
-	Missing         []DocRef        `json:"missing"`
-	Orphans         []Orphan        `json:"orphans"`
-	Differences     []Difference    `json:"differences"`
+	// AccessPatterns are the dropped execution indexes checked against
+	// the executions; they do not change OK.
+	AccessPatterns AccessPatterns `json:"accessPatterns"`
+	Missing        []DocRef       `json:"missing"`
+	Orphans        []Orphan       `json:"orphans"`
+	Differences    []Difference   `json:"differences"`
 	// DetailsTruncated is true when more than MaxDetailedDocs docs differ:
 	// Differences then covers the first MaxDetailedDocs of them.
 	DetailsTruncated bool    `json:"detailsTruncated"`
@@ -168,7 +215,7 @@ const ShownDifferences = 20
 // ShownDifferences entries, for --output json.
 func (r *Report) Summary() *Report {
 	s := *r
-	s.DanglingIndexes = first(r.DanglingIndexes, ShownDifferences)
+	s.AccessPatterns = r.AccessPatterns.firstOfEach(ShownDifferences)
 	s.Missing = first(r.Missing, ShownDifferences)
 	s.Orphans = first(r.Orphans, ShownDifferences)
 	s.Differences = first(r.Differences, ShownDifferences)
@@ -183,7 +230,7 @@ func first[T any](s []T, n int) []T {
 }
 
 // WriteText writes the per-table and kind table, the application-written
-// docs, the dangling indexes and the first ShownDifferences missing docs,
+// docs, the access patterns and the first ShownDifferences missing docs,
 // orphans and differences.
 func (r *Report) WriteText(w io.Writer) error {
 	if r.Settings.Sample > 0 && r.Settings.Sample < 1 {
@@ -218,15 +265,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.NotJudged > 0 {
 		fmt.Fprintf(w, "docs of rows outside --tables/--sample (not judged): %d\n", r.NotJudged)
 	}
-	switch {
-	case !r.DanglingChecked:
-		fmt.Fprintln(w, "dangling indexes: not checked (Entities not read)")
-	default:
-		fmt.Fprintf(w, "dangling indexes (data-quality warning): %d\n", len(r.DanglingIndexes))
-		for _, d := range first(r.DanglingIndexes, ShownDifferences) {
-			fmt.Fprintf(w, "  Relationships %s/%s: execution %s not in Entities\n", d.PartitionKey, d.RowKey, d.ExecutionID)
-		}
-	}
+	r.AccessPatterns.writeText(w, r.Settings.Sample)
 	if n := len(r.Missing); n > 0 {
 		fmt.Fprintf(w, "missing docs (%s):\n", shown(n))
 		for _, m := range first(r.Missing, ShownDifferences) {
@@ -305,4 +344,74 @@ func (d Difference) text() string {
 		return fmt.Sprintf("%s: %s: expected %s, actual %s", where, d.Path, strings.Trim(string(d.Expected), `"`), val(d.Actual))
 	}
 	return fmt.Sprintf("%s: %s: expected %s, actual %s", where, d.Path, val(d.Expected), val(d.Actual))
+}
+
+// writeText writes the access-pattern counts, then the first
+// ShownDifferences dangling rows, stale rows and unindexed executions,
+// one line each. sample is the report's --sample.
+func (a AccessPatterns) writeText(w io.Writer, sample float64) {
+	if !a.Checked {
+		fmt.Fprintln(w, "access patterns: not checked (they need both Entities and Relationships; --tables left one out)")
+		return
+	}
+	of := ""
+	if sample > 0 && sample < 1 {
+		of = " of the sample"
+	}
+	fmt.Fprintf(w, "access patterns (data quality, not failures): %d dangling and %d stale index row(s), %d unindexed execution(s)%s\n",
+		a.Dangling, a.Stale, a.Unindexed, of)
+	groups := accessRows(a.Findings)
+	for _, k := range []struct {
+		kind  FindingKind
+		title string
+		n     int
+	}{
+		{FindingDangling, "dangling index rows (no such execution: listed before cutover, gone after)", a.Dangling},
+		{FindingStale, "stale index rows (listed under the index's value before cutover, under the execution's after)", a.Stale},
+		{FindingUnindexed, "unindexed executions (missing from that user's or workflow's list before cutover, in it after)", a.Unindexed},
+	} {
+		if k.n == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s (%s):\n", k.title, shown(k.n))
+		n := 0
+		for _, g := range groups {
+			if g[0].Kind != k.kind || n == ShownDifferences {
+				continue
+			}
+			n++
+			fmt.Fprintf(w, "  %s\n", findingText(g))
+		}
+	}
+}
+
+// findingText renders the findings of one index row or one execution on
+// one line.
+func findingText(g []Finding) string {
+	val := func(v *string) string {
+		if v == nil {
+			return "(none)"
+		}
+		return string(rawJSON(*v))
+	}
+	var parts []string
+	for _, f := range g {
+		switch f.Kind {
+		case FindingDangling:
+			parts = append(parts, "execution "+f.ExecutionID+" is not in Entities")
+		case FindingStale:
+			parts = append(parts, fmt.Sprintf("%s: index %s, execution %s", f.Field, val(f.IndexValue), val(f.ExecutionValue)))
+		case FindingUnindexed:
+			missing := "userexec"
+			if f.Field == FieldWorkflowName {
+				missing = "workflowexec"
+			}
+			parts = append(parts, fmt.Sprintf("no %s row (%s %s)", missing, f.Field, val(f.ExecutionValue)))
+		}
+	}
+	head := "execution " + g[0].ExecutionID
+	if g[0].Index != nil {
+		head = "index " + *g[0].Index
+	}
+	return head + ": " + strings.Join(parts, "; ")
 }

@@ -29,8 +29,8 @@ type tableKind struct{ table, kind string }
 
 // rowIndex is the row side of verify: an entry per selected row whose
 // doc must exist, the disposition of every selected row, the counts per
-// table and kind, the warnings and the dangling indexes. One goroutine
-// builds it, in read order.
+// table and kind, the warnings and the access-pattern check. One
+// goroutine builds it, in read order.
 type rowIndex struct {
 	expected  []expectedDoc
 	seen      map[key]transform.Disposition
@@ -38,13 +38,12 @@ type rowIndex struct {
 	kindIndex map[tableKind]int
 	kindNames []tableKind
 	warnings  map[string]int
-	dangling  []DanglingIndex
-	// danglingChecked: Entities was read, so dangling indexes are known.
-	danglingChecked bool
+	access    *accessIndex
 }
 
 func newRowIndex() *rowIndex {
-	return &rowIndex{seen: map[key]transform.Disposition{}, kindIndex: map[tableKind]int{}, warnings: map[string]int{}}
+	return &rowIndex{seen: map[key]transform.Disposition{}, kindIndex: map[tableKind]int{}, warnings: map[string]int{},
+		access: newAccessIndex(false)}
 }
 
 // kind returns the index of table and kind's counts, adding them.
@@ -60,9 +59,8 @@ func (x *rowIndex) kind(table, kind string) int {
 	return i
 }
 
-// add records one selected row and its outcome; executions, when not nil,
-// holds every execution id of Entities read so far (for dangling indexes).
-func (x *rowIndex) add(row transform.Row, src key, o transform.Outcome, executions transform.ExecutionSet) error {
+// add records one selected row and its outcome.
+func (x *rowIndex) add(row transform.Row, src key, o transform.Outcome) error {
 	ki := x.kind(row.Table, transform.Kind(row.RowKey))
 	c := &x.kinds[ki]
 	c.Rows++
@@ -90,10 +88,6 @@ func (x *rowIndex) add(row transform.Row, src key, o transform.Outcome, executio
 		x.expected = append(x.expected, expectedDoc{ref: ref, kind: ki, docKey: keyOf(o.Container, o.Scope, o.ID), expired: true})
 	case transform.DispositionDroppedIndex:
 		c.DroppedIndex++
-		if executions != nil && o.IndexExecutionID != "" && !executions.Has(o.IndexExecutionID) {
-			x.dangling = append(x.dangling, DanglingIndex{PartitionKey: row.PartitionKey, RowKey: row.RowKey, ExecutionID: o.IndexExecutionID})
-			x.warnings[transform.ReasonDanglingIndex]++
-		}
 	case transform.DispositionKeptInTables:
 		c.KeptInTables++
 	case transform.DispositionDeadLetter:
@@ -113,14 +107,12 @@ type rowReader struct {
 
 // read reads the selected tables in order, transforms every row
 // (collisions need every earlier row, sampled or not) and indexes the
-// sampled ones.
+// sampled ones. Every execution and every dropped index row goes to the
+// access-pattern check, which needs both Entities and Relationships.
 func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 	ids := transform.NewIDSet()
-	var executions transform.ExecutionSet
-	if slices.Contains(rr.opts.Tables, transform.TableEntities) {
-		executions = transform.ExecutionSet{}
-		x.danglingChecked = true
-	}
+	x.access = newAccessIndex(slices.Contains(rr.opts.Tables, transform.TableEntities) &&
+		slices.Contains(rr.opts.Tables, transform.TableRelationships))
 	for _, table := range rr.opts.Tables {
 		rr.progress.Step("reading table " + table)
 		err := store.Scan(ctx, rr.rows, rr.opts.TablePrefix, table, store.Query{}, store.Cursor{}, func(p store.Page) error {
@@ -130,16 +122,21 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 			}
 			for i, row := range p.Rows {
 				o := ids.Check(outcomes[i])
-				if executions != nil && table == transform.TableEntities && o.Kind == "execution" {
-					// Both ids count, as in run: an index naming either
-					// is not dangling.
-					executions.AddRow(row)
-				}
 				src := keyOf(table, row.PartitionKey, row.RowKey)
-				if !sampledKey(src, rr.opts.Sample) {
+				sampled := sampledKey(src, rr.opts.Sample)
+				switch {
+				case table == transform.TableEntities && o.Kind == "execution":
+					x.access.addExecution(row, o, sampled)
+				case o.Disposition == transform.DispositionDroppedIndex:
+					if x.access.addIndex(row, sampled) == FindingDangling {
+						// The warning run gives the same row.
+						x.warnings[transform.ReasonDanglingIndex]++
+					}
+				}
+				if !sampled {
 					continue
 				}
-				if err := x.add(row, src, o, executions); err != nil {
+				if err := x.add(row, src, o); err != nil {
 					return err
 				}
 			}
