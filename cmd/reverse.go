@@ -42,11 +42,9 @@ type ReverseOptions struct {
 	RU    ruFlags
 	pacer *azure.Pacer
 	// Follow repeats passes every Interval until SIGINT or SIGTERM, each
-	// from where the previous pass's change feed ended (SPEC §16): the
-	// feed's continuation misses nothing and repeats nothing, so reverse
-	// needs no --skew.
-	Follow   bool
-	Interval time.Duration
+	// from the previous pass's watermark less Skew (SPEC §16).
+	Follow         bool
+	Interval, Skew time.Duration
 
 	// Connect connects to the accounts and returns the engine's services,
 	// a description of the targets without secrets, and the database or
@@ -101,12 +99,14 @@ in --state-dir), as are docs that cannot be written back. Pass run's
 --execution-ttl, --blob-threshold, --relationships and --strict.
 
 --prune also deletes the rows whose migrated doc is gone from Cosmos DB,
-unless it expired by its ttl (the tables keep their own retention).
---dry-run reads everything and writes nothing; the summary lists the writes
-it would do. --follow keeps going: a pass every --interval, each from where
-the change feed ended; SIGINT or SIGTERM stop after the pass in progress
-(exit 0). An interrupted reverse is simply run again: docs already written
-back are skipped.`,
+unless it expired by its ttl (the tables keep their own retention) or the
+row was written after --since (the Table-based application's). --dry-run
+reads everything and writes nothing; the summary lists the writes it would
+do. --follow keeps going: a pass every --interval, each from the newest
+change the previous pass read less --skew (clock skew between servers; a
+change read twice is harmless); SIGINT or SIGTERM stop after the pass in
+progress (exit 0). An interrupted reverse is simply run again: docs
+already written back are skipped.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Out, opts.ErrOut = f.Out, f.ErrOut
@@ -129,6 +129,7 @@ back are skipped.`,
 	fl.BoolVar(&opts.Reverse.DryRun, "dry-run", false, "read everything, write nothing, print what would happen")
 	fl.BoolVar(&opts.Follow, "follow", false, "keep writing back: a pass every --interval, until SIGINT or SIGTERM")
 	fl.DurationVar(&opts.Interval, "interval", migrate.DefaultFollowInterval, "with --follow, the wait between passes")
+	fl.DurationVar(&opts.Skew, "skew", migrate.DefaultFollowSkew, "with --follow, how far before the newest change read each next pass starts (clock skew between servers)")
 	fl.IntVar(&opts.Reverse.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs written back at once")
 	opts.RU.bind(fl)
 	fl.StringVar(&opts.Reverse.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of reverse-dead-letter.jsonl")
@@ -193,8 +194,8 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 		return UsageError(errors.New("--state-dir must not be empty"))
 	case opts.Follow && (m.DryRun || m.Prune):
 		return UsageError(errors.New("--follow cannot be combined with --dry-run or --prune (run them once, before or after following)"))
-	case opts.Follow && opts.Interval <= 0:
-		return UsageError(fmt.Errorf("--interval must be positive, got %s", opts.Interval))
+	case opts.Follow && (opts.Interval <= 0 || opts.Skew < 0):
+		return UsageError(fmt.Errorf("--interval must be positive and --skew not negative, got %s and %s", opts.Interval, opts.Skew))
 	}
 	if err := opts.RU.validate(); err != nil {
 		return err
@@ -216,8 +217,8 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 		return err
 	}
 	if opts.Follow {
-		o.status("following docs changed since %s: a pass every %s; SIGINT or SIGTERM stops after the pass in progress",
-			since.Format(time.RFC3339Nano), opts.Interval)
+		o.status("following docs changed since %s: a pass every %s, each from the newest change read less %s; SIGINT or SIGTERM stops after the pass in progress",
+			since.Format(time.RFC3339Nano), opts.Interval, opts.Skew)
 		return reverseFollow(ctx, o, opts, m, svc.deps)
 	}
 	o.status("docs changed since %s", since.Format(time.RFC3339Nano))
@@ -351,12 +352,12 @@ func writeReverseConflict(w io.Writer, c migrate.ReverseConflict) {
 // when docs were dead-lettered.
 func reverseFollow(ctx context.Context, o *output, opts *ReverseOptions, m migrate.ReverseOptions, deps migrate.ReverseDeps) error {
 	var total migrate.ReverseCounts
-	f, err := followPasses(ctx, o, migrate.FollowOptions{Since: m.Since, Interval: opts.Interval},
+	f, err := followPasses(ctx, o, migrate.FollowOptions{Since: m.Since, Interval: opts.Interval, Skew: opts.Skew},
 		func(pctx context.Context, since time.Time) (pass[migrate.ReverseConflict], error) {
+			m.Since = since
 			s, err := migrate.Reverse(pctx, m, deps)
-			// The next pass continues where the change feed ended; the
-			// passes after the first add to the dead-letter file.
-			m.From, m.KeepDeadLetters = s.Next, true
+			// The passes after the first add to the dead-letter file.
+			m.KeepDeadLetters = true
 			if err != nil {
 				return pass[migrate.ReverseConflict]{}, err
 			}

@@ -3,10 +3,16 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,7 +36,7 @@ import (
 
 // Docs and rows the tests change, besides the replay tests' ones.
 const (
-	orgID      = "2f1a9c4e-8b3d-4e6f-a1c2-5d7e9f0b3a68"
+	orgID      = roleOrg
 	runningID  = "0c537813-4b06-5b2c-8e7c-f7706176ae40" // Running in the fixtures
 	runningRK  = "execution:8204781399999_" + runningID
 	zoe        = "zoë.müller@fabrikam.example"
@@ -233,16 +239,34 @@ func (e *reverseEnv) applicationWrites() {
 	running["resultSize"] = 34 // the length of its JSON text, as the plan's schema says
 	e.appWrite(transform.ContainerExecutions, running)
 
-	e.appWrite(transform.ContainerExecutions, map[string]any{
-		"id": newExecID, "type": "execution", "scope": "org-" + orgID,
-		"executionId": newExecID, "workflowName": newExecWF, "formId": nil,
-		"executedBy": aliceEmail, "executedByName": "Alice Renamed",
+	e.appWrite(transform.ContainerExecutions, newExecution(newExecID, "Alice Renamed", newExecStarted))
+}
+
+// newExecution is an execution the application starts in Cosmos DB, in
+// the plan's doc schema: Running, for alice, in orgID.
+func newExecution(id, byName string, started time.Time) map[string]any {
+	return map[string]any{
+		"id": id, "type": "execution", "scope": "org-" + orgID,
+		"executionId": id, "workflowName": newExecWF, "formId": nil,
+		"executedBy": aliceEmail, "executedByName": byName,
 		"status": "Running", "inputData": map[string]any{"user": "bob@contoso.example", "top": 5},
 		"result": nil, "resultType": nil, "resultInBlob": false, "resultSize": nil, "resultBlobPath": nil,
 		"errorMessage": nil, "durationMs": nil,
-		"startedAt": newExecStarted.Format("2006-01-02T15:04:05.0000000Z"), "completedAt": nil,
+		"startedAt": started.Format("2006-01-02T15:04:05.0000000Z"), "completedAt": nil,
 		"logsBlobPath": nil, "variablesBlobPath": nil, "snapshotBlobPath": nil, "ttl": 1209600,
-	})
+	}
+}
+
+// executionKeys are the rows reverse writes for a Running execution of
+// newExecution: its Entities row and its userexec, workflowexec and
+// status index rows, as snapshot keys.
+func executionKeys(id string, started time.Time) []string {
+	return []string{
+		fmt.Sprintf("Entities %s execution:%d_%s", orgID, 9999999999999-started.UnixMilli(), id),
+		"Relationships GLOBAL status:Running:" + id,
+		"Relationships GLOBAL userexec:" + aliceEmail + ":" + id,
+		"Relationships GLOBAL workflowexec:" + newExecWF + ":" + orgID + ":" + id,
+	}
 }
 
 // TestReverseAfterCutover is the rollback story (SPEC §15): what the
@@ -338,4 +362,361 @@ func TestReverseAfterCutover(t *testing.T) {
 	// aside).
 	code, stdout, r := e.verify()
 	wantOnlyDeadLetters(t, "verify after reverse", code, stdout, r)
+}
+
+// TestReverseConflictAndForce: a row changed in the tables after it was
+// migrated while the application changed its doc too is a conflict: not
+// written, listed with the differing properties (names, never values),
+// exit 4, while the other docs are written back; --force writes it with
+// If-Match, and a reverse after that writes nothing.
+func TestReverseConflictAndForce(t *testing.T) {
+	e := newReverseEnv(t, nil)
+	since := e.since()
+	e.applicationWrites()
+	// The same user changed on the tables too (a rollback's stray write).
+	e.mergeRow(transform.TableEntities, "GLOBAL", aliceRK, map[string]any{"DisplayName": "Alice (edited on tables)"})
+	before := e.snapshot()
+	aliceKey := "Entities GLOBAL " + aliceRK
+	aliceDoc, _ := e.rawDoc(transform.ContainerEntities, "GLOBAL", aliceID)
+
+	code, stdout, stderr := e.cli(e.reverseArgs(since)...)
+	if code != ExitConflicts {
+		t.Fatalf("reverse: exit %d, want 4:\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"conflicts: 1 left unresolved, 0 written with --force\n",
+		"  entities/GLOBAL/" + aliceID + " → Entities GLOBAL/" + aliceRK + "\n" +
+			"    the row changed in the tables after the doc was migrated, and the application changed the doc too; not written\n" +
+			"    properties: DisplayName\n",
+		"reverse: 1 conflict(s) left unresolved\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks\n%s\ngot:\n%s", want, stdout)
+		}
+	}
+	if want := "bifrost-migrate: 1 conflict(s) left unresolved: rows that changed in the tables too were not written; see the list, then rerun with --force to write the Cosmos DB version\n"; !strings.HasSuffix(stderr, want) {
+		t.Errorf("stderr ends with\n%s\nwant\n%s", stderr, want)
+	}
+	after := e.snapshot()
+	if a, b := after[aliceKey], before[aliceKey]; a.ETag != b.ETag || a.Props["DisplayName"].Str != "Alice (edited on tables)" {
+		t.Errorf("the conflicting row changed: %s", transform.EncodeEntity(a))
+	}
+	if doc, _ := e.rawDoc(transform.ContainerEntities, "GLOBAL", aliceID); string(doc) != string(aliceDoc) {
+		t.Errorf("the conflicting doc changed:\nbefore %s\nafter  %s", aliceDoc, doc)
+	}
+	// The other docs were written back all the same.
+	if got := after["Entities "+orgID+" "+runningRK].Props["Status"].Str; got != "Success" {
+		t.Errorf("the completed execution's row has Status %q, want Success", got)
+	}
+
+	// JSON: the same conflict, and again nothing is written for it.
+	code, s, _ := e.reverse(since)
+	if code != ExitConflicts || s.Totals.Conflicts != 1 || len(s.Conflicts) != 1 || s.Totals.Writes() != 0 {
+		t.Fatalf("reverse --output json: exit %d totals %+v conflicts %s", code, s.Totals, jsonText(s.Conflicts))
+	}
+	if c := s.Conflicts[0]; c.ID != aliceID || c.Table != "Entities" || c.RowKey != aliceRK || c.Resolution != migrate.NotWritten ||
+		!slices.Equal(c.Properties, []string{"DisplayName"}) {
+		t.Errorf("conflict %s", jsonText(c))
+	}
+
+	// --force writes the Cosmos DB version.
+	code, s, stderr = e.reverse(since, "--force")
+	if code != ExitOK || s.Totals.Forced != 1 || s.Totals.RowsWritten != 1 {
+		t.Fatalf("reverse --force: exit %d totals %+v:\n%s", code, s.Totals, stderr)
+	}
+	forced := e.snapshot()
+	if got := forced[aliceKey].Props["DisplayName"].Str; got != "Alice Renamed" {
+		t.Errorf("after --force DisplayName is %q, want the Cosmos DB version", got)
+	}
+	if got := changedRows(after, forced); !slices.Equal(got, []string{aliceKey}) {
+		t.Errorf("--force changed %q, want only the conflicting row", got)
+	}
+	if code, s, _ := e.reverse(since); code != ExitOK || s.Totals.Writes() != 0 {
+		t.Errorf("reverse after --force: exit %d totals %+v, want nothing to write", code, s.Totals)
+	}
+}
+
+// TestReversePrune: --prune deletes the rows whose migrated doc the
+// application deleted (an execution's index rows with it), and nothing
+// else: not the rows of expired executions, of dead letters, or rows the
+// Table-based application wrote after --since. Without --prune, and with
+// --dry-run, nothing is deleted; the dry run lists the deletes.
+func TestReversePrune(t *testing.T) {
+	e := newReverseEnv(t, nil)
+	since := e.since()
+	e.appDelete(transform.ContainerEntities, "org-"+roleOrg, roleID)
+	e.appDelete(transform.ContainerExecutions, "org-"+orgID, runningID)
+	// A row written in the tables after --since has no doc, and is no
+	// prune's business.
+	e.mergeRow(transform.TableEntities, "GLOBAL", newRK, map[string]any{"Email": "new.hire@contoso.example", "DisplayName": "Tables Hire"})
+	before := e.snapshot()
+
+	if code, s, stderr := e.reverse(since); code != ExitOK || s.Totals.Writes() != 0 {
+		t.Fatalf("reverse without --prune: exit %d totals %+v:\n%s", code, s.Totals, stderr)
+	}
+	if got := changedRows(before, e.snapshot()); len(got) > 0 {
+		t.Fatalf("reverse without --prune changed %q", got)
+	}
+
+	want := []string{
+		"Entities " + orgID + " " + runningRK,
+		"Entities " + roleOrg + " " + roleRK,
+		"Relationships GLOBAL status:Running:" + runningID,
+		"Relationships GLOBAL userexec:" + zoe + ":" + runningID,
+		"Relationships GLOBAL workflowexec:export_mailbox_inventory:" + orgID + ":" + runningID,
+	}
+	code, s, stderr := e.reverse(since, "--prune", "--dry-run")
+	if code != ExitOK || s.Totals.Pruned != 2 || s.Totals.IndexDeleted != 3 {
+		t.Fatalf("reverse --prune --dry-run: exit %d totals %+v, want 2 pruned and 3 index rows:\n%s", code, s.Totals, stderr)
+	}
+	var planned []string
+	for _, p := range s.Plan {
+		if p.Action != "delete" {
+			t.Errorf("planned %+v, want only deletes", p)
+		}
+		planned = append(planned, p.Table+" "+p.PartitionKey+" "+p.RowKey)
+	}
+	slices.Sort(planned)
+	if !slices.Equal(planned, want) {
+		t.Errorf("dry run's plan:\n got %q\nwant %q", planned, want)
+	}
+	if got := changedRows(before, e.snapshot()); len(got) > 0 {
+		t.Fatalf("reverse --prune --dry-run changed %q", got)
+	}
+
+	code, s, stderr = e.reverse(since, "--prune")
+	if code != ExitOK || s.Totals.Pruned != 2 || s.Totals.IndexDeleted != 3 {
+		t.Fatalf("reverse --prune: exit %d totals %+v:\n%s", code, s.Totals, stderr)
+	}
+	if got := changedRows(before, e.snapshot()); !slices.Equal(got, want) {
+		t.Errorf("reverse --prune deleted:\n got %q\nwant %q", got, want)
+	}
+	if code, s, _ := e.reverse(since, "--prune"); code != ExitOK || s.Totals.Writes() != 0 {
+		t.Errorf("a second prune: exit %d totals %+v, want nothing to delete", code, s.Totals)
+	}
+}
+
+// TestReverseDryRun: --dry-run reads everything and writes nothing — no
+// row, no doc, no blob, no dead-letter file — and lists the writes a real
+// reverse then does.
+func TestReverseDryRun(t *testing.T) {
+	e := newReverseEnv(t, nil)
+	since := e.since()
+	e.applicationWrites()
+	before := e.snapshot()
+	docs := map[string][]byte{}
+	for _, d := range [][3]string{{"entities", "GLOBAL", aliceID}, {"executions", "org-" + orgID, runningID}, {"executions", "org-" + orgID, newExecID}} {
+		docs[d[2]], _ = e.rawDoc(d[0], d[1], d[2])
+	}
+
+	code, stdout, stderr := e.cli(e.reverseArgs(since, "--dry-run")...)
+	if code != ExitOK {
+		t.Fatalf("reverse --dry-run: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"DRY RUN: nothing was written", "writes a real reverse would do (9 listed):",
+		"  insert Entities " + orgID + "/execution:", "  delete Relationships GLOBAL/status:Running:" + runningID + "\n", "reverse: OK\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if got := changedRows(before, e.snapshot()); len(got) > 0 {
+		t.Errorf("the dry run changed rows %q", got)
+	}
+	for id, b := range docs {
+		if after, _ := e.rawDoc(transform.ContainerExecutions, "org-"+orgID, id); id != aliceID && string(after) != string(b) {
+			t.Errorf("the dry run changed doc %s", id)
+		}
+	}
+	if a, _ := e.rawDoc(transform.ContainerEntities, "GLOBAL", aliceID); string(a) != string(docs[aliceID]) {
+		t.Error("the dry run changed alice's doc")
+	}
+	if _, err := os.Stat(filepath.Join(e.stateDir, migrate.ReverseDeadLetterFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dry run wrote %s: %v", migrate.ReverseDeadLetterFile, err)
+	}
+
+	code, s, stderr := e.reverse(since)
+	if code != ExitOK || s.Totals.Writes() != 9 {
+		t.Errorf("reverse after the dry run: exit %d totals %+v, want the 9 writes it listed:\n%s", code, s.Totals, stderr)
+	}
+}
+
+// TestReverseKilledAndRerun: reverse is killed (SIGKILL) after it wrote
+// rows for some docs but recorded the sync of only a few; reverse run
+// again with the same --since ends with exactly the rows an uninterrupted
+// reverse writes (each execution's row and index rows, nothing else), no
+// conflict, and a third reverse writes nothing.
+func TestReverseKilledAndRerun(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		writes int
+		kill   func()
+	)
+	e := newReverseEnv(t, func(r *http.Request) bool {
+		if faultproxy.IsDocWrite(r) {
+			mu.Lock()
+			writes++
+			if writes == 5 && kill != nil {
+				kill()
+			}
+			mu.Unlock()
+		}
+		return false
+	})
+	bin := testenv.Build(t)
+	since := e.since()
+	before := e.snapshot()
+	const n = 40
+	var want []string
+	for i := range n {
+		id := fmt.Sprintf("4b111000-0000-4000-8000-%012d", i)
+		started := newExecStarted.Add(time.Duration(i) * time.Second)
+		e.appWrite(transform.ContainerExecutions, newExecution(id, "Alice Admin", started))
+		want = append(want, executionKeys(id, started)...)
+	}
+	slices.Sort(want)
+
+	c := exec.Command(bin, append(e.reverseArgs(since), "--concurrency", "4")...)
+	c.Env = os.Environ()
+	for k, v := range e.env {
+		c.Env = append(c.Env, k+"="+v)
+	}
+	var out strings.Builder
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	kill = func() { _ = c.Process.Kill() }
+	mu.Unlock()
+	err := c.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("reverse was not killed (%v):\n%s", err, out.String())
+	}
+	mid := changedRows(before, e.snapshot())
+	t.Logf("killed at the 5th sync record: %d of the %d rows written", len(mid), len(want))
+	if len(mid) == 0 || len(mid) == len(want) {
+		t.Errorf("killed with %d of %d rows written: the test wants a reverse killed mid-way", len(mid), len(want))
+	}
+
+	code, s, stderr := e.reverse(since)
+	if code != ExitOK || s.Totals.Conflicts != 0 || s.Totals.Synced+s.Totals.Unchanged < n {
+		t.Fatalf("reverse after the kill: exit %d totals %+v:\n%s", code, s.Totals, stderr)
+	}
+	final := e.snapshot()
+	if got := changedRows(before, final); !slices.Equal(got, want) {
+		t.Errorf("rows after kill and rerun:\n got %q\nwant %q", got, want)
+	}
+	if code, s, _ := e.reverse(since); code != ExitOK || s.Totals.Writes() != 0 {
+		t.Errorf("third reverse: exit %d totals %+v, want nothing to write", code, s.Totals)
+	}
+	if got := changedRows(final, e.snapshot()); len(got) > 0 {
+		t.Errorf("the third reverse changed %q", got)
+	}
+	code, stdout, r := e.verify()
+	wantOnlyDeadLetters(t, "verify after kill and rerun", code, stdout, r)
+}
+
+// TestReverseFollow: `reverse --follow --interval 2s` keeps the tables in
+// step while the application, on Cosmos DB, completes executions and
+// starts new ones over 8 s (the cutover's other direction). The runbook's
+// write-stop window — from the application's last write to a clean verify
+// after a pass with nothing to write — is measured; a SIGINT ends it with
+// exit 0 within 10 s; stdout holds one pass line per pass, then the
+// summary.
+func TestReverseFollow(t *testing.T) {
+	e := newReverseEnv(t, nil)
+	execs := e.executionRows(8)
+	since := e.since()
+
+	f, _, errOut := newTestFactory(e.env)
+	out := &syncBuffer{}
+	f.Out = out
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	done := make(chan int, 1)
+	go func() {
+		done <- Execute(ctx, f, append(e.reverseArgs(since, "--follow", "--interval", "2s"), "--output", "json"))
+	}()
+
+	// The application: a completed execution or a new one every half
+	// second.
+	for i := range 16 {
+		if i%2 == 0 {
+			row := execs[i/2]
+			id := row.Props["ExecutionId"].Str
+			doc := e.readDoc(transform.ContainerExecutions, transform.Scope(row.PartitionKey), id)
+			doc["status"], doc["errorMessage"] = "Failed", fmt.Sprintf("failed while following (%d)", i)
+			e.appWrite(transform.ContainerExecutions, doc)
+		} else {
+			id := fmt.Sprintf("f0110000-0000-4000-8000-%012d", i)
+			e.appWrite(transform.ContainerExecutions, newExecution(id, "Alice Admin", newExecStarted.Add(time.Duration(i)*time.Second)))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	lastChange := time.Now()
+
+	var window time.Duration
+	for time.Since(lastChange) < 30*time.Second && window == 0 {
+		for _, l := range strings.Split(out.String(), "\n") {
+			var p struct {
+				Type    string    `json:"type"`
+				Started time.Time `json:"started"`
+				Written int64     `json:"written"`
+			}
+			if json.Unmarshal([]byte(l), &p) == nil && p.Type == "pass" && p.Started.After(lastChange) && p.Written == 0 {
+				code, stdout, r := e.verify()
+				wantOnlyDeadLetters(t, "verify after a pass with nothing to write", code, stdout, r)
+				window = time.Since(lastChange)
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("write-stop window (reverse --follow --interval 2s): %.1fs from the last write to a clean verify", window.Seconds())
+	if window == 0 {
+		t.Error("no pass with nothing to write within 30 s of the last write")
+	}
+
+	stopped := time.Now()
+	interrupt() // SIGINT
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("reverse --follow did not stop within 10 s of SIGINT")
+	}
+	if code != ExitOK {
+		t.Errorf("exit %d, want 0; stderr:\n%s", code, errOut)
+	}
+	t.Logf("stopped %.1fs after SIGINT", time.Since(stopped).Seconds())
+
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	passes, synced := 0, int64(0)
+	for i, l := range lines {
+		var p struct {
+			Type    string `json:"type"`
+			Pass    int    `json:"pass"`
+			Written int64  `json:"written"`
+		}
+		if err := json.Unmarshal([]byte(l), &p); err != nil || p.Type == "" {
+			t.Fatalf("stdout line %d is not a JSON object with a type: %q", i+1, l)
+		}
+		switch {
+		case p.Type == "pass" && p.Pass == passes+1:
+			passes++
+		case p.Type == "summary" && i == len(lines)-1:
+			var s struct {
+				Totals migrate.ReverseCounts `json:"totals"`
+			}
+			_ = json.Unmarshal([]byte(l), &s)
+			synced = s.Totals.Synced
+		case p.Type == "status":
+		default:
+			t.Errorf("stdout line %d out of place: %s", i+1, l)
+		}
+	}
+	if passes < 4 || synced < 16 {
+		t.Errorf("%d pass lines, %d docs synced; want one line per pass (at least 4 in 8 s) and the 16 changes written back", passes, synced)
+	}
 }

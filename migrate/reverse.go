@@ -61,10 +61,6 @@ type RowStore interface {
 type ReverseOptions struct {
 	// Since selects the docs changed at or after it. Required.
 	Since time.Time
-	// From, when it holds a container, continues that container's changes
-	// from an earlier pass's continuation (ReverseSummary.Next) instead of
-	// Since (--follow).
-	From map[string]string
 	// TablePrefix is put before each table name (tests).
 	TablePrefix string
 	// Transform must be the options of the run that migrated the data;
@@ -216,10 +212,8 @@ type ReverseSummary struct {
 	BlobsUploaded int64 `json:"blobsUploaded"`
 	BlobBytes     int64 `json:"blobBytes"`
 	// Newest is the latest change read (a doc's _ts); absent when none.
-	Newest *time.Time `json:"newest,omitempty"`
-	// Next is where each container's changes continue (--follow).
-	Next           map[string]string `json:"next,omitempty"`
-	ElapsedSeconds float64           `json:"elapsedSeconds"`
+	Newest         *time.Time `json:"newest,omitempty"`
+	ElapsedSeconds float64    `json:"elapsedSeconds"`
 }
 
 // Reverse writes back to Table Storage what the application changed in
@@ -276,7 +270,6 @@ type reverser struct {
 	blobsUp   int64
 	blobBytes int64
 	newest    time.Time
-	next      map[string]string
 }
 
 func newReverser(opts ReverseOptions, deps ReverseDeps) (*reverser, error) {
@@ -305,7 +298,7 @@ func newReverser(opts ReverseOptions, deps ReverseDeps) (*reverser, error) {
 		opts: opts, topts: topts, start: start, now: now,
 		changes: deps.Changes, position: deps.Position, rows: deps.Rows, docs: deps.Docs, blobs: deps.Blobs, query: deps.Query,
 		progress: deps.Progress, log: deps.Log,
-		counts: map[string]map[string]*ReverseCounts{}, warnings: map[string]int64{}, next: map[string]string{},
+		counts: map[string]map[string]*ReverseCounts{}, warnings: map[string]int64{},
 	}
 	if r.progress == nil {
 		r.progress = nopProgress{}
@@ -374,11 +367,7 @@ func (r *reverser) reverseContainer(ctx context.Context, c string) error {
 	// The feed starts at Since rounded down to the second, the resolution
 	// of _ts: a doc changed within that second, before Since, comes too
 	// (harmless: one that came from the tables unchanged is skipped).
-	from := r.opts.From[c]
-	if from == "" {
-		from = r.position(r.opts.Since)
-	}
-	next, err := r.changes.Changes(gctx, c, from, 0, func(raw []byte) error {
+	_, err := r.changes.Changes(gctx, c, r.position(r.opts.Since), 0, func(raw []byte) error {
 		if err := gctx.Err(); err != nil {
 			return err
 		}
@@ -397,9 +386,6 @@ func (r *reverser) reverseContainer(ctx context.Context, c string) error {
 	if err != nil {
 		return fmt.Errorf("read the changes of container %s: %w", c, err)
 	}
-	r.mu.Lock()
-	r.next[c] = next
-	r.mu.Unlock()
 	return nil
 }
 
@@ -776,7 +762,7 @@ func (r *reverser) summary() ReverseSummary {
 	s := ReverseSummary{
 		Since: r.opts.Since.UTC().Format(time.RFC3339Nano), DryRun: r.opts.DryRun, Force: r.opts.Force, Prune: r.opts.Prune,
 		Containers: []ReverseContainerSummary{}, Warnings: r.warnings, Conflicts: slices.Clone(r.conflicts),
-		Plan: slices.Clone(r.plan), BlobsUploaded: r.blobsUp, BlobBytes: r.blobBytes, Next: r.next,
+		Plan: slices.Clone(r.plan), BlobsUploaded: r.blobsUp, BlobBytes: r.blobBytes,
 	}
 	if s.Conflicts == nil {
 		s.Conflicts = []ReverseConflict{}
