@@ -87,6 +87,7 @@ func (e *reverseEnv) reverseArgs(since string, extra ...string) []string {
 func (e *reverseEnv) reverse(since string, extra ...string) (int, migrate.ReverseSummary, string) {
 	e.t.Helper()
 	code, stdout, stderr := e.cli(e.reverseArgs(since, append([]string{"--output", "json"}, extra...)...)...)
+	checkJSONRun(e.t, "reverse "+strings.Join(extra, " "), code, stdout, stderr, true) // the output convention
 	return code, lastSummary[migrate.ReverseSummary](e.t, stdout, stderr), stderr
 }
 
