@@ -18,6 +18,11 @@ import (
 // for another container.
 var ErrBadChangePosition = errors.New("not a change feed position of this container")
 
+// ErrNoChangeFeed is wrapped by Changes' error when the account answers
+// the change feed's requests in a format that is not the service's (the
+// local Cosmos DB stand-in has no change feed).
+var ErrNoChangeFeed = errors.New("no change feed")
+
 // positionVersion is the version of the format of change feed positions.
 const positionVersion = 1
 
@@ -118,6 +123,12 @@ func (r *DocReader) Changes(ctx context.Context, container, from string, pageSiz
 	if len(pos.Ranges) == 0 {
 		frs, err := c.ReadFeedRanges(ctx, nil)
 		if err != nil {
+			var syntax *json.SyntaxError
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &syntax) || errors.As(err, &typ) {
+				// The npm Cosmos DB stand-in answers in its own format.
+				err = fmt.Errorf("%w: the account does not serve the change feed as Azure Cosmos DB does (%v); reverse needs Azure Cosmos DB or its emulator", ErrNoChangeFeed, err)
+			}
 			return "", r.fail(container, "read the feed ranges of container "+container, ScrubError(err))
 		}
 		if len(frs) == 0 {

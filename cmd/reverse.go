@@ -221,11 +221,16 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 			since.Format(time.RFC3339Nano), opts.Interval, opts.Skew)
 		return reverseFollow(ctx, o, opts, m, svc.deps)
 	}
+	var bars *barProgress
+	svc.deps.Progress, bars, _ = newProgress(o, opts.ErrIsTerminal, time.Now, recentRU(opts.pacer))
 	o.status("docs changed since %s", since.Format(time.RFC3339Nano))
 	if m.DryRun {
 		o.status("dry run: nothing will be written")
 	}
 	s, err := migrate.Reverse(ctx, m, svc.deps)
+	if bars != nil {
+		bars.finish()
+	}
 	ru := newRUReport(opts.pacer, s.Totals.Synced)
 	end := endingOf(err, ctx.Err() != nil)
 	var werr error
@@ -355,6 +360,7 @@ func reverseFollow(ctx context.Context, o *output, opts *ReverseOptions, m migra
 	f, err := followPasses(ctx, o, migrate.FollowOptions{Since: m.Since, Interval: opts.Interval, Skew: opts.Skew},
 		func(pctx context.Context, since time.Time) (pass[migrate.ReverseConflict], error) {
 			m.Since = since
+			m.Transform.Now = opts.Now() // a status row's UpdatedAt is the pass's
 			s, err := migrate.Reverse(pctx, m, deps)
 			// The passes after the first add to the dead-letter file.
 			m.KeepDeadLetters = true

@@ -21,6 +21,17 @@ type DeadLetter struct {
 	RowKey       string          `json:"rowKey"`
 	Reason       string          `json:"reason"`
 	Row          json.RawMessage `json:"row"`
+	// Doc names the doc of a reverse dead letter (Table and the keys are
+	// then the row it would have written, or the doc's place when it has
+	// none); the doc itself stays in Cosmos DB.
+	Doc *DeadLetterDoc `json:"doc,omitempty"`
+}
+
+// DeadLetterDoc names a doc in Cosmos DB.
+type DeadLetterDoc struct {
+	Container string `json:"container"`
+	Scope     string `json:"scope"`
+	ID        string `json:"id"`
 }
 
 func newDeadLetter(row transform.Row, table, reason string) DeadLetter {

@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,9 +23,10 @@ import (
 )
 
 // ReverseDeadLetterFile is the dead-letter file of the last reverse in the
-// state directory, in the format of dead-letter.jsonl (the "row" is the
-// doc, redacted). Each reverse replaces it; the passes of --follow add to
-// it.
+// state directory, in the format of dead-letter.jsonl: the keys of the row
+// the doc would have written (or the doc's place), and "doc", which names
+// the doc; the doc itself stays in Cosmos DB. Each reverse replaces it;
+// the passes of --follow add to it.
 const ReverseDeadLetterFile = "reverse-dead-letter.jsonl"
 
 // ChangeFeed reads what changed in the containers of Cosmos DB.
@@ -260,6 +265,12 @@ type reverser struct {
 	query    DocQuerier
 	progress Progress
 	log      func(format string, args ...any)
+	// written holds the ETag of each row this reverse wrote (rowID → the
+	// ETag the write returned); see ours.
+	written sync.Map
+	// docLocks serialize the docs of one stripe: a doc the change feed
+	// sends twice is applied once at a time.
+	docLocks [64]sync.Mutex
 
 	mu        sync.Mutex // guards everything below
 	sink      deadLetterSink
@@ -372,7 +383,13 @@ func (r *reverser) reverseContainer(ctx context.Context, c string) error {
 			return err
 		}
 		g.Go(func() error {
+			info := infoOf(raw)
+			h := fnv.New32a()
+			_, _ = io.WriteString(h, info.scope+"\x00"+info.id)
+			lock := &r.docLocks[h.Sum32()%uint32(len(r.docLocks))]
+			lock.Lock()
 			res, err := r.apply(gctx, c, raw)
+			lock.Unlock()
 			if err != nil {
 				return err
 			}
@@ -392,8 +409,10 @@ func (r *reverser) reverseContainer(ctx context.Context, c string) error {
 // revResult is what reverse did with one doc.
 type revResult struct {
 	kind       string
+	scope, id  string    // the doc's
 	ts         time.Time // the doc's _ts
 	unchanged  bool
+	wrote      bool // rows were written by an attempt on this doc
 	synced     bool
 	forced     bool
 	conflict   *ReverseConflict
@@ -433,7 +452,7 @@ func infoOf(raw []byte) docInfo {
 // changing meanwhile makes it read and decide again.
 func (r *reverser) apply(ctx context.Context, c string, raw []byte) (revResult, error) {
 	info := infoOf(raw)
-	res := revResult{kind: info.typ, ts: info.ts}
+	res := revResult{kind: info.typ, ts: info.ts, scope: info.scope, id: info.id}
 	where := fmt.Sprintf("doc %s/%s/%s", c, info.scope, info.id)
 	res.dlRow = transform.Row{Table: c, PartitionKey: info.scope, RowKey: info.id}
 	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
@@ -465,6 +484,7 @@ func (r *reverser) apply(ctx context.Context, c string, raw []byte) (revResult, 
 // attempt is one read-decide-write of a doc; done is false when a 412,
 // 409 or 404 says to start over.
 func (r *reverser) attempt(ctx context.Context, c string, raw []byte, info docInfo, res *revResult) (done bool, err error) {
+	res.conflict, res.forced, res.unchanged = nil, false, false
 	doc, err := transform.DecodeDocOrdered(raw)
 	if err != nil {
 		res.deadLetter = fmt.Sprintf("%s: %v", transform.ReverseBadDoc, err)
@@ -480,7 +500,10 @@ func (r *reverser) attempt(ctx context.Context, c string, raw []byte, info docIn
 		res.deadLetter = fmt.Sprintf("%s: %v", transform.ReverseUnencodable, err)
 		return true, nil
 	}
-	if hasMig && hash == mig.Hash {
+	// Unchanged since the tool wrote it — unless an earlier attempt on
+	// this doc wrote rows (an older copy of the doc, then a start-over):
+	// then its rows are made to hold this version.
+	if hasMig && hash == mig.Hash && !res.wrote {
 		res.unchanged = true
 		return true, nil
 	}
@@ -507,10 +530,10 @@ func (r *reverser) attempt(ctx context.Context, c string, raw []byte, info docIn
 		return true, nil
 	}
 	res.warnings = out.Warnings
-	res.conflict, res.forced = nil, false
 	// A row that already holds what the doc says is no conflict, whoever
-	// wrote it (a reverse killed before it recorded the sync wrote it).
-	if found && rowChanged(existing, mig, hasMig) && len(transform.DiffRows(existing, out.Row)) > 0 {
+	// wrote it (a reverse killed before it recorded the sync wrote it),
+	// and neither is a row this reverse wrote.
+	if found && !r.ours(existing) && rowChanged(existing, mig, hasMig) && len(transform.DiffRows(existing, out.Row)) > 0 {
 		cf := &ReverseConflict{Container: c, Scope: info.scope, ID: info.id, Table: key.Table, PartitionKey: key.PartitionKey, RowKey: key.RowKey,
 			Reason: "the row changed in the tables after the doc was migrated, and the application changed the doc too", Properties: transform.DiffRows(existing, out.Row)}
 		if !hasMig {
@@ -530,12 +553,10 @@ func (r *reverser) attempt(ctx context.Context, c string, raw []byte, info docIn
 		res.deadLetter = reason
 		return true, err
 	}
-	// The doc's own row, then its index rows, then the stale ones; a 409,
-	// 412 or 404 on any of them starts the doc over.
-	ts, ok, err := r.put(ctx, out.Row, current, false, res)
-	if err != nil || !ok {
-		return err != nil, err
-	}
+	// The index rows first, then the stale ones, and the doc's own row
+	// last: until it is written, the existing row still names the stale
+	// index rows, so a start-over or a rerun after a kill finds them
+	// again. A 409, 412 or 404 on any of them starts the doc over.
 	for _, ix := range out.Index {
 		cur, found, err := store.Lookup(ctx, r.rows, r.opts.TablePrefix, ix.Table, store.Key{PartitionKey: ix.PartitionKey, RowKey: ix.RowKey})
 		if err != nil {
@@ -545,29 +566,40 @@ func (r *reverser) attempt(ctx context.Context, c string, raw []byte, info docIn
 		if found {
 			curp = &cur
 		}
-		if _, ok, err := r.put(ctx, ix, curp, true, res); err != nil || !ok {
-			return err != nil, err
+		if _, done, err := r.put(ctx, ix, curp, true, res); !done || err != nil || res.deadLetter != "" {
+			return done, err
 		}
 	}
 	for _, d := range out.Delete {
-		if ok, err := r.remove(ctx, d, res); err != nil || !ok {
-			return err != nil, err
+		if done, err := r.remove(ctx, d, res); !done || err != nil || res.deadLetter != "" {
+			return done, err
 		}
 	}
+	ts, done, err := r.put(ctx, out.Row, current, false, res)
+	if !done || err != nil || res.deadLetter != "" {
+		return done, err
+	}
 	// Record the sync on the doc, so that the next pass skips it.
-	synced, err := withMigration(doc, transform.Migration{Table: key.Table, PartitionKey: key.PartitionKey, RowKey: key.RowKey,
-		Timestamp: transform.FormatTimestamp(ts), Hash: hash})
+	m := transform.Migration{Table: key.Table, PartitionKey: key.PartitionKey, RowKey: key.RowKey, Timestamp: transform.FormatTimestamp(ts), Hash: hash}
+	if hasMig && mig == m {
+		res.synced = true // already recorded (a start-over that found its rows right)
+		return true, nil
+	}
+	synced, err := withMigration(doc, m)
 	if err != nil {
 		return true, err
 	}
-	if _, err := r.docs.Replace(ctx, c, info.scope, info.id, synced, info.etag); err != nil {
-		switch {
-		case errors.Is(err, store.ErrPreconditionFailed):
-			return false, nil // the doc changed since it was read: again
-		case errors.Is(err, store.ErrNotFound):
-		default:
-			return true, fmt.Errorf("record the sync: %w", err)
-		}
+	_, err = r.docs.Replace(ctx, c, info.scope, info.id, synced, info.etag)
+	var pe *store.PermanentError
+	switch {
+	case err == nil, errors.Is(err, store.ErrNotFound): // deleted since: its rows are written
+	case errors.Is(err, store.ErrPreconditionFailed):
+		return false, nil // the doc changed since it was read: again
+	case errors.As(err, &pe):
+		res.deadLetter = fmt.Sprintf("Cosmos DB refused to record the sync on the doc (its rows are written): %v", err)
+		return true, nil
+	default:
+		return true, fmt.Errorf("record the sync: %w", err)
 	}
 	res.synced = true
 	return true, nil
@@ -585,12 +617,44 @@ func rowChanged(row transform.Row, mig transform.Migration, hasMig bool) bool {
 	return !ok || row.Timestamp.After(t)
 }
 
+// rowID is the key of a row in reverser.written.
+func rowID(table, pk, rk string) string { return table + "\x00" + pk + "\x00" + rk }
+
+// ours reports whether row is as this reverse wrote it (its ETag, or the
+// time the ETag carries, is the one the write returned): a later attempt
+// on the same doc, or a second copy of the doc in the change feed, does
+// not take the tool's own write for a change in the tables.
+func (r *reverser) ours(row transform.Row) bool {
+	v, ok := r.written.Load(rowID(row.Table, row.PartitionKey, row.RowKey))
+	if !ok {
+		return false
+	}
+	etag := v.(string)
+	if etag == row.ETag {
+		return true
+	}
+	t, ok := etagTime(etag)
+	return ok && t.Equal(row.Timestamp)
+}
+
+// refused is the dead-letter reason of a write the Table service refused
+// for good (a *store.PermanentError: a value or a row it does not accept),
+// or "" for any other error.
+func refused(err error) string {
+	var pe *store.PermanentError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("Table Storage refused the row: %v", err)
+	}
+	return ""
+}
+
 // put writes row (an execution's index row when index) unless cur (the
 // row the table holds, nil when none) already holds the same: insert, or
 // replace with If-Match on cur's ETag. It returns the row's Timestamp
-// after the write (cur's when nothing was written); ok is false when a
-// 409, 412 or 404 says to start over.
-func (r *reverser) put(ctx context.Context, row transform.Row, cur *transform.Row, index bool, res *revResult) (ts time.Time, ok bool, err error) {
+// after the write (cur's when nothing was written). done is false when a
+// 409, 412 or 404 says to start over; a row the service refuses for good
+// makes the doc a dead letter (res.deadLetter, done, no error).
+func (r *reverser) put(ctx context.Context, row transform.Row, cur *transform.Row, index bool, res *revResult) (ts time.Time, done bool, err error) {
 	if cur != nil && len(transform.DiffRows(*cur, row)) == 0 {
 		return cur.Timestamp, true, nil
 	}
@@ -607,9 +671,14 @@ func (r *reverser) put(ctx context.Context, row transform.Row, cur *transform.Ro
 	switch {
 	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrPreconditionFailed), errors.Is(err, store.ErrNotFound):
 		return time.Time{}, false, nil
+	case refused(err) != "":
+		res.deadLetter = fmt.Sprintf("%s %s %s/%s: %s", action, row.Table, row.PartitionKey, row.RowKey, refused(err))
+		return time.Time{}, true, nil
 	case err != nil:
-		return time.Time{}, false, fmt.Errorf("%s %s %s/%s: %w", action, row.Table, row.PartitionKey, row.RowKey, err)
+		return time.Time{}, true, fmt.Errorf("%s %s %s/%s: %w", action, row.Table, row.PartitionKey, row.RowKey, err)
 	}
+	r.written.Store(rowID(row.Table, row.PartitionKey, row.RowKey), etag)
+	res.wrote = true
 	if index {
 		res.counts.IndexWritten++
 	} else {
@@ -619,17 +688,25 @@ func (r *reverser) put(ctx context.Context, row transform.Row, cur *transform.Ro
 	if t, ok := etagTime(etag); ok {
 		return t, true, nil
 	}
-	// The ETag did not say when: read the row back.
+	if r.opts.DryRun {
+		return r.now(), true, nil
+	}
+	// The ETag did not say when: read the row back. Gone already, or
+	// changed since (its ETag is not ours): start over.
 	back, found, err := store.Lookup(ctx, r.rows, r.opts.TablePrefix, row.Table, store.Key{PartitionKey: row.PartitionKey, RowKey: row.RowKey})
-	if err != nil || !found {
-		return r.now(), true, err
+	if err != nil {
+		return time.Time{}, true, err
+	}
+	if !found || back.ETag != etag {
+		return time.Time{}, false, nil
 	}
 	return back.Timestamp, true, nil
 }
 
 // remove deletes a stale row when it is there, with If-Match on the ETag
-// just read; ok is false when a 412 says to start over.
-func (r *reverser) remove(ctx context.Context, ref transform.RowRef, res *revResult) (ok bool, err error) {
+// just read; done is false when a 412 says to start over; a delete the
+// service refuses for good makes the doc a dead letter.
+func (r *reverser) remove(ctx context.Context, ref transform.RowRef, res *revResult) (done bool, err error) {
 	cur, found, err := store.Lookup(ctx, r.rows, r.opts.TablePrefix, ref.Table, store.Key{PartitionKey: ref.PartitionKey, RowKey: ref.RowKey}, "PartitionKey", "RowKey")
 	if err != nil || !found {
 		return true, err
@@ -640,8 +717,11 @@ func (r *reverser) remove(ctx context.Context, ref transform.RowRef, res *revRes
 		return true, nil
 	case errors.Is(err, store.ErrPreconditionFailed):
 		return false, nil
+	case refused(err) != "":
+		res.deadLetter = fmt.Sprintf("delete %s %s/%s: %s", ref.Table, ref.PartitionKey, ref.RowKey, refused(err))
+		return true, nil
 	case err != nil:
-		return false, fmt.Errorf("delete %s %s/%s: %w", ref.Table, ref.PartitionKey, ref.RowKey, err)
+		return true, fmt.Errorf("delete %s %s/%s: %w", ref.Table, ref.PartitionKey, ref.RowKey, err)
 	}
 	res.counts.IndexDeleted++
 	res.plan = append(res.plan, PlannedWrite{Action: "delete", Table: ref.Table, PartitionKey: ref.PartitionKey, RowKey: ref.RowKey})
@@ -694,7 +774,9 @@ func (r *reverser) record(c string, res revResult) error {
 	defer r.mu.Unlock()
 	cnt := r.count(c, res.kind)
 	cnt.Docs++
-	if res.ts.After(r.newest) {
+	// The newest change of the application's: the tool's own sync
+	// records come back in the feed as unchanged docs, and are not lag.
+	if (res.synced || res.conflict != nil) && res.ts.After(r.newest) {
 		r.newest = res.ts
 	}
 	cnt.RowsWritten += res.counts.RowsWritten
@@ -738,7 +820,9 @@ func (r *reverser) record(c string, res revResult) error {
 	}
 	cnt.DeadLetters++
 	r.log("dead letter %s %s/%s: %s", res.dlRow.Table, res.dlRow.PartitionKey, res.dlRow.RowKey, res.deadLetter)
-	if _, err := r.sink.Append([]DeadLetter{newDeadLetter(res.dlRow, res.dlRow.Table, res.deadLetter)}); err != nil {
+	dl := newDeadLetter(res.dlRow, res.dlRow.Table, res.deadLetter)
+	dl.Doc = &DeadLetterDoc{Container: c, Scope: res.scope, ID: res.id}
+	if _, err := r.sink.Append([]DeadLetter{dl}); err != nil {
 		return fmt.Errorf("%s %s/%s: record the dead letter: %w", res.dlRow.Table, res.dlRow.PartitionKey, res.dlRow.RowKey, err)
 	}
 	return nil
@@ -790,15 +874,31 @@ func (r *reverser) summary() ReverseSummary {
 }
 
 // prune deletes the rows whose doc carried _migration and is gone from
-// Cosmos DB (SPEC §15): rows last written before Since that run makes a
-// doc of, whose doc no doc's _migration names, unless the row's doc would
-// be expired now (expired executions stay in the tables, which keep their
-// own retention). Each is
-// checked once more (its doc read at its place) just before it is deleted
-// with If-Match, with an execution's index rows.
+// Cosmos DB (SPEC §15). Only rows the migration made a doc of qualify:
+//
+//   - last written before Since, the cutover: verify said OK then, so
+//     every such row had its doc; a row written since is the Table-based
+//     application's (after the rollback), not one whose doc is gone;
+//   - not a dead letter of run or replay (their dead-letter files): those
+//     never had a doc;
+//   - a row run makes a doc of, and whose doc cannot have expired by its
+//     ttl (expired executions stay in the tables, which keep their own
+//     retention): with --execution-ttl remaining Transform knows; with
+//     full or none the doc expires 14 days after it was written, which
+//     was after the row's Timestamp;
+//   - whose doc no doc's _migration names, and which is still missing
+//     when read once more at its place just before the delete.
+//
+// An execution's index rows are deleted first, then the row, each with
+// If-Match: a prune interrupted in between finds the row again.
 func (r *reverser) prune(ctx context.Context) error {
+	skip := map[[16]byte]struct{}{}
+	for _, name := range []string{DeadLetterFile, ReplayDeadLetterFile} {
+		if err := readDeadLetterKeys(filepath.Join(r.opts.StateDir, name), skip); err != nil {
+			return err
+		}
+	}
 	r.progress.Message("prune: listing the rows the docs came from")
-	sources := map[[16]byte]struct{}{}
 	for _, c := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
 		err := r.query.QueryAll(ctx, c, "SELECT * FROM c", nil, 0, func(raw []byte) error {
 			doc, err := transform.DecodeDocOrdered(raw)
@@ -806,7 +906,7 @@ func (r *reverser) prune(ctx context.Context) error {
 				return fmt.Errorf("container %s: undecodable doc: %w", c, err)
 			}
 			if m, ok, err := transform.DocMigration(doc); err == nil && ok {
-				sources[rowKeyHash(m.Table, m.PartitionKey, m.RowKey)] = struct{}{}
+				skip[rowKeyHash(m.Table, m.PartitionKey, m.RowKey)] = struct{}{}
 			}
 			return nil
 		})
@@ -814,87 +914,130 @@ func (r *reverser) prune(ctx context.Context) error {
 			return err
 		}
 	}
+	tables := []string{transform.TableConfig, transform.TableEntities}
+	if r.topts.Relationships == transform.RelationshipsMigrate {
+		tables = append(tables, transform.TableRelationships)
+	}
 	r.progress.Message("prune: reading the tables")
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.opts.Concurrency)
-	for _, table := range []string{transform.TableConfig, transform.TableEntities} {
+	for _, table := range tables {
 		err := store.Scan(gctx, r.rows, r.opts.TablePrefix, table, store.Query{}, store.Cursor{}, func(p store.Page) error {
 			for _, row := range p.Rows {
-				if _, ok := sources[rowKeyHash(table, row.PartitionKey, row.RowKey)]; ok {
-					continue
-				}
-				// A row written in the tables since --since is the
-				// Table-based application's (after a rollback): its doc
-				// was never made, not deleted.
-				if !row.Timestamp.Before(r.opts.Since) {
+				row.Table = table
+				if _, ok := skip[rowKeyHash(table, row.PartitionKey, row.RowKey)]; ok || !row.Timestamp.Before(r.opts.Since) {
 					continue
 				}
 				o := transform.Transform(row, transform.BlobFacts{}, r.topts)
-				if o.Disposition != transform.DispositionDoc {
+				if o.Disposition != transform.DispositionDoc || r.mayHaveExpired(row, o) {
 					continue // never a doc, or expired: the tables keep it
 				}
 				g.Go(func() error {
-					n, err := r.pruneRow(gctx, row, o)
-					if err != nil || n == 0 {
+					res, err := r.pruneRow(gctx, row, o)
+					if err != nil {
 						return err
 					}
 					r.mu.Lock()
 					defer r.mu.Unlock()
 					cnt := r.count(o.Container, o.Kind)
-					cnt.Pruned++
-					cnt.IndexDeleted += n - 1
+					cnt.Pruned += res.counts.Pruned
+					cnt.IndexDeleted += res.counts.IndexDeleted
+					cnt.StartOvers += res.counts.StartOvers
+					if r.opts.DryRun {
+						for _, p := range res.plan {
+							if len(r.plan) < maxListed {
+								r.plan = append(r.plan, p)
+							}
+						}
+					}
 					return nil
 				})
 			}
 			return nil
 		})
+		if werr := g.Wait(); werr != nil {
+			return werr // the first worker's error, not the scan's cancellation
+		}
 		if err != nil {
-			_ = g.Wait()
 			return err
 		}
+		g, gctx = errgroup.WithContext(ctx)
+		g.SetLimit(r.opts.Concurrency)
 	}
-	return g.Wait()
+	return nil
 }
 
-// pruneRow deletes row, whose doc o is gone, and its index rows; it
-// returns how many rows it deleted (0 when the doc is back or the row
-// changed meanwhile).
-func (r *reverser) pruneRow(ctx context.Context, row transform.Row, o transform.Outcome) (int64, error) {
+// mayHaveExpired reports whether the doc of an execution row may have
+// expired by its ttl although Transform (which knows only --execution-ttl
+// remaining's expiry) makes a doc of it: with full or none the doc lives
+// 14 days from its write, which came after the row's Timestamp.
+func (r *reverser) mayHaveExpired(row transform.Row, o transform.Outcome) bool {
+	if o.Container != transform.ContainerExecutions || r.topts.ExecutionTTL == transform.TTLRemaining {
+		return false
+	}
+	return !r.topts.Now.Before(row.Timestamp.Add(transform.ExecutionRetention * time.Second))
+}
+
+// readDeadLetterKeys adds the keys of the dead letters in file (a
+// dead-letter.jsonl of run or replay; none when it does not exist) to
+// keys.
+func readDeadLetterKeys(file string, keys map[[16]byte]struct{}) error {
+	f, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the dead letters: %w", err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	for {
+		var dl DeadLetter
+		if err := dec.Decode(&dl); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("read the dead letters in %s: %w", file, err)
+		}
+		keys[rowKeyHash(dl.Table, dl.PartitionKey, dl.RowKey)] = struct{}{}
+	}
+}
+
+// pruneRow deletes row, whose doc o is gone, after its index rows. Its
+// result counts what it deleted (nothing when the doc is back, or a 412
+// says the row changed meanwhile: the next prune decides again).
+func (r *reverser) pruneRow(ctx context.Context, row transform.Row, o transform.Outcome) (revResult, error) {
+	var res revResult
 	_, _, found, _, err := r.docs.Read(ctx, o.Container, o.Scope, o.ID)
 	if err != nil || found {
-		return 0, err
+		return res, err
 	}
-	var res revResult
-	err = r.rows.Delete(ctx, r.opts.TablePrefix+row.Table, store.Key{PartitionKey: row.PartitionKey, RowKey: row.RowKey}, row.ETag)
-	switch {
-	case errors.Is(err, store.ErrPreconditionFailed), errors.Is(err, store.ErrNotFound):
-		return 0, nil // changed or deleted meanwhile: leave it to the next prune
-	case err != nil:
-		return 0, fmt.Errorf("prune %s %s/%s: %w", row.Table, row.PartitionKey, row.RowKey, err)
-	}
-	n := int64(1)
 	if o.Kind == "execution" {
 		back, err := transform.ReverseDoc(o.Doc, &row, r.topts)
 		if err != nil {
-			return n, err
+			return res, err
 		}
 		for _, ix := range back.Index {
-			ok, err := r.remove(ctx, transform.RowRef{Table: ix.Table, PartitionKey: ix.PartitionKey, RowKey: ix.RowKey}, &res)
+			done, err := r.remove(ctx, transform.RowRef{Table: ix.Table, PartitionKey: ix.PartitionKey, RowKey: ix.RowKey}, &res)
 			if err != nil {
-				return n, err
+				return res, err
 			}
-			if ok {
-				n++
+			if !done {
+				res.counts.StartOvers++
+				return res, nil
 			}
 		}
 	}
-	r.mu.Lock()
-	if r.opts.DryRun && len(r.plan) < maxListed {
-		r.plan = append(r.plan, PlannedWrite{Action: "delete", Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey})
-		r.plan = append(r.plan, res.plan...)
+	err = r.rows.Delete(ctx, r.opts.TablePrefix+row.Table, store.Key{PartitionKey: row.PartitionKey, RowKey: row.RowKey}, row.ETag)
+	switch {
+	case errors.Is(err, store.ErrPreconditionFailed), errors.Is(err, store.ErrNotFound):
+		res.counts.StartOvers++
+		return res, nil // changed or deleted meanwhile: leave it to the next prune
+	case err != nil:
+		return res, fmt.Errorf("prune %s %s/%s: %w", row.Table, row.PartitionKey, row.RowKey, err)
 	}
-	r.mu.Unlock()
-	return n, nil
+	res.counts.Pruned++
+	res.plan = append([]PlannedWrite{{Action: "delete", Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}}, res.plan...)
+	return res, nil
 }
 
 // dryRunRows is the RowStore of a dry run: reads go to the real tables,

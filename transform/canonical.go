@@ -28,7 +28,8 @@ func Canonical(v any) ([]byte, error) {
 
 // Hash returns the provenance hash of a document (SPEC §10): the lower-case
 // hex SHA-256 of the RFC 8785 canonical JSON of doc without its top-level
-// properties _migration, ttl, _rid, _self, _etag, _ts and _attachments.
+// properties _migration, ttl and the service's system properties _rid,
+// _self, _etag, _ts, _attachments and _lsn (the change feed adds _lsn).
 //
 // doc is a Doc or a map[string]any. Because canonical JSON depends only on
 // the values (every number is taken as a double, property order does not
@@ -57,7 +58,7 @@ func Hash(doc any) (string, error) {
 // hashExcluded reports whether a top-level property is left out of Hash.
 func hashExcluded(name string) bool {
 	switch name {
-	case "_migration", "ttl", "_rid", "_self", "_etag", "_ts", "_attachments":
+	case "_migration", "ttl", "_rid", "_self", "_etag", "_ts", "_attachments", "_lsn":
 		return true
 	}
 	return false

@@ -143,7 +143,7 @@ func TestHashIgnoresSystemPropertiesAndSurvivesJSON(t *testing.T) {
 	// Same content plus excluded properties, and read back from JSON.
 	withSys := append(Doc{}, doc...)
 	withSys = append(withSys, Field{"_migration", Doc{{"hash", "h"}}}, Field{"_rid", "r"},
-		Field{"_self", "s"}, Field{"_etag", "e"}, Field{"_ts", int64(1)}, Field{"_attachments", "a"})
+		Field{"_self", "s"}, Field{"_etag", "e"}, Field{"_ts", int64(1)}, Field{"_attachments", "a"}, Field{"_lsn", int64(42)})
 	js, err := withSys.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)

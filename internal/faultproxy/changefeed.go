@@ -44,8 +44,9 @@ import (
 //     one, every doc, or with If-Modified-Since those whose _ts is at or
 //     after that time (both headers: both conditions). At most
 //     x-ms-max-item-count docs (absent or ≤ 0: no limit) go in one
-//     answer, {"Documents":[…],"_count":n}, whose etag header is the
-//     continuation: the number of the last doc sent when the page is
+//     answer, {"Documents":[…],"_count":n} (each doc with its "_lsn",
+//     its sequence number, as the service adds one), whose etag header
+//     is the continuation: the number of the last doc sent when the page is
 //     full, else the newest number so far. Nothing to send is 304 Not
 //     Modified with the etag. With Config.Budget a change-feed answer is
 //     charged like a query: 1 RU per started KB (a 304: 1 RU).
@@ -281,6 +282,21 @@ func (p *Proxy) parseFeedRequest(r *http.Request) (feedRequest, *http.Response) 
 	return q, nil
 }
 
+// withLSN returns a doc's JSON with "_lsn": seq added, as the service's
+// change feed sends each doc with its log sequence number (a property
+// that a point read or a query of the doc does not have).
+func withLSN(doc []byte, seq uint64) json.RawMessage {
+	d := bytes.TrimRight(doc, " \t\r\n")
+	if len(d) < 2 || d[len(d)-1] != '}' {
+		return doc
+	}
+	out := append([]byte(nil), d[:len(d)-1]...)
+	if len(bytes.TrimSpace(out)) > 1 {
+		out = append(out, ',')
+	}
+	return append(fmt.Appendf(out, `"_lsn":%d`, seq), '}')
+}
+
 // changeFeed answers a change-feed read of the container whose docs are at
 // r's path.
 func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
@@ -317,7 +333,7 @@ func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
 	}
 	docs := make([]json.RawMessage, len(sel))
 	for i, e := range sel {
-		docs[i] = e.body
+		docs[i] = withLSN(e.body, e.seq)
 	}
 	body, err := json.Marshal(struct {
 		Documents []json.RawMessage `json:"Documents"`
