@@ -3,11 +3,8 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,8 +25,7 @@ type ReplayOptions struct {
 	Now           func() time.Time
 
 	Database string
-	// Since is the --since flag as given (RFC 3339).
-	Since string
+	windowFlags
 	// Replay carries the engine's options; Since and Transform are
 	// filled from the fields here.
 	Replay migrate.ReplayOptions
@@ -40,10 +36,6 @@ type ReplayOptions struct {
 	// RU is --max-ru; pacer, made from it, paces every Cosmos DB request.
 	RU    ruFlags
 	pacer *azure.Pacer
-	// Follow repeats passes every Interval, each from the previous pass's
-	// watermark less Skew, until SIGINT or SIGTERM (SPEC §16).
-	Follow         bool
-	Interval, Skew time.Duration
 
 	// Connect connects to the accounts and returns the engine's services,
 	// a description of the targets without secrets, and the containers
@@ -136,13 +128,10 @@ dead-lettered; 1 when another process holds the state directory.`,
 	}
 	fl := c.Flags()
 	opts.TransformFlags.bind(fl, false)
-	fl.StringVar(&opts.Since, "since", "", "replay rows whose Timestamp is at or after this RFC 3339 `TIME` (e.g. "+sinceExample+")")
+	opts.windowFlags.bind(fl, "replay rows whose Timestamp is", "keep replaying")
 	fl.BoolVar(&opts.Replay.Prune, "prune", false, "also delete unchanged migrated docs whose source row no longer exists")
 	fl.BoolVar(&opts.Replay.Force, "force", false, "overwrite (and with --prune delete) docs the application changed, still with If-Match")
 	fl.BoolVar(&opts.Replay.DryRun, "dry-run", false, "read everything, write nothing, print what would happen")
-	fl.BoolVar(&opts.Follow, "follow", false, "keep replaying: a pass every --interval, until SIGINT or SIGTERM")
-	fl.DurationVar(&opts.Interval, "interval", migrate.DefaultFollowInterval, "with --follow, the wait between passes")
-	fl.DurationVar(&opts.Skew, "skew", migrate.DefaultFollowSkew, "with --follow, how far before the newest change read each next pass starts (clock skew between servers)")
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to replay (default: Config,Entities,Relationships)")
 	fl.IntVar(&opts.Replay.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs replayed at once")
 	opts.RU.bind(fl)
@@ -153,18 +142,6 @@ dead-lettered; 1 when another process holds the state directory.`,
 		_ = fl.MarkHidden(hidden)
 	}
 	return c
-}
-
-// parseSince parses --since.
-func parseSince(s string) (time.Time, error) {
-	if strings.TrimSpace(s) == "" {
-		return time.Time{}, fmt.Errorf("--since is required: an RFC 3339 time such as %s", sinceExample)
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("--since %q is not an RFC 3339 time such as %s", s, sinceExample)
-	}
-	return t.UTC(), nil
 }
 
 // connectReplay builds the engine's services for the accounts of f and
@@ -200,26 +177,11 @@ func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replay
 // (exit 4); otherwise dead letters a PartialError (exit 3).
 func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	m := opts.Replay
-	since, err := parseSince(opts.Since)
+	since, err := opts.parse(windowCheck{database: opts.Database, stateDir: m.StateDir, concurrency: m.Concurrency, dryRun: m.DryRun, prune: m.Prune, ru: opts.RU})
 	if err != nil {
-		return UsageError(err)
-	}
-	m.Since = since
-	switch {
-	case strings.TrimSpace(opts.Database) == "":
-		return UsageError(errors.New("--database must not be empty"))
-	case m.Concurrency < 1:
-		return UsageError(fmt.Errorf("--concurrency must be at least 1, got %d", m.Concurrency))
-	case strings.TrimSpace(m.StateDir) == "":
-		return UsageError(errors.New("--state-dir must not be empty"))
-	case opts.Follow && (m.DryRun || m.Prune):
-		return UsageError(errors.New("--follow cannot be combined with --dry-run or --prune (run them once, before or after following)"))
-	case opts.Follow && (opts.Interval <= 0 || opts.Skew < 0):
-		return UsageError(fmt.Errorf("--interval must be positive and --skew not negative, got %s and %s", opts.Interval, opts.Skew))
-	}
-	if err := opts.RU.validate(); err != nil {
 		return err
 	}
+	m.Since = since
 	if m.Transform, err = opts.TransformFlags.options(opts.Now()); err != nil {
 		return err
 	}
@@ -230,24 +192,15 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	o.status("%s", svc.where)
-	if len(svc.missing) > 0 {
-		return &notProvisionedError{Missing: svc.missing}
-	}
-	if err := probeTables(ctx, svc.deps.Source, m.TablePrefix, m.Tables); err != nil {
+	if err := ready(ctx, o, svc.where, svc.missing, svc.deps.Source, m.TablePrefix, m.Tables); err != nil {
 		return err
 	}
+	opts.startStatus(o, "rows", since, m.DryRun)
 	if opts.Follow {
-		o.status("following rows changed since %s: a pass every %s, each from the newest change read less %s; SIGINT or SIGTERM stops after the pass in progress",
-			since.Format(time.RFC3339Nano), opts.Interval, opts.Skew)
 		return replayFollow(ctx, o, opts, m, svc.deps)
 	}
 	var bars *barProgress
 	svc.deps.Progress, bars, m.CountRows = newProgress(o, opts.ErrIsTerminal, time.Now, recentRU(opts.pacer))
-	o.status("rows changed since %s", since.Format(time.RFC3339Nano))
-	if m.DryRun {
-		o.status("dry run: nothing will be written")
-	}
 
 	s, err := migrate.Replay(ctx, m, svc.deps)
 	if bars != nil {
@@ -414,40 +367,12 @@ func replayFollow(ctx context.Context, o *output, opts *ReplayOptions, m migrate
 				return pass[migrate.Conflict]{}, err
 			}
 			total.Add(s.Totals)
-			p := pass[migrate.Conflict]{
-				result:      migrate.PassResult{Read: s.Totals.Rows, Applied: s.Totals.Writes(), Conflicts: s.Totals.Conflicts, Newest: deref(s.Newest)},
-				deadLetters: s.Totals.DeadLetters, conflicts: map[string]migrate.Conflict{},
-			}
-			for _, c := range s.Conflicts {
-				p.conflicts[c.Container+"/"+c.Scope+"/"+c.ID] = c
-			}
-			return p, nil
+			return newPass(migrate.PassResult{Read: s.Totals.Rows, Applied: s.Totals.Writes(), Conflicts: s.Totals.Conflicts, Newest: deref(s.Newest)},
+				s.Totals.DeadLetters, s.Conflicts, func(c migrate.Conflict) string { return c.Container + "/" + c.Scope + "/" + c.ID }), nil
 		})
 	if err != nil {
 		return err
 	}
-	ru := newRUReport(opts.pacer, total.Writes())
-	if o.json() {
-		err = o.lines.emit(lineSummary, struct {
-			Passes    int                  `json:"passes"`
-			Totals    migrate.ReplayCounts `json:"totals"`
-			Conflicts []migrate.Conflict   `json:"conflicts"`
-			RU        ruReport             `json:"ru"`
-		}{f.passes, total, f.listed(), ru})
-	} else {
-		fmt.Fprintf(opts.Out, "followed for %d pass(es): %d row(s) read, %d written, %d conflict(s), %d dead letter(s)\n",
-			f.passes, total.Rows, total.Writes(), len(f.conflicts), total.DeadLetters)
-		for i, c := range f.listed() {
-			if i == maxConflictsShown {
-				fmt.Fprintf(opts.Out, "  … and %d more\n", len(f.conflicts)-i)
-				break
-			}
-			writeConflict(opts.Out, c)
-		}
-		ru.writeText(opts.Out)
-	}
-	if err != nil {
-		return err
-	}
-	return f.exit(filepath.Join(m.StateDir, migrate.ReplayDeadLetterFile))
+	return followedSummary(o, f, total, newRUReport(opts.pacer, total.Writes()), fmt.Sprintf("%d row(s) read, %d written", total.Rows, total.Writes()),
+		writeConflict, m.StateDir, migrate.ReplayDeadLetterFile)
 }

@@ -2,10 +2,8 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,8 +27,7 @@ type ReverseOptions struct {
 	Now           func() time.Time
 
 	Database string
-	// Since is the --since flag as given (RFC 3339).
-	Since string
+	windowFlags
 	// Reverse carries the engine's options; Since and Transform are filled
 	// from the fields here.
 	Reverse migrate.ReverseOptions
@@ -41,10 +38,6 @@ type ReverseOptions struct {
 	// RU is --max-ru; pacer, made from it, paces every Cosmos DB request.
 	RU    ruFlags
 	pacer *azure.Pacer
-	// Follow repeats passes every Interval until SIGINT or SIGTERM, each
-	// from the previous pass's watermark less Skew (SPEC §16).
-	Follow         bool
-	Interval, Skew time.Duration
 
 	// Connect connects to the accounts and returns the engine's services,
 	// a description of the targets without secrets, and the database or
@@ -123,13 +116,10 @@ already written back are skipped.`,
 	}
 	fl := c.Flags()
 	opts.TransformFlags.bind(fl, false)
-	fl.StringVar(&opts.Since, "since", "", "write back docs changed at or after this RFC 3339 `TIME` (e.g. "+sinceExample+")")
+	opts.windowFlags.bind(fl, "write back docs changed", "keep writing back")
 	fl.BoolVar(&opts.Reverse.Prune, "prune", false, "also delete the rows whose migrated doc is gone (unless it expired)")
 	fl.BoolVar(&opts.Reverse.Force, "force", false, "write rows that changed in the tables too, still with If-Match")
 	fl.BoolVar(&opts.Reverse.DryRun, "dry-run", false, "read everything, write nothing, print what would happen")
-	fl.BoolVar(&opts.Follow, "follow", false, "keep writing back: a pass every --interval, until SIGINT or SIGTERM")
-	fl.DurationVar(&opts.Interval, "interval", migrate.DefaultFollowInterval, "with --follow, the wait between passes")
-	fl.DurationVar(&opts.Skew, "skew", migrate.DefaultFollowSkew, "with --follow, how far before the newest change read each next pass starts (clock skew between servers)")
 	fl.IntVar(&opts.Reverse.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs written back at once")
 	opts.RU.bind(fl)
 	fl.StringVar(&opts.Reverse.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of reverse-dead-letter.jsonl")
@@ -180,26 +170,11 @@ func connectReverse(ctx context.Context, f *Factory, opts *ReverseOptions) (reve
 // (exit 4); otherwise dead letters a PartialError (exit 3).
 func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	m := opts.Reverse
-	since, err := parseSince(opts.Since)
+	since, err := opts.parse(windowCheck{database: opts.Database, stateDir: m.StateDir, concurrency: m.Concurrency, dryRun: m.DryRun, prune: m.Prune, ru: opts.RU})
 	if err != nil {
-		return UsageError(err)
-	}
-	m.Since = since
-	switch {
-	case strings.TrimSpace(opts.Database) == "":
-		return UsageError(errors.New("--database must not be empty"))
-	case m.Concurrency < 1:
-		return UsageError(fmt.Errorf("--concurrency must be at least 1, got %d", m.Concurrency))
-	case strings.TrimSpace(m.StateDir) == "":
-		return UsageError(errors.New("--state-dir must not be empty"))
-	case opts.Follow && (m.DryRun || m.Prune):
-		return UsageError(errors.New("--follow cannot be combined with --dry-run or --prune (run them once, before or after following)"))
-	case opts.Follow && (opts.Interval <= 0 || opts.Skew < 0):
-		return UsageError(fmt.Errorf("--interval must be positive and --skew not negative, got %s and %s", opts.Interval, opts.Skew))
-	}
-	if err := opts.RU.validate(); err != nil {
 		return err
 	}
+	m.Since = since
 	if m.Transform, err = opts.TransformFlags.options(opts.Now()); err != nil {
 		return err
 	}
@@ -209,24 +184,15 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	if err != nil {
 		return err
 	}
-	o.status("%s", svc.where)
-	if len(svc.missing) > 0 {
-		return &notProvisionedError{Missing: svc.missing}
-	}
-	if err := probeTables(ctx, svc.deps.Rows, m.TablePrefix, nil); err != nil {
+	if err := ready(ctx, o, svc.where, svc.missing, svc.deps.Rows, m.TablePrefix, nil); err != nil {
 		return err
 	}
+	opts.startStatus(o, "docs", since, m.DryRun)
 	if opts.Follow {
-		o.status("following docs changed since %s: a pass every %s, each from the newest change read less %s; SIGINT or SIGTERM stops after the pass in progress",
-			since.Format(time.RFC3339Nano), opts.Interval, opts.Skew)
 		return reverseFollow(ctx, o, opts, m, svc.deps)
 	}
 	var bars *barProgress
 	svc.deps.Progress, bars, _ = newProgress(o, opts.ErrIsTerminal, time.Now, recentRU(opts.pacer))
-	o.status("docs changed since %s", since.Format(time.RFC3339Nano))
-	if m.DryRun {
-		o.status("dry run: nothing will be written")
-	}
 	s, err := migrate.Reverse(ctx, m, svc.deps)
 	if bars != nil {
 		bars.finish()
@@ -352,7 +318,7 @@ func writeReverseConflict(w io.Writer, c migrate.ReverseConflict) {
 }
 
 // reverseFollow runs reverse passes until ctx ends (SPEC §16), each from
-// where the previous pass's change feed ended, then prints the totals and
+// the previous pass's watermark less --skew, then prints the totals and
 // the conflicts of every pass; exit 4 when any conflict was left, else 3
 // when docs were dead-lettered.
 func reverseFollow(ctx context.Context, o *output, opts *ReverseOptions, m migrate.ReverseOptions, deps migrate.ReverseDeps) error {
@@ -368,41 +334,12 @@ func reverseFollow(ctx context.Context, o *output, opts *ReverseOptions, m migra
 				return pass[migrate.ReverseConflict]{}, err
 			}
 			total.Add(s.Totals)
-			p := pass[migrate.ReverseConflict]{
-				result: migrate.PassResult{Read: s.Totals.Docs, Applied: s.Totals.Writes(), Conflicts: s.Totals.Conflicts,
-					Newest: deref(s.Newest)},
-				deadLetters: s.Totals.DeadLetters, conflicts: map[string]migrate.ReverseConflict{},
-			}
-			for _, c := range s.Conflicts {
-				p.conflicts[c.Container+"/"+c.Scope+"/"+c.ID] = c
-			}
-			return p, nil
+			return newPass(migrate.PassResult{Read: s.Totals.Docs, Applied: s.Totals.Writes(), Conflicts: s.Totals.Conflicts, Newest: deref(s.Newest)},
+				s.Totals.DeadLetters, s.Conflicts, func(c migrate.ReverseConflict) string { return c.Container + "/" + c.Scope + "/" + c.ID }), nil
 		})
 	if err != nil {
 		return err
 	}
-	ru := newRUReport(opts.pacer, total.Synced)
-	if o.json() {
-		err = o.lines.emit(lineSummary, struct {
-			Passes    int                       `json:"passes"`
-			Totals    migrate.ReverseCounts     `json:"totals"`
-			Conflicts []migrate.ReverseConflict `json:"conflicts"`
-			RU        ruReport                  `json:"ru"`
-		}{f.passes, total, f.listed(), ru})
-	} else {
-		fmt.Fprintf(opts.Out, "followed for %d pass(es): %d doc(s) read, %d row(s) written, %d conflict(s), %d dead letter(s)\n",
-			f.passes, total.Docs, total.Writes(), len(f.conflicts), total.DeadLetters)
-		for i, c := range f.listed() {
-			if i == maxConflictsShown {
-				fmt.Fprintf(opts.Out, "  … and %d more\n", len(f.conflicts)-i)
-				break
-			}
-			writeReverseConflict(opts.Out, c)
-		}
-		ru.writeText(opts.Out)
-	}
-	if err != nil {
-		return err
-	}
-	return f.exit(filepath.Join(m.StateDir, migrate.ReverseDeadLetterFile))
+	return followedSummary(o, f, total, newRUReport(opts.pacer, total.Synced), fmt.Sprintf("%d doc(s) read, %d row(s) written", total.Docs, total.Writes()),
+		writeReverseConflict, m.StateDir, migrate.ReverseDeadLetterFile)
 }
