@@ -349,7 +349,6 @@ func newReplayer(opts ReplayOptions, deps ReplayDeps) (*replayer, error) {
 	if opts.DryRun {
 		r.docs = dryRunStore{inner: deps.Docs}
 		r.blobs = newDryRunBlobs(deps.Blobs)
-		r.sink = &memorySink{}
 	}
 	return r, nil
 }
@@ -357,29 +356,18 @@ func newReplayer(opts ReplayOptions, deps ReplayDeps) (*replayer, error) {
 // run holds the state directory's lock (LockStateDir) for the whole
 // replay, as Run does; a dry run, which writes nothing there, takes none.
 func (r *replayer) run(ctx context.Context) (ReplaySummary, error) {
-	if r.opts.DryRun {
-		return r.work(ctx)
-	}
-	release, err := LockStateDir(r.opts.StateDir, "replay", r.now())
-	if err != nil {
-		return ReplaySummary{}, err
-	}
-	s, err := r.work(ctx)
-	return s, withRelease(err, release)
+	return locked(r.opts.StateDir, "replay", r.opts.DryRun, r.now, func() (ReplaySummary, error) { return r.work(ctx) })
 }
 
 // work is the replay proper: every selected table, then the prune.
 func (r *replayer) work(ctx context.Context) (ReplaySummary, error) {
-	if !r.opts.DryRun {
-		sink, err := openDeadLetterFile(r.opts.StateDir, ReplayDeadLetterFile, r.opts.KeepDeadLetters)
-		if err != nil {
-			return ReplaySummary{}, err
-		}
-		r.sink = sink
+	sink, err := deadLetters(r.opts.StateDir, ReplayDeadLetterFile, r.opts.DryRun, r.opts.KeepDeadLetters)
+	if err != nil {
+		return ReplaySummary{}, err
 	}
+	r.sink = sink
 	defer r.sink.Close()
 
-	var err error
 	if r.blobIdx, err = listBlobs(ctx, r.blobs); err != nil {
 		return r.summary(), err
 	}
@@ -415,6 +403,16 @@ func (r *replayer) work(ctx context.Context) (ReplaySummary, error) {
 		}
 	}
 	return r.summary(), nil
+}
+
+// deadLetters is where replay and reverse record their dead letters: the
+// file name in the state directory dir (replaced, or with keep added
+// to), or for a dry run, which writes nothing, a list in memory.
+func deadLetters(dir, name string, dryRun, keep bool) (deadLetterSink, error) {
+	if dryRun {
+		return &memorySink{}, nil
+	}
+	return openDeadLetterFile(dir, name, keep)
 }
 
 // openDeadLetterFile creates (or empties, unless keep) the dead-letter

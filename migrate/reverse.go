@@ -321,7 +321,6 @@ func newReverser(opts ReverseOptions, deps ReverseDeps) (*reverser, error) {
 		r.docs = dryRunStore{inner: deps.Docs}
 		r.rows = dryRunRows{inner: deps.Rows}
 		r.blobs = newDryRunBlobs(deps.Blobs)
-		r.sink = &memorySink{}
 	}
 	return r, nil
 }
@@ -329,26 +328,16 @@ func newReverser(opts ReverseOptions, deps ReverseDeps) (*reverser, error) {
 // run holds the state directory's lock (LockStateDir) for the whole
 // reverse, as Run does; a dry run, which writes nothing there, takes none.
 func (r *reverser) run(ctx context.Context) (ReverseSummary, error) {
-	if r.opts.DryRun {
-		return r.work(ctx)
-	}
-	release, err := LockStateDir(r.opts.StateDir, "reverse", r.now())
-	if err != nil {
-		return ReverseSummary{}, err
-	}
-	s, err := r.work(ctx)
-	return s, withRelease(err, release)
+	return locked(r.opts.StateDir, "reverse", r.opts.DryRun, r.now, func() (ReverseSummary, error) { return r.work(ctx) })
 }
 
 // work is the reverse proper: both containers, then the prune.
 func (r *reverser) work(ctx context.Context) (ReverseSummary, error) {
-	if !r.opts.DryRun {
-		sink, err := openDeadLetterFile(r.opts.StateDir, ReverseDeadLetterFile, r.opts.KeepDeadLetters)
-		if err != nil {
-			return ReverseSummary{}, err
-		}
-		r.sink = sink
+	sink, err := deadLetters(r.opts.StateDir, ReverseDeadLetterFile, r.opts.DryRun, r.opts.KeepDeadLetters)
+	if err != nil {
+		return ReverseSummary{}, err
 	}
+	r.sink = sink
 	defer r.sink.Close()
 	if r.opts.DryRun {
 		// The dry run's blob decorator answers from one listing.

@@ -378,24 +378,27 @@ func (r *runner) open() (*Summary, error) {
 // other run or replay uses the directory meanwhile; a dry run, which
 // neither reads nor writes the directory, takes no lock.
 func (r *runner) run(ctx context.Context) (Summary, error) {
-	if r.opts.DryRun {
-		return r.work(ctx)
-	}
-	release, err := LockStateDir(r.opts.StateDir, "run", r.now())
-	if err != nil {
-		return Summary{}, err
-	}
-	s, err := r.work(ctx)
-	return s, withRelease(err, release)
+	return locked(r.opts.StateDir, "run", r.opts.DryRun, r.now, func() (Summary, error) { return r.work(ctx) })
 }
 
-// withRelease calls release and returns err, or release's error when err
-// is nil, or both.
-func withRelease(err error, release func() error) error {
-	if rerr := release(); rerr != nil {
-		return errors.Join(err, rerr)
+// locked runs work holding the lock of the state directory dir for
+// command (LockStateDir), and returns what work returns, with the
+// release's error joined to its own; a dry run (which writes nothing
+// there) takes no lock.
+func locked[S any](dir, command string, dryRun bool, now func() time.Time, work func() (S, error)) (S, error) {
+	if dryRun {
+		return work()
 	}
-	return err
+	release, err := LockStateDir(dir, command, now())
+	if err != nil {
+		var zero S
+		return zero, err
+	}
+	s, err := work()
+	if rerr := release(); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	return s, err
 }
 
 // work is the run proper: open the state, then read, transform, write and
