@@ -80,31 +80,14 @@ func TestReplayFollow(t *testing.T) {
 	lastChange := time.Now()
 
 	// The runbook: writes are stopped; wait for a pass that began after
-	// the last write and wrote nothing, then verify. The window is from
-	// the last write to verify's clean answer.
-	var window time.Duration
-	for time.Since(lastChange) < 30*time.Second && window == 0 {
-		for _, l := range strings.Split(out.String(), "\n") {
-			var p struct {
-				Type    string    `json:"type"`
-				Started time.Time `json:"started"`
-				Written int64     `json:"written"`
-			}
-			if json.Unmarshal([]byte(l), &p) == nil && p.Type == "pass" && p.Started.After(lastChange) && p.Written == 0 {
-				code, _, r := e.verify()
-				if code == ExitFatal || r == nil || r.Totals.Missing+r.Totals.Different+r.Totals.Orphans != 0 {
-					t.Errorf("verify after a pass with nothing to apply: exit %d", code)
-				}
-				window = time.Since(lastChange)
-				break
-			}
+	// the last write and wrote nothing, then verify.
+	window := writeStopWindow(t, out, lastChange, func() {
+		code, _, r := e.verify()
+		if code == ExitFatal || r == nil || r.Totals.Missing+r.Totals.Different+r.Totals.Orphans != 0 {
+			t.Errorf("verify after a pass with nothing to apply: exit %d", code)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
 	t.Logf("write-stop window (replay --follow --interval 2s): %.1fs from the last write to a clean verify", window.Seconds())
-	if window == 0 {
-		t.Error("no pass with nothing to apply within 30 s of the last write")
-	}
 
 	inStep := false
 	for time.Since(lastChange) < 15*time.Second {
@@ -121,42 +104,89 @@ func TestReplayFollow(t *testing.T) {
 	}
 	t.Logf("in step %.1fs after the last change", time.Since(lastChange).Seconds())
 
-	stopped := time.Now()
-	interrupt() // SIGINT
-	var code int
-	select {
-	case code = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("replay --follow did not stop within 10 s of SIGINT")
+	stopFollowing(t, interrupt, done, errOut)
+	passes, summary := passLines(t, out.String())
+	var written int64
+	for _, p := range passes {
+		written += p.Written
 	}
-	if code != ExitOK {
-		t.Errorf("exit %d, want 0; stderr:\n%s", code, errOut)
+	if len(passes) < 4 || written < 16 || summary == "" {
+		t.Errorf("%d pass lines writing %d docs; want one line per pass (at least 4 in 8 s), the 16 changes written, and the summary last", len(passes), written)
+	}
+}
+
+// writeStopWindow is the runbook's write-stop window: from the
+// application's last write (lastChange) to the end of verify, which runs
+// once a pass that began after lastChange wrote nothing (out holds
+// --output json). It fails the test when no such pass comes within 30 s.
+func writeStopWindow(t *testing.T, out *syncBuffer, lastChange time.Time, verify func()) time.Duration {
+	t.Helper()
+	for time.Since(lastChange) < 30*time.Second {
+		for _, l := range strings.Split(out.String(), "\n") {
+			var p struct {
+				Type    string    `json:"type"`
+				Started time.Time `json:"started"`
+				Written int64     `json:"written"`
+			}
+			if json.Unmarshal([]byte(l), &p) == nil && p.Type == "pass" && p.Started.After(lastChange) && p.Written == 0 {
+				verify()
+				return time.Since(lastChange)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Error("no pass with nothing to apply within 30 s of the last write")
+	return 0
+}
+
+// stopFollowing interrupts a --follow (SIGINT: interrupt) and checks that
+// it exits 0 within 10 s.
+func stopFollowing(t *testing.T, interrupt func(), done <-chan int, errOut fmt.Stringer) {
+	t.Helper()
+	stopped := time.Now()
+	interrupt()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Errorf("exit %d, want 0; stderr:\n%s", code, errOut)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("--follow did not stop within 10 s of SIGINT")
 	}
 	t.Logf("stopped %.1fs after SIGINT", time.Since(stopped).Seconds())
+}
 
-	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	passes, written := 0, int64(0)
+// passLineOut is what the tests read of a {"type":"pass"} line.
+type passLineOut struct {
+	Pass    int   `json:"pass"`
+	Written int64 `json:"written"`
+}
+
+// passLines checks --follow's --output json: status lines, then one pass
+// line per pass in order, then the summary last; it returns the passes and
+// the summary line.
+func passLines(t *testing.T, stdout string) (passes []passLineOut, summary string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
 	for i, l := range lines {
 		var p struct {
-			Type    string `json:"type"`
-			Pass    int    `json:"pass"`
-			Written int64  `json:"written"`
+			Type string `json:"type"`
+			passLineOut
 		}
 		if err := json.Unmarshal([]byte(l), &p); err != nil || p.Type == "" {
 			t.Fatalf("stdout line %d is not a JSON object with a type: %q", i+1, l)
 		}
 		switch {
-		case p.Type == "pass" && p.Pass == passes+1:
-			passes++
-			written += p.Written
+		case p.Type == "pass" && p.Pass == len(passes)+1:
+			passes = append(passes, p.passLineOut)
 		case p.Type == "summary" && i == len(lines)-1:
+			summary = l
+		case p.Type == "status":
 		default:
 			t.Errorf("stdout line %d out of place: %s", i+1, l)
 		}
 	}
-	if passes < 4 || written < 16 {
-		t.Errorf("%d pass lines writing %d docs; want one line per pass (at least 4 in 8 s) and the 16 changes written", passes, written)
-	}
+	return passes, summary
 }
 
 // syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
