@@ -219,23 +219,8 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 			err = werr
 		}
 	}
-	dry := ""
-	if m.DryRun {
-		dry = "dry run: "
-	}
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return fmt.Errorf("replay interrupted; it keeps no checkpoint: run it again with the same --since to finish (%w)", err)
-	case err != nil:
-		return err
-	case s.Totals.Conflicts > 0:
-		return ConflictError(fmt.Errorf("%s%d conflict(s) left unresolved: docs the application changed were not written; see the list, then rerun with --force to overwrite them with the tables' version", dry, s.Totals.Conflicts))
-	case s.Totals.DeadLetters > 0 && m.DryRun:
-		return PartialError(fmt.Errorf("dry run: %d row(s) would be dead-lettered", s.Totals.DeadLetters))
-	case s.Totals.DeadLetters > 0:
-		return PartialError(fmt.Errorf("%d row(s) dead-lettered; see %s", s.Totals.DeadLetters, s.DeadLetterFile))
-	}
-	return nil
+	return windowExit(err, ctx.Err() != nil, "replay interrupted; it keeps no checkpoint: run it again with the same --since to finish", m.DryRun,
+		s.Totals.Conflicts, "docs the application changed were not written; see the list, then rerun with --force to overwrite them with the tables' version", s.Totals.DeadLetters, "row(s)", s.DeadLetterFile)
 }
 
 // replayColumns are the count columns of the text summary.

@@ -212,23 +212,8 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	if err == nil {
 		err = werr
 	}
-	dry := ""
-	if m.DryRun {
-		dry = "dry run: "
-	}
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return fmt.Errorf("reverse interrupted: run it again with the same --since to finish; docs already written back are skipped (%w)", err)
-	case err != nil:
-		return err
-	case s.Totals.Conflicts > 0:
-		return ConflictError(fmt.Errorf("%s%d conflict(s) left unresolved: rows that changed in the tables too were not written; see the list, then rerun with --force to write the Cosmos DB version", dry, s.Totals.Conflicts))
-	case s.Totals.DeadLetters > 0 && m.DryRun:
-		return PartialError(fmt.Errorf("dry run: %d doc(s) would be dead-lettered", s.Totals.DeadLetters))
-	case s.Totals.DeadLetters > 0:
-		return PartialError(fmt.Errorf("%d doc(s) dead-lettered; see %s", s.Totals.DeadLetters, s.DeadLetterFile))
-	}
-	return nil
+	return windowExit(err, ctx.Err() != nil, "reverse interrupted: run it again with the same --since to finish; docs already written back are skipped", m.DryRun,
+		s.Totals.Conflicts, "rows that changed in the tables too were not written; see the list, then rerun with --force to write the Cosmos DB version", s.Totals.DeadLetters, "doc(s)", s.DeadLetterFile)
 }
 
 // reverseColumns are the count columns of the text summary.

@@ -141,3 +141,28 @@ func followedSummary[C, T any](o *output, f followed[C], total T, ru ruReport, r
 	}
 	return f.exit(filepath.Join(stateDir, deadLetters))
 }
+
+// windowExit is the error a replay or reverse (not --follow) ends with,
+// once its summary is printed: err as it is (interrupted: a sentence that
+// says to run the same command again, rerun), else exit 4 for conflicts
+// left (conflicts: what was not written and what --force does), else
+// exit 3 for dead letters of what ("row(s)", "doc(s)") in file.
+func windowExit(err error, interrupted bool, rerun string, dryRun bool, conflicts int64, conflictsLeft string, deadLetters int64, what, file string) error {
+	dry := ""
+	if dryRun {
+		dry = "dry run: "
+	}
+	switch {
+	case err != nil && interrupted:
+		return fmt.Errorf("%s (%w)", rerun, err)
+	case err != nil:
+		return err
+	case conflicts > 0:
+		return ConflictError(fmt.Errorf("%s%d conflict(s) left unresolved: %s", dry, conflicts, conflictsLeft))
+	case deadLetters > 0 && dryRun:
+		return PartialError(fmt.Errorf("dry run: %d %s would be dead-lettered", deadLetters, what))
+	case deadLetters > 0:
+		return PartialError(fmt.Errorf("%d %s dead-lettered; see %s", deadLetters, what, file))
+	}
+	return nil
+}
