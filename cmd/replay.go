@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bifrost/bifrost-migrate/azure"
-	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -136,11 +135,7 @@ dead-lettered; 1 when another process holds the state directory.`,
 	fl.IntVar(&opts.Replay.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs replayed at once")
 	opts.RU.bind(fl)
 	fl.StringVar(&opts.Replay.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of replay-dead-letter.jsonl, locked while replay runs")
-	fl.StringVar(&opts.Replay.TablePrefix, "table-prefix", "", "put this before every table name (tests)")
-	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
-	for _, hidden := range []string{"table-prefix", "blob-container"} {
-		_ = fl.MarkHidden(hidden)
-	}
+	bindTestNames(fl, &opts.Replay.TablePrefix, &opts.BlobContainer)
 	return c
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bifrost/bifrost-migrate/azure"
-	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -123,11 +122,7 @@ already written back are skipped.`,
 	fl.IntVar(&opts.Reverse.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs written back at once")
 	opts.RU.bind(fl)
 	fl.StringVar(&opts.Reverse.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of reverse-dead-letter.jsonl")
-	fl.StringVar(&opts.Reverse.TablePrefix, "table-prefix", "", "put this before every table name (tests)")
-	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
-	for _, hidden := range []string{"table-prefix", "blob-container"} {
-		_ = fl.MarkHidden(hidden)
-	}
+	bindTestNames(fl, &opts.Reverse.TablePrefix, &opts.BlobContainer)
 	return c
 }
 

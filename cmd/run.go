@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bifrost/bifrost-migrate/azure"
-	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -149,11 +148,7 @@ checks them before it reads or writes anything.`,
 	fl.BoolVar(&opts.Migrate.Restart, "restart", false, "discard the saved state and dead letters and start over")
 	fl.IntVar(&opts.Migrate.MaxErrors, "max-errors", 0, "stop after `N` dead-lettered rows (0: never)")
 	fl.IntVar(&opts.Migrate.Show, "show", 0, "with --dry-run, print `N` redacted sample docs per kind")
-	fl.StringVar(&opts.Migrate.TablePrefix, "table-prefix", "", "put this before every table name (tests, benchmarks side by side)")
-	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
-	for _, hidden := range []string{"table-prefix", "blob-container"} {
-		_ = fl.MarkHidden(hidden)
-	}
+	bindTestNames(fl, &opts.Migrate.TablePrefix, &opts.BlobContainer)
 	return c
 }
 

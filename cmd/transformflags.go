@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -58,4 +59,14 @@ func (t TransformFlags) options(now time.Time) (transform.Options, error) {
 		return transform.Options{}, UsageError(err)
 	}
 	return o, nil
+}
+
+// bindTestNames adds the hidden flags with which tests and benchmarks
+// give a command names of their own: --table-prefix (put before every
+// table name) and --blob-container (the container of execution data).
+func bindTestNames(fl *pflag.FlagSet, tablePrefix, blobContainer *string) {
+	fl.StringVar(tablePrefix, "table-prefix", "", "put this before every table name (tests, benchmarks side by side)")
+	fl.StringVar(blobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
+	_ = fl.MarkHidden("table-prefix")
+	_ = fl.MarkHidden("blob-container")
 }

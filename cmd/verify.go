@@ -144,14 +144,11 @@ missing, different or orphaned; else 3.`,
 	fl.Float64Var(&opts.Sample, "sample", 1, "check only this `fraction` of the rows (0 < F <= 1), chosen by a hash of their keys")
 	fl.StringVar(&opts.ReportFile, "report", "", "write the whole report as JSON to `FILE`")
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to check (default: Config,Entities,Relationships)")
-	fl.StringVar(&opts.TablePrefix, "table-prefix", "", "put this before every table name (tests, benchmarks side by side)")
-	fl.StringVar(&opts.BlobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
+	bindTestNames(fl, &opts.TablePrefix, &opts.BlobContainer)
 	fl.IntVar(&opts.PageSize, "page-size", store.DefaultQueryPageSize, "docs per query page")
 	fl.StringVar(&opts.StateDir, "state-dir", migrate.DefaultStateDir, "run's state `directory`, whose dead-letter.jsonl lists the rows not migrated")
 	opts.RU.bind(fl)
-	for _, hidden := range []string{"table-prefix", "blob-container", "page-size"} {
-		_ = fl.MarkHidden(hidden)
-	}
+	_ = fl.MarkHidden("page-size")
 	return c
 }
 
