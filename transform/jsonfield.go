@@ -63,15 +63,16 @@ func readTree(d *jsontext.Decoder) (any, error) {
 	case '{':
 		doc := Doc{}
 		for d.PeekKind() != '}' {
-			name, err := d.ReadToken()
+			tok, err := d.ReadToken()
 			if err != nil {
 				return nil, err
 			}
+			name := tok.String() // before the next read voids tok
 			v, err := readTree(d)
 			if err != nil {
 				return nil, err
 			}
-			doc = append(doc, Field{name.String(), v})
+			doc = append(doc, Field{name, v})
 		}
 		_, err = d.ReadToken()
 		return doc, err
