@@ -42,7 +42,11 @@ import (
 // Environment: BIFROST_BENCH_N executions (default 100,000; each has 4
 // index rows); BIFROST_BENCH_RSS=0 skips the RSS runs (4,000 and 40,000
 // executions, i.e. 20,000 and 200,000 rows); BIFROST_BENCH_ONLY=speed or
-// rss runs one part.
+// rss runs one part. BIFROST_BENCH_ONLY=compare with BIFROST_BENCH_BASE set
+// to a binary built from another commit runs that binary and this build
+// alternately on the same data, BIFROST_BENCH_ROUNDS times (default 3)
+// each for run and run --dry-run, to compare two versions on one machine
+// in one session.
 func TestRunBenchmark(t *testing.T) {
 	if os.Getenv("BIFROST_BENCH") != "1" {
 		t.Skip("benchmark: set BIFROST_BENCH=1 (see README.md, Performance)")
@@ -61,6 +65,20 @@ func TestRunBenchmark(t *testing.T) {
 	}
 	if (only == "" && os.Getenv("BIFROST_BENCH_RSS") != "0") || only == "rss" {
 		b.rss()
+	}
+	if only == "compare" {
+		base := os.Getenv("BIFROST_BENCH_BASE")
+		if base == "" {
+			t.Fatal("BIFROST_BENCH_ONLY=compare needs BIFROST_BENCH_BASE, the binary to compare with")
+		}
+		rounds := 3
+		if s := os.Getenv("BIFROST_BENCH_ROUNDS"); s != "" {
+			var err error
+			if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
+				t.Fatalf("BIFROST_BENCH_ROUNDS: %q is not a positive number", s)
+			}
+		}
+		b.compare(n, base, rounds)
 	}
 	t.Logf("results:\n%s", b.report.String())
 }
@@ -140,12 +158,20 @@ func (b *bench) dropDatabase(db string) {
 // parent's resident set, the test's, into the child's maxrss at exec.)
 func (b *bench) binRun(args ...string) (migrate.Summary, time.Duration, int64) {
 	b.t.Helper()
+	s, wall, rss, _ := b.binRunWith(b.bin, args...)
+	return s, wall, rss
+}
+
+// binRunWith is binRun with the binary bin; it also returns the CPU time
+// (user and system) the process used.
+func (b *bench) binRunWith(bin string, args ...string) (migrate.Summary, time.Duration, int64, time.Duration) {
+	b.t.Helper()
 	const gnuTime = "/usr/bin/time"
 	if _, err := os.Stat(gnuTime); err != nil {
 		b.t.Fatalf("the RSS figures need GNU time at %s: %v", gnuTime, err)
 	}
 	rssFile := filepath.Join(b.t.TempDir(), "maxrss")
-	c := exec.Command(gnuTime, append([]string{"-o", rssFile, "-f", "%M", b.bin}, args...)...)
+	c := exec.Command(gnuTime, append([]string{"-o", rssFile, "-f", "%M %U %S", bin}, args...)...)
 	c.Env = append(os.Environ(), "CosmosDBConnection="+testenv.CosmosConnection(b.t))
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
@@ -159,11 +185,13 @@ func (b *bench) binRun(args ...string) (migrate.Summary, time.Duration, int64) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	rss, err := strconv.ParseInt(strings.TrimSpace(string(kb)), 10, 64)
-	if err != nil {
+	var rss int64
+	var user, sys float64
+	if _, err := fmt.Sscan(string(kb), &rss, &user, &sys); err != nil {
 		b.t.Fatalf("GNU time wrote %q: %v", kb, err)
 	}
-	return resSummary(b.t, out.String()), wall, rss * 1024
+	cpu := time.Duration((user + sys) * float64(time.Second))
+	return resSummary(b.t, out.String()), wall, rss * 1024, cpu
 }
 
 func (b *bench) runArgs(db, prefix, blobs string, extra ...string) []string {
@@ -281,7 +309,7 @@ func (b *bench) docs(prefix, blobs string) []benchDoc {
 	ids := transform.NewIDSet()
 	var out []benchDoc
 	for _, table := range []string{"Entities", "Relationships"} {
-		err := store.Scan(ctx, r, "", prefix+table, store.Query{}, store.Cursor{}, func(p store.Page) error {
+		if err := store.Scan(ctx, r, "", prefix+table, store.Query{}, store.Cursor{}, func(p store.Page) error {
 			for _, row := range p.Rows {
 				row.Table = table
 				var f transform.BlobFacts
@@ -294,8 +322,7 @@ func (b *bench) docs(prefix, blobs string) []benchDoc {
 				}
 			}
 			return nil
-		})
-		if err != nil {
+		}); err != nil {
 			b.t.Fatal(err)
 		}
 	}
@@ -399,6 +426,71 @@ func (b *bench) rawList(ctx context.Context, table string) int {
 			return rows
 		}
 	}
+}
+
+// compare runs this build and the binary base alternately on n generated
+// executions, rounds times each for run (docs/s) and run --dry-run
+// (rows/s), the order swapped every round, and reports every figure, the
+// means and their ratio, and the same for the CPU time the process used
+// per row read.
+func (b *bench) compare(n int, base string, rounds int) {
+	prefix, blobs, _ := b.load(n)
+	bins := map[string]string{"this": b.bin, "base": base}
+	rates, cpus := map[string][]float64{}, map[string][]float64{}
+	for i := range rounds {
+		order := []string{"this", "base"}
+		if i%2 == 1 {
+			order = []string{"base", "this"}
+		}
+		for _, mode := range []string{"run", "dry-run"} {
+			for _, which := range order {
+				db := "bifrost" // a dry run writes nothing
+				if mode == "run" {
+					db = b.newDatabase()
+				}
+				args := b.runArgs(db, prefix, blobs)
+				if mode == "dry-run" {
+					args = append(args, "--dry-run")
+				}
+				s, wall, _, cpu := b.binRunWith(bins[which], args...)
+				if mode == "run" {
+					b.dropDatabase(db)
+				}
+				rate, unit := float64(s.DocsWritten)/wall.Seconds(), "docs/s"
+				if mode == "dry-run" {
+					rate, unit = float64(rowsOf(s))/wall.Seconds(), "rows/s"
+				}
+				perRow := cpu.Seconds() * 1e6 / float64(rowsOf(s))
+				rates[which+" "+mode] = append(rates[which+" "+mode], rate)
+				cpus[which+" "+mode] = append(cpus[which+" "+mode], perRow)
+				b.logf("COMPARE round %d: %s %s: %.1fs wall = %.0f %s; CPU %.1fs = %.1f µs per row", i+1, which, mode, wall.Seconds(), rate, unit, cpu.Seconds(), perRow)
+			}
+		}
+	}
+	mean := func(xs []float64) float64 {
+		sum := 0.0
+		for _, x := range xs {
+			sum += x
+		}
+		return sum / float64(len(xs))
+	}
+	for _, mode := range []string{"run", "dry-run"} {
+		this, old := rates["this "+mode], rates["base "+mode]
+		b.logf("COMPARE %s: this build %.0f/s (%s), base %.0f/s (%s): ratio %.3f", mode,
+			mean(this), fmtList(this, 0), mean(old), fmtList(old, 0), mean(this)/mean(old))
+		thisCPU, oldCPU := cpus["this "+mode], cpus["base "+mode]
+		b.logf("COMPARE %s CPU per row: this build %.1f µs (%s), base %.1f µs (%s): ratio %.3f", mode,
+			mean(thisCPU), fmtList(thisCPU, 1), mean(oldCPU), fmtList(oldCPU, 1), mean(thisCPU)/mean(oldCPU))
+	}
+}
+
+// fmtList writes xs with prec decimals, separated by commas.
+func fmtList(xs []float64, prec int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.FormatFloat(x, 'f', prec, 64)
+	}
+	return strings.Join(s, ", ")
 }
 
 // rss runs the binary (a real run) over 20,000 and 200,000 rows and

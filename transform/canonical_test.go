@@ -187,6 +187,7 @@ func TestHashIgnoresSystemPropertiesAndSurvivesJSON(t *testing.T) {
 // appendString skips eight bytes at a time; check every special byte at
 // every position against a byte-at-a-time reference.
 func TestAppendStringEveryPosition(t *testing.T) {
+	const hexDigits = "0123456789abcdef"
 	ref := func(s string) string {
 		var b []byte
 		b = append(b, '"')

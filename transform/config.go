@@ -139,7 +139,7 @@ func (b *builder) configValue(key string) {
 			b.deadLetter(DeadLetterConfigJSON)
 			return
 		}
-		dv, big, err := decodeJSONFieldScratch(v.Str, &b.scratch)
+		dv, big, err := decodeJSONField(v.Str)
 		if err != nil {
 			b.deadLetter(DeadLetterConfigJSON)
 			return

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Field is one property of a Doc.
@@ -77,7 +78,8 @@ func plain(v any) any {
 	return v
 }
 
-// appendValue appends the JSON form of v, as stored in a doc, to b.
+// appendValue appends the JSON form of v, as stored in a doc, to b. It
+// also writes the other Go numbers Canonical accepts.
 func appendValue(b []byte, v any) ([]byte, error) {
 	var err error
 	switch x := v.(type) {
@@ -91,18 +93,36 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return strconv.AppendInt(b, x, 10), nil
 	case int:
 		return strconv.AppendInt(b, int64(x), 10), nil
+	case int32:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int16:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int8:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case uint64:
+		return strconv.AppendUint(b, x, 10), nil
+	case uint:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case uint32:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case uint16:
+		return strconv.AppendUint(b, uint64(x), 10), nil
+	case uint8:
+		return strconv.AppendUint(b, uint64(x), 10), nil
 	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return b, fmt.Errorf("non-finite number")
-		}
-		return append(b, FormatDouble(x)...), nil
+		return appendDouble(b, x)
+	case float32:
+		return appendDouble(b, float64(x))
 	case json.Number:
 		if !validNumber(string(x)) {
 			return b, fmt.Errorf("invalid number %q", string(x))
 		}
+		if _, err := strconv.ParseFloat(string(x), 64); err != nil {
+			return b, fmt.Errorf("number %s does not fit a double", string(x))
+		}
 		return append(b, x...), nil
 	case Doc:
-		return appendDoc(b, x)
+		return appendObject(b, x, nil)
 	case []any:
 		b = append(b, '[')
 		for i, e := range x {
@@ -115,141 +135,77 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, ']'), nil
 	case *JSON:
-		return x.appendNode(b, x.root(), false)
+		return append(b, x.text...), nil
 	case map[string]any:
-		return appendCanonical(b, x)
+		return appendMap(b, x, nil)
 	default:
 		return b, fmt.Errorf("unsupported doc value type %T", v)
 	}
 }
 
+func appendDouble(b []byte, f float64) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, fmt.Errorf("non-finite number")
+	}
+	return append(b, FormatDouble(f)...), nil
+}
+
 // appendDoc appends the JSON form of d, properties in order.
 func appendDoc(b []byte, d Doc) ([]byte, error) {
+	return appendObject(b, d, nil)
+}
+
+// appendObject appends the JSON form of d: its properties in order, or
+// those whose indexes order lists, in that order, when order is not nil.
+func appendObject(b []byte, d Doc, order []int) ([]byte, error) {
+	n := len(d)
+	if order != nil {
+		n = len(order)
+	}
 	var err error
 	b = append(b, '{')
-	for i, f := range d {
-		if i > 0 {
+	for k := range n {
+		i := k
+		if order != nil {
+			i = order[k]
+		}
+		if k > 0 {
 			b = append(b, ',')
 		}
-		if b, err = appendString(b, f.Name); err != nil {
+		if b, err = appendString(b, d[i].Name); err != nil {
 			return b, err
 		}
-		b = append(b, ':')
-		if b, err = appendValue(b, f.Value); err != nil {
+		if b, err = appendValue(append(b, ':'), d[i].Value); err != nil {
 			return b, err
 		}
 	}
 	return append(b, '}'), nil
 }
 
-const hexDigits = "0123456789abcdef"
+// appendMap appends the canonical JSON of m (a map has no order of its
+// own) without the properties for which skip (which may be nil) returns
+// true.
+func appendMap(b []byte, m map[string]any, skip func(string) bool) ([]byte, error) {
+	d := make(Doc, 0, len(m))
+	for name, v := range m {
+		d = append(d, Field{name, v})
+	}
+	return appendCanonicalDoc(b, d, skip)
+}
 
 // appendString appends s as a JSON string with the minimal escaping RFC 8785
 // prescribes: '"' and '\\', the short forms \b \t \n \f \r, \u00xx for the
-// other control characters, everything else as UTF-8.
+// other control characters, everything else as UTF-8. It returns an error
+// when s is not valid UTF-8.
 func appendString(b []byte, s string) ([]byte, error) {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	hasZero := func(x uint64) uint64 { return (x - lo) & ^x & hi }
-	b = append(b, '"')
-	start, ascii := 0, true
-	for i := 0; i < len(s); {
-		if i+8 <= len(s) {
-			// Eight bytes at a time: skip them when none is a control
-			// character, '"', '\\' or non-ASCII.
-			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-			if (x-lo*0x20)&^x&hi|hasZero(x^(lo*'"'))|hasZero(x^(lo*'\\'))|x&hi == 0 {
-				i += 8
-				continue
-			}
-		}
-		c := s[i]
-		if c >= 0x80 {
-			ascii = false
-			i++
-			continue
-		}
-		if !needsJSONEscape[c] {
-			i++
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		i++
-		start = i
-	}
-	if !ascii && !utf8.ValidString(s) {
-		return b, fmt.Errorf("string is not valid UTF-8")
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"'), nil
+	return jsontext.AppendQuote(b, s)
 }
 
-// needsJSONEscape marks the bytes appendString escapes: control
-// characters, '"' and '\\'. It is a constant table, never written.
-var needsJSONEscape = [256]bool{
-	0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true,
-	10: true, 11: true, 12: true, 13: true, 14: true, 15: true, 16: true, 17: true, 18: true, 19: true,
-	20: true, 21: true, 22: true, 23: true, 24: true, 25: true, 26: true, 27: true, 28: true, 29: true,
-	30: true, 31: true, '"': true, '\\': true,
-}
-
-// validNumber reports whether s is a JSON number (RFC 8259 grammar).
+// validNumber reports whether s is a JSON number (RFC 8259 grammar) and
+// nothing else: jsontext allows white space around a value, a number
+// starts with '-' or a digit and ends with a digit.
 func validNumber(s string) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	if i >= len(s) {
-		return false
-	}
-	switch {
-	case s[i] == '0':
-		i++
-	case s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	default:
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		n := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == n {
-			return false
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		n := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == n {
-			return false
-		}
-	}
-	return i == len(s)
+	return s != "" && (s[0] == '-' || isDigit(s[0])) && isDigit(s[len(s)-1]) && jsontext.Value(s).IsValid()
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // edmTimeLayout is how Table Storage writes Edm.DateTime: UTC with exactly
@@ -30,64 +32,172 @@ const edmTimeLayout = "2006-01-02T15:04:05.0000000Z"
 // returned Row still carries the keys (and Timestamp) when they were
 // readable, so that callers can dead-letter the row.
 func DecodeEntity(table string, data []byte) (Row, error) {
-	if row, ok := decodeEntityFast(table, data); ok {
-		return row, nil
-	}
-	return decodeEntitySlow(table, data)
-}
-
-// decodeEntitySlow is DecodeEntity by encoding/json. decodeEntityFast
-// handles the usual entities; this decides everything else, so that every
-// error (and every unusual input) is exactly what it always was.
-func decodeEntitySlow(table string, data []byte) (Row, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var raw map[string]any
-	if err := dec.Decode(&raw); err != nil {
+	members, err := readEntity(data)
+	if err != nil {
 		return Row{}, fmt.Errorf("decode entity: %w", err)
 	}
-	row := Row{Table: table, Props: make(map[string]Value, len(raw))}
-	for _, name := range []string{"PartitionKey", "RowKey", "Timestamp"} {
-		v, present := raw[name]
-		if !present {
-			continue
-		}
-		s, ok := v.(string)
-		if !ok {
-			return Row{}, fmt.Errorf("decode entity: %s is not a string", name)
-		}
-		switch name {
-		case "PartitionKey":
-			row.PartitionKey = s
-		case "RowKey":
-			row.RowKey = s
-		case "Timestamp":
-			t, err := parseEdmTime(s)
-			if err != nil {
-				return Row{Table: table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}, fmt.Errorf("decode entity %q: Timestamp: %w", row.RowKey, err)
+	// A name that occurs twice keeps its last value (the service never
+	// sends one twice).
+	var keys [3]*scalar // PartitionKey, RowKey, Timestamp
+	var etag *scalar
+	var annotations map[string]*scalar // property name → its @odata.type
+	nprops := 0
+	for i := range members {
+		m := &members[i]
+		switch name := m.name; {
+		case name == "PartitionKey":
+			keys[0] = &m.v
+		case name == "RowKey":
+			keys[1] = &m.v
+		case name == "Timestamp":
+			keys[2] = &m.v
+		case name == "odata.etag":
+			etag = &m.v
+		case strings.HasSuffix(name, "@odata.type"):
+			if annotations == nil {
+				annotations = make(map[string]*scalar)
 			}
-			row.Timestamp = t
+			annotations[strings.TrimSuffix(name, "@odata.type")] = &m.v
+		case !strings.Contains(name, "@odata.") && !strings.HasPrefix(name, "odata."):
+			m.prop = true
+			nprops++
 		}
 	}
-	for name, v := range raw {
-		switch {
-		case name == "PartitionKey" || name == "RowKey" || name == "Timestamp":
-			continue
-		case strings.Contains(name, "@odata.") || strings.HasPrefix(name, "odata."):
+	row := Row{Table: table, Props: make(map[string]Value, nprops)}
+	if row.PartitionKey, err = keyString("PartitionKey", keys[0]); err != nil {
+		return Row{}, err
+	}
+	if row.RowKey, err = keyString("RowKey", keys[1]); err != nil {
+		return Row{}, err
+	}
+	timestamp, err := keyString("Timestamp", keys[2])
+	if err != nil {
+		return Row{}, err
+	}
+	if keys[2] != nil {
+		if row.Timestamp, err = parseEdmTime(timestamp); err != nil {
+			return Row{Table: table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}, fmt.Errorf("decode entity %q: Timestamp: %w", row.RowKey, err)
+		}
+	}
+	// From the last member back, so that the last value of a name is the
+	// one decoded.
+	for i := len(members) - 1; i >= 0; i-- {
+		m := &members[i]
+		if _, done := row.Props[m.name]; done || !m.prop {
 			continue
 		}
-		annotated, _ := raw[name+"@odata.type"].(string)
-		val, err := decodeValue(EdmType(annotated), toScalar(v))
+		var annotated EdmType
+		if a := annotations[m.name]; a != nil && a.kind == scalarString {
+			annotated = EdmType(a.s)
+		}
+		val, err := decodeValue(annotated, m.v)
 		if err != nil {
 			return Row{Table: table, PartitionKey: row.PartitionKey, RowKey: row.RowKey, Timestamp: row.Timestamp},
-				fmt.Errorf("decode entity %q: property %s: %w", row.RowKey, name, err)
+				fmt.Errorf("decode entity %q: property %s: %w", row.RowKey, m.name, err)
 		}
-		row.Props[name] = val
+		row.Props[m.name] = val
 	}
-	if etag, ok := raw["odata.etag"].(string); ok {
-		row.ETag = etag
+	if etag != nil && etag.kind == scalarString {
+		row.ETag = etag.s
 	}
 	return row, nil
+}
+
+// keyString returns the string value of the system property name, "" when
+// v is nil (absent).
+func keyString(name string, v *scalar) (string, error) {
+	switch {
+	case v == nil:
+		return "", nil
+	case v.kind != scalarString:
+		return "", fmt.Errorf("decode entity: %s is not a string", name)
+	}
+	return v.s, nil
+}
+
+// entityMember is one member of an entity object; prop tells a property
+// from the system properties and odata annotations.
+type entityMember struct {
+	name string
+	v    scalar
+	prop bool
+}
+
+// readEntity reads the members of an entity object in order with
+// jsontext. Like encoding/json decoding into a map, it accepts invalid
+// UTF-8 and lone surrogates (as U+FFFD), repeated names, and anything
+// after the object; JSON null is an entity without members.
+func readEntity(data []byte) ([]entityMember, error) {
+	td := newTextDecoder(data, "")
+	defer td.release()
+	d := &td.Decoder
+	switch k := d.PeekKind(); k {
+	case '{':
+	case 'n':
+		_, err := d.ReadToken()
+		return nil, err
+	default:
+		if err := d.SkipValue(); err != nil { // also the error PeekKind found
+			return nil, err
+		}
+		// The message encoding/json gave, which earlier versions returned.
+		return nil, fmt.Errorf("json: cannot unmarshal %s into Go value of type map[string]interface {}", kindName(k))
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return nil, err
+	}
+	members := make([]entityMember, 0, 32)
+	for d.PeekKind() != '}' {
+		name, err := d.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		m := entityMember{name: name.String()}
+		if m.v, err = readScalar(d); err != nil {
+			return nil, err
+		}
+		members = append(members, m)
+	}
+	_, err := d.ReadToken()
+	return members, err
+}
+
+// readScalar reads one property value; an object or array is skipped
+// and only its kind kept.
+func readScalar(d *jsontext.Decoder) (scalar, error) {
+	switch d.PeekKind() {
+	case '{':
+		return scalar{kind: scalarObject}, d.SkipValue()
+	case '[':
+		return scalar{kind: scalarArray}, d.SkipValue()
+	}
+	tok, err := d.ReadToken()
+	if err != nil {
+		return scalar{}, err
+	}
+	switch tok.Kind() {
+	case 'n':
+		return scalar{}, nil
+	case 't', 'f':
+		return scalar{kind: scalarBool, b: tok.Bool()}, nil
+	case '"':
+		return scalar{kind: scalarString, s: tok.String()}, nil
+	default: // '0'
+		return scalar{kind: scalarNumber, s: tok.String()}, nil
+	}
+}
+
+// kindName names a JSON kind other than an object as encoding/json does.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	}
+	return "bool"
 }
 
 // scalarKind is the JSON type of a property value.
@@ -98,31 +208,16 @@ const (
 	scalarString
 	scalarNumber // s is the number's exact text
 	scalarBool
-	scalarOther // an object or array (other holds it)
+	scalarObject
+	scalarArray
 )
 
 // scalar is one property value as JSON has it, before its Edm type is
 // applied.
 type scalar struct {
-	kind  scalarKind
-	s     string
-	b     bool
-	other any
-}
-
-// toScalar converts a value encoding/json decoded with UseNumber.
-func toScalar(v any) scalar {
-	switch x := v.(type) {
-	case nil:
-		return scalar{}
-	case string:
-		return scalar{kind: scalarString, s: x}
-	case json.Number:
-		return scalar{kind: scalarNumber, s: string(x)}
-	case bool:
-		return scalar{kind: scalarBool, b: x}
-	}
-	return scalar{kind: scalarOther, other: v}
+	kind scalarKind
+	s    string
+	b    bool
 }
 
 func decodeValue(t EdmType, v scalar) (Value, error) {
@@ -148,8 +243,12 @@ func decodeValue(t EdmType, v scalar) (Value, error) {
 				return Value{}, fmt.Errorf("number out of range for Edm.Double")
 			}
 			return Value{Type: EdmDouble, Double: f}, nil
+		case scalarObject:
+			// The texts of the Go types encoding/json decoded these to,
+			// which earlier versions returned.
+			return Value{}, fmt.Errorf("unsupported JSON value map[string]interface {}")
 		default:
-			return Value{}, fmt.Errorf("unsupported JSON value %T", v.other)
+			return Value{}, fmt.Errorf("unsupported JSON value []interface {}")
 		}
 	case EdmString, EdmGuid:
 		if v.kind != scalarString {

@@ -142,7 +142,7 @@ func (b *builder) result(id string) {
 		}
 		text := rv.Str
 		k := resultKinds[2]
-		dv, big, err := decodeJSONFieldScratch(text, &b.scratch)
+		dv, big, err := decodeJSONField(text)
 		if err == nil {
 			k, result = resultKinds[0], dv
 			if big {

@@ -257,7 +257,6 @@ func Transform(row Row, blobs BlobFacts, opts Options) Outcome {
 	// One allocation for the builder and its scratch space.
 	b := &builder{row: row, opts: opts.WithDefaults(), blobs: blobs, out: out}
 	b.used = b.usedBuf[:0]
-	b.scratch = jsonScratch{members: b.membersBuf[:0], elems: b.elemsBuf[:0]}
 	switch row.Table {
 	case TableConfig:
 		b.isTimestamp = isConfigTimestamp
@@ -316,11 +315,8 @@ type builder struct {
 	used        []string
 	isTimestamp func(string) bool
 	fail        string // first dead-letter reason
-	scratch     jsonScratch
 
-	usedBuf    [48]string
-	membersBuf [32]jsonMember
-	elemsBuf   [32]int32
+	usedBuf [48]string
 }
 
 func (b *builder) warn(reason, detail string) {
@@ -468,7 +464,7 @@ func (b *builder) json(name, src string) {
 	case v.Type != EdmString:
 		b.set(name, b.value(src, v))
 	default:
-		dv, big, err := decodeJSONFieldScratch(v.Str, &b.scratch)
+		dv, big, err := decodeJSONField(v.Str)
 		if err != nil {
 			b.deadLetter(fmt.Sprintf("property %s is not valid JSON: %v", src, err))
 			return
