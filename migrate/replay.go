@@ -720,14 +720,18 @@ func (r *replayer) tally(c *ReplayCounts, res docResult) {
 	r.ru += res.ru
 }
 
-func (r *replayer) count(table, kind string) *ReplayCounts {
-	if r.counts[table] == nil {
-		r.counts[table] = map[string]*ReplayCounts{}
+func (r *replayer) count(table, kind string) *ReplayCounts { return countsOf(r.counts, table, kind) }
+
+// countsOf returns the counts of kind in group (a table or a container)
+// of m, made on first use.
+func countsOf[C any](m map[string]map[string]*C, group, kind string) *C {
+	if m[group] == nil {
+		m[group] = map[string]*C{}
 	}
-	c := r.counts[table][kind]
+	c := m[group][kind]
 	if c == nil {
-		c = &ReplayCounts{}
-		r.counts[table][kind] = c
+		c = new(C)
+		m[group][kind] = c
 	}
 	return c
 }
@@ -800,29 +804,17 @@ func (r *replayer) prune(ctx context.Context) error {
 	}
 	r.progress.Message("prune: listing migrated docs")
 	var cands []pruneCandidate
-	for _, c := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
-		err := r.query.QueryAll(ctx, c, "SELECT * FROM c", nil, 0, func(raw []byte) error {
-			m, err := transform.DecodeDoc(raw)
-			if err != nil {
-				return fmt.Errorf("container %s: undecodable doc: %w", c, err)
-			}
-			mig, ok := m["_migration"].(map[string]any)
-			if !ok {
-				return nil
-			}
-			t, pk, rk := replayString(mig["table"]), replayString(mig["partitionKey"]), replayString(mig["rowKey"])
-			if !slices.Contains(r.tables, t) {
-				return nil
-			}
-			if _, ok := rows[rowKeyHash(t, pk, rk)]; ok {
-				return nil
-			}
-			cands = append(cands, pruneCandidate{table: t, pk: pk, rk: rk, container: c, scope: replayString(m["scope"]), id: replayString(m["id"])})
-			return nil
-		})
-		if err != nil {
-			return err
+	err := listMigrated(ctx, r.query, func(c string, src source, scope, id string) {
+		if !slices.Contains(r.tables, src.table) {
+			return
 		}
+		if _, ok := rows[rowKeyHash(src.table, src.partitionKey, src.rowKey)]; ok {
+			return
+		}
+		cands = append(cands, pruneCandidate{table: src.table, pk: src.partitionKey, rk: src.rowKey, container: c, scope: scope, id: id})
+	})
+	if err != nil {
+		return err
 	}
 	clear(rows)
 	r.progress.Message(fmt.Sprintf("prune: %d migrated doc(s) whose row is gone", len(cands)))
@@ -845,6 +837,30 @@ func (r *replayer) prune(ctx context.Context) error {
 		})
 	}
 	return g.Wait()
+}
+
+// listMigrated calls fn, for every doc of both containers that carries
+// _migration, with its container, the source row _migration names, and
+// the doc's scope and id. It reads every doc (a query of the whole
+// containers).
+func listMigrated(ctx context.Context, q DocQuerier, fn func(container string, src source, scope, id string)) error {
+	for _, c := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
+		err := q.QueryAll(ctx, c, "SELECT * FROM c", nil, 0, func(raw []byte) error {
+			m, err := transform.DecodeDoc(raw)
+			if err != nil {
+				return fmt.Errorf("container %s: undecodable doc: %w", c, err)
+			}
+			if mig, ok := m["_migration"].(map[string]any); ok {
+				fn(c, source{replayString(mig["table"]), replayString(mig["partitionKey"]), replayString(mig["rowKey"])},
+					replayString(m["scope"]), replayString(m["id"]))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pruneOne deletes one candidate when its row is still gone and the doc

@@ -377,7 +377,7 @@ func (r *reverser) reverseContainer(ctx context.Context, c string) error {
 			_, _ = io.WriteString(h, info.scope+"\x00"+info.id)
 			lock := &r.docLocks[h.Sum32()%uint32(len(r.docLocks))]
 			lock.Lock()
-			res, err := r.apply(gctx, c, raw)
+			res, err := r.apply(gctx, c, raw, info)
 			lock.Unlock()
 			if err != nil {
 				return err
@@ -436,11 +436,11 @@ func infoOf(raw []byte) docInfo {
 	return i
 }
 
-// apply writes back one doc of container c: decide, write the rows with
+// apply writes back one doc of container c (info: what infoOf read of
+// raw): decide, write the rows with
 // optimistic concurrency, record the sync on the doc; a row or the doc
 // changing meanwhile makes it read and decide again.
-func (r *reverser) apply(ctx context.Context, c string, raw []byte) (revResult, error) {
-	info := infoOf(raw)
+func (r *reverser) apply(ctx context.Context, c string, raw []byte, info docInfo) (revResult, error) {
 	res := revResult{kind: info.typ, ts: info.ts, scope: info.scope, id: info.id}
 	where := fmt.Sprintf("doc %s/%s/%s", c, info.scope, info.id)
 	res.dlRow = transform.Row{Table: c, PartitionKey: info.scope, RowKey: info.id}
@@ -796,13 +796,7 @@ func (r *reverser) record(c string, res revResult) error {
 			r.conflicts = append(r.conflicts, *res.conflict)
 		}
 	}
-	if r.opts.DryRun {
-		for _, p := range res.plan {
-			if len(r.plan) < maxListed {
-				r.plan = append(r.plan, p)
-			}
-		}
-	}
+	r.planned(res.plan)
 	r.progress.Advance(c, 1)
 	if res.deadLetter == "" {
 		return nil
@@ -817,17 +811,16 @@ func (r *reverser) record(c string, res revResult) error {
 	return nil
 }
 
-func (r *reverser) count(c, kind string) *ReverseCounts {
-	if r.counts[c] == nil {
-		r.counts[c] = map[string]*ReverseCounts{}
+// planned lists a dry run's writes in the summary, up to maxListed (the
+// caller holds mu).
+func (r *reverser) planned(writes []PlannedWrite) {
+	if !r.opts.DryRun {
+		return
 	}
-	cnt := r.counts[c][kind]
-	if cnt == nil {
-		cnt = &ReverseCounts{}
-		r.counts[c][kind] = cnt
-	}
-	return cnt
+	r.plan = append(r.plan, writes[:min(len(writes), maxListed-len(r.plan))]...)
 }
+
+func (r *reverser) count(c, kind string) *ReverseCounts { return countsOf(r.counts, c, kind) }
 
 func (r *reverser) summary() ReverseSummary {
 	r.mu.Lock()
@@ -888,20 +881,11 @@ func (r *reverser) prune(ctx context.Context) error {
 		}
 	}
 	r.progress.Message("prune: listing the rows the docs came from")
-	for _, c := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
-		err := r.query.QueryAll(ctx, c, "SELECT * FROM c", nil, 0, func(raw []byte) error {
-			doc, err := transform.DecodeDocOrdered(raw)
-			if err != nil {
-				return fmt.Errorf("container %s: undecodable doc: %w", c, err)
-			}
-			if m, ok, err := transform.DocMigration(doc); err == nil && ok {
-				skip[rowKeyHash(m.Table, m.PartitionKey, m.RowKey)] = struct{}{}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
+	err := listMigrated(ctx, r.query, func(_ string, src source, _, _ string) {
+		skip[rowKeyHash(src.table, src.partitionKey, src.rowKey)] = struct{}{}
+	})
+	if err != nil {
+		return err
 	}
 	tables := []string{transform.TableConfig, transform.TableEntities}
 	if r.topts.Relationships == transform.RelationshipsMigrate {
@@ -932,13 +916,7 @@ func (r *reverser) prune(ctx context.Context) error {
 					cnt.Pruned += res.counts.Pruned
 					cnt.IndexDeleted += res.counts.IndexDeleted
 					cnt.StartOvers += res.counts.StartOvers
-					if r.opts.DryRun {
-						for _, p := range res.plan {
-							if len(r.plan) < maxListed {
-								r.plan = append(r.plan, p)
-							}
-						}
-					}
+					r.planned(res.plan)
 					return nil
 				})
 			}
