@@ -259,32 +259,14 @@ func appendU4(b []byte, r rune) []byte {
 // a Python datetime cannot hold it.
 func pythonISOFormat(t time.Time) string {
 	t = t.UTC()
-	year, month, day := t.Date()
-	hour, minute, sec := t.Clock()
-	us := t.Nanosecond() / 1000
 	var buf [26]byte
-	put := func(i, n, v int) {
-		for j := i + n - 1; j >= i; j-- {
-			buf[j] = byte('0' + v%10)
-			v /= 10
-		}
-	}
-	put(0, 4, year)
-	buf[4] = '-'
-	put(5, 2, int(month))
-	buf[7] = '-'
-	put(8, 2, day)
-	buf[10] = 'T'
-	put(11, 2, hour)
-	buf[13] = ':'
-	put(14, 2, minute)
-	buf[16] = ':'
-	put(17, 2, sec)
+	putDateTime(buf[:], t)
+	us := t.Nanosecond() / 1000
 	if us == 0 {
 		return string(buf[:19])
 	}
 	buf[19] = '.'
-	put(20, 6, us)
+	putDigits(buf[20:26], us)
 	return string(buf[:])
 }
 

@@ -17,30 +17,39 @@ func FormatTimestamp(t time.Time) string {
 	}
 	// By hand rather than with AppendFormat: this runs for several
 	// properties of every row.
-	year, month, day := t.Date()
-	hour, minute, sec := t.Clock()
 	var buf [28]byte
-	put := func(i, n, v int) {
-		for j := i + n - 1; j >= i; j-- {
-			buf[j] = byte('0' + v%10)
-			v /= 10
-		}
-	}
-	put(0, 4, year)
-	buf[4] = '-'
-	put(5, 2, int(month))
-	buf[7] = '-'
-	put(8, 2, day)
-	buf[10] = 'T'
-	put(11, 2, hour)
-	buf[13] = ':'
-	put(14, 2, minute)
-	buf[16] = ':'
-	put(17, 2, sec)
+	putDateTime(buf[:], t)
 	buf[19] = '.'
-	put(20, 7, t.Nanosecond()/100)
+	putDigits(buf[20:27], t.Nanosecond()/100)
 	buf[27] = 'Z'
 	return string(buf[:])
+}
+
+// putDateTime writes t's date and time of day, YYYY-MM-DDTHH:MM:SS, into
+// buf[:19].
+func putDateTime(buf []byte, t time.Time) {
+	year, month, day := t.Date()
+	hour, minute, sec := t.Clock()
+	putDigits(buf[0:4], year)
+	buf[4] = '-'
+	putDigits(buf[5:7], int(month))
+	buf[7] = '-'
+	putDigits(buf[8:10], day)
+	buf[10] = 'T'
+	putDigits(buf[11:13], hour)
+	buf[13] = ':'
+	putDigits(buf[14:16], minute)
+	buf[16] = ':'
+	putDigits(buf[17:19], sec)
+}
+
+// putDigits writes v's last len(buf) decimal digits into buf, padded with
+// zeros.
+func putDigits(buf []byte, v int) {
+	for j := len(buf) - 1; j >= 0; j-- {
+		buf[j] = byte('0' + v%10)
+		v /= 10
+	}
 }
 
 // ParseTimestamp parses a timestamp as Bifrost writes it and reports
