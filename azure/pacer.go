@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // Pacer constants (SPEC §14). They were chosen with the simulation in
@@ -172,6 +174,7 @@ func (p *Pacer) Wait(ctx context.Context, estimate float64) error {
 		if d <= 0 {
 			return nil
 		}
+		store.MeterOf(ctx).Wait(d) // waiting for the budget, not latency
 		if err := p.sleep(ctx, d); err != nil {
 			return err
 		}
@@ -322,6 +325,16 @@ func (p *Pacer) slot(now time.Time) *statSlot {
 	return s
 }
 
+// Rate returns the request units per second the pacer allows now (its
+// cap under --max-ru, else the rate it adapted to the account), and
+// whether a cap sets it: what an engine sizes its requests in flight
+// with (migrate.Budget).
+func (p *Pacer) Rate() (ruPerSecond float64, capped bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rate, p.max > 0 && p.rate >= p.max
+}
+
 // Stats returns what the pacer counted so far.
 func (p *Pacer) Stats() PacerStats {
 	p.mu.Lock()
@@ -417,6 +430,7 @@ func (pp pacerPolicy) Do(req *policy.Request) (*http.Response, error) {
 		return nil, err
 	}
 	charge, _ := strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64)
+	store.MeterOf(r.Context()).Charge(charge)
 	throttled := resp.StatusCode == http.StatusTooManyRequests
 	pp.p.Settle(est, charge, throttled, retryAfter(resp), write, container)
 	if !throttled {

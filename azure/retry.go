@@ -149,6 +149,7 @@ func (b *retryBudget) next(ctx context.Context, last error, wait time.Duration, 
 	if b.o.OnRetry != nil {
 		b.o.OnRetry(RetryEvent{Op: b.op, Attempt: b.attempts, Cause: describe(last), Wait: wait})
 	}
+	store.MeterOf(ctx).Wait(wait) // a back-off, not latency
 	if err := b.o.Sleep(ctx, wait); err != nil {
 		return fmt.Errorf("%s: %w", b.op, err)
 	}

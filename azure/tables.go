@@ -48,8 +48,9 @@ func NewTableReader(a StorageAccount, o Options) *TableReader {
 	return &TableReader{pl: pl, endpoint: a.TableEndpoint, account: a}
 }
 
-// filter returns the OData $filter of q: its Timestamp bound and its
-// keys, joined with "and"; "" for every row.
+// filter returns the OData $filter of q: its Timestamp bound, its keys
+// and its key bounds (store.Query.Match is the same filter in memory),
+// joined with "and"; "" for every row.
 func filter(q store.Query) string {
 	var parts []string
 	if !q.Since.IsZero() {
@@ -58,7 +59,27 @@ func filter(q store.Query) string {
 	if q.Key != nil {
 		parts = append(parts, "PartitionKey eq '"+odataQuote(q.Key.PartitionKey)+"' and RowKey eq '"+odataQuote(q.Key.RowKey)+"'")
 	}
+	if q.From != nil {
+		parts = append(parts, keyBound(*q.From, "gt", "ge"))
+	}
+	if q.To != nil {
+		parts = append(parts, keyBound(*q.To, "lt", "lt"))
+	}
+	if q.After != nil {
+		parts = append(parts, keyBound(*q.After, "gt", "gt"))
+	}
 	return strings.Join(parts, " and ")
+}
+
+// keyBound is the filter of the keys on one side of k: PartitionKey pkOp
+// k's, or the same PartitionKey with RowKey rkOp k's; an empty RowKey in a
+// "ge" or "lt" bound bounds by the PartitionKey alone.
+func keyBound(k store.Key, pkOp, rkOp string) string {
+	pk := "'" + odataQuote(k.PartitionKey) + "'"
+	if k.RowKey == "" && (rkOp == "ge" || rkOp == "lt") {
+		return "PartitionKey " + rkOp + " " + pk
+	}
+	return "(PartitionKey " + pkOp + " " + pk + " or (PartitionKey eq " + pk + " and RowKey " + rkOp + " '" + odataQuote(k.RowKey) + "'))"
 }
 
 // odataQuote doubles the single quotes of a string literal.

@@ -158,9 +158,8 @@ func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replay
 		Source: azure.NewTableReader(t.tables, f.azureOptions()),
 		Docs:   azure.NewCosmosDocs(t.client, opts.Database, &t.azopts.Retry),
 		Blobs:  azure.NewBlobStore(t.blobContainer),
-		Query:  reader,
-		Now:    opts.Now,
-		Log:    f.log.logf(),
+		Query:  reader, Env: migrate.Env{Now: opts.Now,
+			Log: f.log.logf()},
 	}
 	s.where = t.where()
 	s.missing, _, err = t.missing(ctx)

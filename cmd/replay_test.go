@@ -505,7 +505,7 @@ func TestReplayClosedTablesPort(t *testing.T) {
 // it ended; after an error it never says OK, and it suggests running
 // again only when that can finish the work.
 func TestReplaySummaryLastLine(t *testing.T) {
-	s := migrate.ReplaySummary{Since: "2026-11-20T00:00:00Z", Tables: []migrate.ReplayTableSummary{{Table: "Config"}}}
+	s := migrate.ReplaySummary{Tables: []migrate.ReplayTableSummary{{Table: "Config"}}, WindowSummary: migrate.WindowSummary{Since: "2026-11-20T00:00:00Z"}}
 	withConflict := s
 	withConflict.Totals.Conflicts = 2
 	for _, tc := range []struct {

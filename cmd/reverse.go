@@ -151,9 +151,8 @@ func connectReverse(ctx context.Context, f *Factory, opts *ReverseOptions) (reve
 		Rows:     tableRows{azure.NewTableReader(t.tables, t.azopts), tw},
 		Docs:     azure.NewCosmosDocs(t.client, opts.Database, &t.azopts.Retry),
 		Blobs:    azure.NewBlobStore(t.blobContainer),
-		Query:    reader,
-		Now:      opts.Now,
-		Log:      f.log.logf(),
+		Query:    reader, Env: migrate.Env{Now: opts.Now,
+			Log: f.log.logf()},
 	}
 	s.where = t.where()
 	s.missing, _, err = t.missing(ctx)

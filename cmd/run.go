@@ -166,9 +166,8 @@ func connectRun(ctx context.Context, f *Factory, opts *RunOptions) (runServices,
 	s.deps = migrate.Deps{
 		Source: azure.NewTableReader(t.tables, f.azureOptions()),
 		Docs:   azure.NewCosmosDocs(t.client, opts.Database, &t.azopts.Retry),
-		Blobs:  azure.NewBlobStore(t.blobContainer),
-		Now:    opts.Now,
-		Log:    f.log.logf(),
+		Blobs:  azure.NewBlobStore(t.blobContainer), Env: migrate.Env{Now: opts.Now,
+			Log: f.log.logf()},
 	}
 	s.where = t.where()
 	s.target = t.fingerprint()

@@ -131,3 +131,31 @@ func (s *memorySink) Append(dls []DeadLetter) (int64, error) {
 }
 
 func (s *memorySink) Close() error { return nil }
+
+// deadLetters is where replay and reverse record their dead letters: the
+// file name in the state directory dir (replaced, or with keep added
+// to), or for a dry run, which writes nothing, a list in memory.
+func deadLetters(dir, name string, dryRun, keep bool) (deadLetterSink, error) {
+	if dryRun {
+		return &memorySink{}, nil
+	}
+	return openDeadLetterFile(dir, name, keep)
+}
+
+// openDeadLetterFile creates (or empties, unless keep) the dead-letter
+// file name in dir.
+func openDeadLetterFile(dir, name string, keep bool) (*fileSink, error) {
+	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if keep {
+		flags = os.O_RDWR | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name), flags, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	size := int64(0)
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	return &fileSink{f: f, size: size}, nil
+}

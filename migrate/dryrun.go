@@ -83,3 +83,37 @@ func (d *dryRunBlobs) PutIfAbsent(ctx context.Context, name string, data []byte,
 	}
 	return false, nil
 }
+
+// dryRunStore is the DocStore of a dry run: reads go to the real store,
+// writes do nothing and succeed. It is safe for concurrent use.
+type dryRunStore struct{ inner DocStore }
+
+func (d dryRunStore) Read(ctx context.Context, container, scope, id string) ([]byte, string, bool, float64, error) {
+	return d.inner.Read(ctx, container, scope, id)
+}
+
+func (dryRunStore) Create(context.Context, string, string, string, []byte) (store.WriteResult, error) {
+	return store.WriteResult{}, nil
+}
+
+func (dryRunStore) Replace(context.Context, string, string, string, []byte, string) (store.WriteResult, error) {
+	return store.WriteResult{}, nil
+}
+
+func (dryRunStore) Delete(context.Context, string, string, string, string) (store.WriteResult, error) {
+	return store.WriteResult{}, nil
+}
+
+// dryRunRows is the RowStore of a dry run: reads go to the real tables,
+// writes do nothing and succeed. It is safe for concurrent use.
+type dryRunRows struct{ inner RowStore }
+
+func (d dryRunRows) ReadPage(ctx context.Context, table string, q store.Query, from store.Cursor) (store.Page, error) {
+	return d.inner.ReadPage(ctx, table, q, from)
+}
+
+func (dryRunRows) Insert(context.Context, string, []byte) (string, error) { return "", nil }
+
+func (dryRunRows) Replace(context.Context, string, []byte, string) (string, error) { return "", nil }
+
+func (dryRunRows) Delete(context.Context, string, store.Key, string) error { return nil }

@@ -59,7 +59,7 @@ func (s *fakeSource) ReadPage(ctx context.Context, table string, q store.Query, 
 	s.mu.Unlock()
 	var rows []transform.Row
 	for _, r := range s.tables[table] {
-		if (q.Key == nil || (r.PartitionKey == q.Key.PartitionKey && r.RowKey == q.Key.RowKey)) && !r.Timestamp.Before(q.Since) {
+		if q.Match(r.PartitionKey, r.RowKey, r.Timestamp) {
 			rows = append(rows, r)
 		}
 	}

@@ -259,8 +259,8 @@ func TestLockRunAndReplayRefuseAHeldStateDir(t *testing.T) {
 	}
 
 	f := &replayFixture{src: e.src, store: newFakeStore(), blobs: e.blobs, dir: e.dir} // replay over the run's source and blobs
-	ropts := ReplayOptions{Since: migratedAt, StateDir: e.dir, Concurrency: 3}
-	_, err = Replay(context.Background(), ropts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Now: func() time.Time { return goldenNow }})
+	ropts := ReplayOptions{WindowOptions: WindowOptions{Since: migratedAt}, Common: Common{StateDir: e.dir, Concurrency: 3}}
+	_, err = Replay(context.Background(), ropts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Env: Env{Now: func() time.Time { return goldenNow }}})
 	if !errors.As(err, &busy) || err.Error() != want {
 		t.Fatalf("replay on a held directory: err %v, want %q", err, want)
 	}
@@ -277,7 +277,7 @@ func TestLockRunAndReplayRefuseAHeldStateDir(t *testing.T) {
 		t.Fatalf("dry run beside the holder: complete %v, err %v", s.Complete, err)
 	}
 	ropts.DryRun = true
-	if _, err := Replay(context.Background(), ropts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Now: func() time.Time { return goldenNow }}); err != nil {
+	if _, err := Replay(context.Background(), ropts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Env: Env{Now: func() time.Time { return goldenNow }}}); err != nil {
 		t.Fatalf("replay --dry-run beside the holder: %v", err)
 	}
 	if rec := readLockRecord(t, e.dir); rec.Command != "replay" || !rec.Since.Equal(since) {
@@ -293,7 +293,7 @@ func TestLockRunAndReplayRefuseAHeldStateDir(t *testing.T) {
 	}
 	// Run released its lock when it returned: Replay gets it.
 	ropts.DryRun = false
-	if _, err := Replay(context.Background(), ropts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Now: func() time.Time { return goldenNow }}); err != nil {
+	if _, err := Replay(context.Background(), ropts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Env: Env{Now: func() time.Time { return goldenNow }}}); err != nil {
 		t.Fatalf("replay after the run: %v", err)
 	}
 	if rec := readLockRecord(t, e.dir); rec.Command != "replay" || rec.PID != os.Getpid() || !rec.Since.Equal(goldenNow) {

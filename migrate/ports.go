@@ -1,8 +1,8 @@
-// Package migrate is the run/replay pipeline: it reads Table Storage page by
-// page, transforms every row (package transform), uploads the blobs a doc
-// needs, writes docs through a bounded pool, checkpoints, and records dead
-// letters (SPEC §5, §8, §11, §13). It never imports cobra or terminal code:
-// it reports through Progress, and the command decides how to show it.
+// Package migrate is the engine of run, replay and reverse (SPEC §5, §8,
+// §11, §13, §15): one shape — source → decide → write → record → commit
+// (engine.go, docs/engine.md) — of which the three commands are
+// configurations. It never imports cobra or terminal code: it reports
+// through Progress, and the command decides how to show it.
 //
 // The services sit behind the small interfaces in this file, in the
 // vocabulary of package store; package azure implements them for the real
@@ -11,6 +11,7 @@ package migrate
 
 import (
 	"context"
+	"time"
 
 	"github.com/bifrost/bifrost-migrate/store"
 )
@@ -45,4 +46,66 @@ type BlobStore interface {
 	// existing blob with different content returns an error wrapping
 	// store.ErrBlobConflict.
 	PutIfAbsent(ctx context.Context, name string, data []byte, contentType string) (created bool, err error)
+}
+
+// DocStore is what replay and reverse need of Cosmos DB: point reads and
+// conditional writes (SPEC §13, §15). *azure.CosmosDocs implements it.
+// Implementations retry transient failures themselves, return a
+// *store.PermanentError for what retrying cannot fix, and are safe for
+// concurrent use.
+type DocStore interface {
+	// Read point-reads a doc; found is false (and err nil) when it does
+	// not exist. etag is its _etag.
+	Read(ctx context.Context, container, scope, id string) (doc []byte, etag string, found bool, charge float64, err error)
+	// Create creates the doc; an existing doc gives an error wrapping
+	// store.ErrExists.
+	Create(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error)
+	// Replace replaces the doc if its _etag is ifMatch: otherwise the
+	// error wraps store.ErrPreconditionFailed, or store.ErrNotFound when
+	// it is gone.
+	Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (store.WriteResult, error)
+	// Delete deletes the doc if its _etag is ifMatch, with the errors of
+	// Replace.
+	Delete(ctx context.Context, container, scope, id, ifMatch string) (store.WriteResult, error)
+}
+
+// DocQuerier lists the docs of a container in bulk (the prunes).
+// *azure.DocReader implements it; it is safe for concurrent use.
+type DocQuerier interface {
+	// QueryAll runs query over every partition of container and calls fn
+	// with each doc's raw JSON, page by page.
+	QueryAll(ctx context.Context, container, query string, params []store.QueryParam, pageSize int, fn func(doc []byte) error) error
+}
+
+// ChangeFeed reads what changed in the containers of Cosmos DB.
+// *azure.DocReader implements it; it is safe for concurrent use.
+type ChangeFeed interface {
+	// Changes calls fn with the latest version of each doc of container
+	// changed after position from, pageSize docs at most per request, and
+	// returns the position after them. Deletes are not changes it
+	// reports; a doc can come twice.
+	Changes(ctx context.Context, container, from string, pageSize int, fn func(doc []byte) error) (next string, err error)
+}
+
+// ChangePosition returns the position of the change feed at t (every doc
+// whose _ts ≥ t rounded down to the second). It is set by cmd to
+// azure.ChangeFeedSince, which migrate does not import.
+type ChangePosition func(t time.Time) string
+
+// RowStore is what reverse needs of Table Storage: pages and single rows
+// (store.PageReader) and conditional writes of the Table service's
+// annotated JSON (transform.EncodeEntity). *azure.TableWriter with an
+// *azure.TableReader implements it; it is safe for concurrent use.
+type RowStore interface {
+	store.PageReader
+	// Insert creates the row; one that exists gives an error wrapping
+	// store.ErrExists. It returns the row's ETag.
+	Insert(ctx context.Context, table string, entity []byte) (etag string, err error)
+	// Replace replaces the row whose ETag is ifMatch: otherwise the error
+	// wraps store.ErrPreconditionFailed, or store.ErrNotFound when it is
+	// gone. It returns the row's new ETag.
+	Replace(ctx context.Context, table string, entity []byte, ifMatch string) (etag string, err error)
+	// Delete deletes the row whose ETag is ifMatch, with the errors of
+	// Replace.
+	Delete(ctx context.Context, table string, key store.Key, ifMatch string) error
 }

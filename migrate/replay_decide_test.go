@@ -165,9 +165,8 @@ func TestReplayCountsEveryForcedPrune(t *testing.T) {
 		row := configRow(fmt.Sprintf("gone%04d", i), "v", migratedAt)
 		f.store.put(fmt.Sprintf("config-gone%04d", i), edit(t, docOf(t, row), func(m map[string]any) { m["description"] = "app" }))
 	}
-	opts := ReplayOptions{Prune: true, Force: true, Since: migratedAt, StateDir: f.dir, Concurrency: 8}
-	s, err := Replay(context.Background(), opts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Query: fakeQuerier{f.store},
-		Now: func() time.Time { return goldenNow }})
+	opts := ReplayOptions{WindowOptions: WindowOptions{Prune: true, Force: true, Since: migratedAt}, Common: Common{StateDir: f.dir, Concurrency: 8}}
+	s, err := Replay(context.Background(), opts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Query: fakeQuerier{f.store}, Env: Env{Now: func() time.Time { return goldenNow }}})
 	if err != nil {
 		t.Fatal(err)
 	}

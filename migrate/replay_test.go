@@ -163,7 +163,7 @@ func newReplayFixture(t *testing.T) *replayFixture {
 func (f *replayFixture) replay(t *testing.T, opts ReplayOptions) ReplaySummary {
 	t.Helper()
 	opts.Since, opts.StateDir, opts.Concurrency = migratedAt, f.dir, 3
-	s, err := Replay(context.Background(), opts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Now: func() time.Time { return goldenNow }})
+	s, err := Replay(context.Background(), opts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Env: Env{Now: func() time.Time { return goldenNow }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestReplayDecisions(t *testing.T) {
 	}
 
 	// --force overwrites the conflict only.
-	s = f.replay(t, ReplayOptions{Force: true})
+	s = f.replay(t, ReplayOptions{WindowOptions: WindowOptions{Force: true}})
 	if s.Totals.Forced != 1 || s.Totals.Conflicts != 0 || s.Conflicts[0].Resolution != "overwritten (--force)" {
 		t.Errorf("--force: totals %+v conflicts %s", s.Totals, jsonOf(s.Conflicts))
 	}
@@ -262,7 +262,7 @@ func TestReplayGivesUpOnADocThatKeepsChanging(t *testing.T) {
 		f.store.etags[id] = f.store.next // same content, new etag
 		f.store.mu.Unlock()
 	}
-	s := f.replay(t, ReplayOptions{MaxAttempts: 3})
+	s := f.replay(t, ReplayOptions{WindowOptions: WindowOptions{MaxAttempts: 3}})
 	if want := (ReplayCounts{Rows: 1, PreconditionFailed: 3, DeadLetters: 1}); s.Totals != want {
 		t.Errorf("totals\n got %+v\nwant %+v", s.Totals, want)
 	}
@@ -301,7 +301,7 @@ func TestReplayDryRunAndBlobs(t *testing.T) {
 	appDoc := edit(t, docOf(t, old), func(m map[string]any) { m["status"] = "Cancelled" })
 	f.store.put("e1", appDoc)
 
-	s := f.replay(t, ReplayOptions{DryRun: true, Force: true})
+	s := f.replay(t, ReplayOptions{Common: Common{DryRun: true}, WindowOptions: WindowOptions{Force: true}})
 	if s.Totals.Forced != 1 || s.BlobsUploaded != 1 || f.store.writes != 0 || len(f.blobs.blobs) != 0 {
 		t.Errorf("dry run: totals %+v blobs %d; store writes %d, blobs %d: want 1 forced and 1 blob predicted, nothing written",
 			s.Totals, s.BlobsUploaded, f.store.writes, len(f.blobs.blobs))
@@ -317,7 +317,7 @@ func TestReplayDryRunAndBlobs(t *testing.T) {
 	if s.Totals.Conflicts != 1 || len(f.blobs.blobs) != 0 {
 		t.Errorf("conflict: totals %+v, %d blobs uploaded, want 1 conflict and none", s.Totals, len(f.blobs.blobs))
 	}
-	s = f.replay(t, ReplayOptions{Force: true})
+	s = f.replay(t, ReplayOptions{WindowOptions: WindowOptions{Force: true}})
 	if s.Totals.Forced != 1 || s.BlobsUploaded != 1 || string(f.blobs.blobs["e1/result.txt"]) != big {
 		t.Errorf("--force: totals %+v, blobs %v", s.Totals, f.blobs.snapshot()["e1/result.txt"] == big)
 	}

@@ -260,7 +260,7 @@ func reverseOnce(t *testing.T, rows *memRows, docs *memDocs, opts ReverseOptions
 		opts.StateDir = t.TempDir()
 	}
 	s, err := Reverse(context.Background(), opts, ReverseDeps{Changes: &memFeed{feed}, Position: func(time.Time) string { return "" },
-		Rows: rows, Docs: docs, Blobs: noBlobs{}, Now: func() time.Time { return time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC) }})
+		Rows: rows, Docs: docs, Blobs: noBlobs{}, Env: Env{Now: func() time.Time { return time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC) }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestReverseOlderCopyAfterNewer(t *testing.T) {
 			v2["displayName"] = "Alice v2"
 			docs.set(transform.ContainerEntities, copyDoc(v2))
 			v2 = copyDoc(docs.get(transform.ContainerEntities, "GLOBAL", revAliceID))
-			s := reverseOnce(t, rows, docs, ReverseOptions{Concurrency: 1, Force: force}, rawDoc(t, v2), rawDoc(t, v1))
+			s := reverseOnce(t, rows, docs, ReverseOptions{Common: Common{Concurrency: 1}, WindowOptions: WindowOptions{Force: force}}, rawDoc(t, v2), rawDoc(t, v1))
 			if s.Totals.Conflicts != 0 || s.Totals.Forced != 0 {
 				t.Errorf("totals %+v, want no conflict", s.Totals)
 			}
@@ -357,7 +357,7 @@ func TestReverseSameDocConcurrently(t *testing.T) {
 	for range 20 {
 		feed = append(feed, rawDoc(t, doc))
 	}
-	s := reverseOnce(t, rows, docs, ReverseOptions{Concurrency: 8}, feed...)
+	s := reverseOnce(t, rows, docs, ReverseOptions{Common: Common{Concurrency: 8}}, feed...)
 	if s.Totals.Conflicts != 0 || s.Totals.Synced != 1 || s.Totals.Unchanged != 19 || s.Totals.RowsWritten != 1 {
 		t.Errorf("totals %+v, want 1 synced (1 row written) and 19 unchanged", s.Totals)
 	}
@@ -371,7 +371,7 @@ func TestReverseRefusedRowIsADeadLetter(t *testing.T) {
 	rows, docs, doc := revSetup(t)
 	rows.refuse = func(table, rowKey string) bool { return rowKey == revAliceRK }
 	dir := t.TempDir()
-	s := reverseOnce(t, rows, docs, ReverseOptions{StateDir: dir}, rawDoc(t, doc))
+	s := reverseOnce(t, rows, docs, ReverseOptions{Common: Common{StateDir: dir}}, rawDoc(t, doc))
 	if s.Totals.DeadLetters != 1 || s.Totals.Synced != 0 {
 		t.Fatalf("totals %+v, want 1 dead letter", s.Totals)
 	}

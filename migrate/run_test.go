@@ -40,11 +40,11 @@ func newEnv(t *testing.T, pageSize int) *env {
 }
 
 func (e *env) opts() RunOptions {
-	return RunOptions{StateDir: e.dir, Concurrency: 4, CountRows: true}
+	return RunOptions{CountRows: true, Common: Common{StateDir: e.dir, Concurrency: 4}}
 }
 
 func (e *env) run(ctx context.Context, opts RunOptions) (Summary, error) {
-	return Run(ctx, opts, Deps{Source: e.src, Docs: e.docs, Blobs: e.blobs, Progress: e.progress, Now: func() time.Time { return goldenNow }})
+	return Run(ctx, opts, Deps{Source: e.src, Docs: e.docs, Blobs: e.blobs, Env: Env{Progress: e.progress, Now: func() time.Time { return goldenNow }}})
 }
 
 // inventory is fixtures/inventory.json's counts: table → kind →

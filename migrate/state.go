@@ -18,8 +18,12 @@ const (
 	DeadLetterFile = "dead-letter.jsonl"
 )
 
-// stateVersion is the format version of state.json.
-const stateVersion = 1
+// stateVersion is the format version of state.json. Version 1 also kept
+// the service's continuation of each table ("next"); since the tables are
+// read in key ranges at once (SPEC §14, Latency), a run resumes after the
+// last row it committed instead, and a version 1 state is read as version
+// 2 (its continuation ignored).
+const stateVersion = 2
 
 // State is the checkpoint of a run, as saved in state.json. Every field
 // describes the run up to the last checkpoint: rows after it will be read
@@ -42,28 +46,13 @@ type State struct {
 	Tables          []TableState `json:"tables"`
 }
 
-// cursor is where a table's reading resumes, as state.json keeps it: the
-// Table service's continuation, in a format of migrate's own (the
-// adapter's types carry no JSON format).
-type cursor struct {
-	NextPartitionKey string `json:"nextPartitionKey,omitempty"`
-	NextRowKey       string `json:"nextRowKey,omitempty"`
-}
-
-func cursorOf(c store.Cursor) cursor { return cursor(c) }
-
-func (c cursor) store() store.Cursor { return store.Cursor(c) }
-
 // TableState is the checkpoint of one table.
 type TableState struct {
 	Table string `json:"table"`
-	// Next is where reading resumes; zero with Rows > 0 and !Done cannot
-	// happen (a table whose last page is checkpointed is Done).
-	Next cursor `json:"next"`
 	// LastPartitionKey and LastRowKey are the keys of the last row
-	// checkpointed, so a resume can re-read the rows before the checkpoint
-	// (for collision and dangling-index detection) without relying on the
-	// service's continuation tokens being comparable.
+	// checkpointed: a resume reads the rows after them (and, again
+	// without writing, those up to them, for collision and dangling-index
+	// detection). Rows > 0 and !Done with no last row cannot happen.
 	LastPartitionKey string `json:"lastPartitionKey,omitempty"`
 	LastRowKey       string `json:"lastRowKey,omitempty"`
 	Done             bool   `json:"done"`
@@ -157,9 +146,15 @@ func LoadState(dir string) (*State, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("state %s is not valid (%v); use --restart to start over", filepath.Join(dir, StateFile), err)
 	}
-	if s.Version != stateVersion {
+	if s.Version != stateVersion && s.Version != 1 {
 		return nil, fmt.Errorf("state %s has version %d, this bifrost-migrate writes %d; use --restart to start over", filepath.Join(dir, StateFile), s.Version, stateVersion)
 	}
+	for _, ts := range s.Tables {
+		if ts.Rows > 0 && !ts.Done && ts.LastPartitionKey == "" && ts.LastRowKey == "" {
+			return nil, fmt.Errorf("state %s does not say which row of %s was committed last, so the run cannot resume exactly; use --restart to start over", filepath.Join(dir, StateFile), ts.Table)
+		}
+	}
+	s.Version = stateVersion // version 1 upgraded: its continuations are not needed
 	return &s, nil
 }
 
@@ -214,3 +209,12 @@ func syncDir(dir string) error {
 type nopStore struct{}
 
 func (nopStore) Save(*State) error { return nil }
+
+// after is where a resumed read of the table starts: after the last row
+// checkpointed (nil when none was).
+func (ts *TableState) after() *store.Key {
+	if ts.Rows == 0 {
+		return nil
+	}
+	return &store.Key{PartitionKey: ts.LastPartitionKey, RowKey: ts.LastRowKey}
+}

@@ -36,6 +36,13 @@ type Query struct {
 	Since time.Time
 	// Key, when not nil, selects the one row with these keys.
 	Key *Key
+	// From and To, when not nil, bound the keys (PartitionKey, then
+	// RowKey, in the service's order): From inclusive, To exclusive. An
+	// empty RowKey bounds by the PartitionKey alone.
+	From, To *Key
+	// After, when not nil, selects the rows whose keys come strictly after
+	// it: where a scan resumes after the last row it committed.
+	After *Key
 	// Select limits the properties returned. Empty means all.
 	Select []string
 	// Top is the page size; 0 means PageSize.
@@ -46,6 +53,26 @@ type Query struct {
 type Key struct {
 	PartitionKey string
 	RowKey       string
+}
+
+// Match reports whether q selects a row of timestamp ts and keys pk, rk
+// (Since, Key, From, To, After; not Select or Top): the service's filter,
+// for sources in memory.
+func (q Query) Match(pk, rk string, ts time.Time) bool {
+	cmp := func(k *Key) int { return transform.CompareKeys(pk, rk, k.PartitionKey, k.RowKey) }
+	switch {
+	case !q.Since.IsZero() && ts.Before(q.Since):
+		return false
+	case q.Key != nil && (pk != q.Key.PartitionKey || rk != q.Key.RowKey):
+		return false
+	case q.From != nil && cmp(q.From) < 0:
+		return false
+	case q.To != nil && cmp(q.To) >= 0:
+		return false
+	case q.After != nil && cmp(q.After) <= 0:
+		return false
+	}
+	return true
 }
 
 // Page is one page of rows, in the service's key order.

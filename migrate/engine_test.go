@@ -1,0 +1,202 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bifrost/bifrost-migrate/store"
+)
+
+// gauge counts the functions running at once and the most there were.
+type gauge struct {
+	mu       sync.Mutex
+	now, top int
+}
+
+func (g *gauge) enter() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.now++
+	g.top = max(g.top, g.now)
+}
+
+func (g *gauge) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.now--
+}
+
+func (g *gauge) running() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.now
+}
+
+// TestPoolKeepsItsLimit: never more than limit() functions at once, and
+// every function runs.
+func TestPoolKeepsItsLimit(t *testing.T) {
+	p := newPool(context.Background(), fixedFlow(3))
+	var g gauge
+	var ran atomic.Int64
+	for range 50 {
+		if err := p.Go(func(context.Context) error {
+			g.enter()
+			defer g.leave()
+			ran.Add(1)
+			for range 1000 {
+				_ = g.running()
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if g.top > 3 || ran.Load() != 50 {
+		t.Errorf("at most %d at once (limit 3), %d of 50 ran", g.top, ran.Load())
+	}
+}
+
+// TestPoolLimitMayGrow: a Go waiting for a slot starts once the limit
+// grows, without waiting for a running function to end.
+func TestPoolLimitMayGrow(t *testing.T) {
+	f := fixedFlow(1)
+	p := newPool(context.Background(), f)
+	release := make(chan struct{})
+	var g gauge
+	started := make(chan struct{}, 4)
+	block := func(context.Context) error {
+		g.enter()
+		defer g.leave()
+		started <- struct{}{}
+		<-release
+		return nil
+	}
+	if err := p.Go(block); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	go func() {
+		for range 3 {
+			<-started
+		}
+		close(release) // all four ran at once
+	}()
+	f.bound(4)
+	for range 3 {
+		if err := p.Go(block); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Wait(); err != nil || g.top != 4 {
+		t.Errorf("Wait: %v; %d at once, want 4", err, g.top)
+	}
+}
+
+// TestPoolFirstErrorStops: the first error cancels the pool's context, a
+// later Go does not run its function, and Wait returns that error.
+func TestPoolFirstErrorStops(t *testing.T) {
+	p := newPool(context.Background(), fixedFlow(2))
+	boom := errors.New("boom")
+	if err := p.Go(func(context.Context) error { return boom }); err != nil {
+		t.Fatal(err)
+	}
+	<-p.ctx.Done()
+	ran := false
+	if err := p.Go(func(context.Context) error { ran = true; return nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("Go after the error: %v, want context.Canceled", err)
+	}
+	if err := p.Wait(); !errors.Is(err, boom) || ran {
+		t.Errorf("Wait: %v (ran %v), want boom and nothing run", err, ran)
+	}
+}
+
+// TestPipelineCommitsInOrder: batches are committed in the source's order
+// whatever order their writes end in, and nothing is committed from the
+// first batch with a failed write on.
+func TestPipelineCommitsInOrder(t *testing.T) {
+	for _, failAt := range []int{-1, 2} {
+		var committed []int
+		fail := errors.New("write failed")
+		p := pipeline[int]{
+			flow:   fixedFlow(8),
+			writes: func(it *int) bool { return *it%2 == 0 },
+			write: func(ctx context.Context, it *int) error {
+				if *it/10 == failAt {
+					return fail
+				}
+				return nil
+			},
+			commit: func(b *batch[int]) error {
+				committed = append(committed, b.items[0]/10)
+				return nil
+			},
+		}
+		err := p.run(context.Background(), func(ctx context.Context, emit func(*batch[int]) error) error {
+			for i := range 5 {
+				if err := emit(&batch[int]{items: []int{i * 10, i*10 + 1, i*10 + 2}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		want := []int{0, 1, 2, 3, 4}
+		if failAt >= 0 {
+			want = want[:failAt]
+		}
+		if fmt.Sprint(committed) != fmt.Sprint(want) || (failAt >= 0) != errors.Is(err, fail) {
+			t.Errorf("failing batch %d: committed %v (want %v), error %v", failAt, committed, want, err)
+		}
+	}
+}
+
+// TestAttempts: attempts stops at the first attempt that is done or
+// fails, and reports exhausted after n start-overs.
+func TestAttempts(t *testing.T) {
+	n := 0
+	exhausted, err := attempts(context.Background(), 3, func() (bool, error) { n++; return true, nil })
+	if !exhausted || err != nil || n != 3 {
+		t.Errorf("always again: exhausted %v, err %v after %d tries, want exhausted after 3", exhausted, err, n)
+	}
+	n = 0
+	boom := errors.New("boom")
+	exhausted, err = attempts(context.Background(), 3, func() (bool, error) { n++; return n < 2, nil })
+	if exhausted || err != nil || n != 2 {
+		t.Errorf("done at the second: exhausted %v, err %v after %d tries", exhausted, err, n)
+	}
+	exhausted, err = attempts(context.Background(), 3, func() (bool, error) { return true, boom })
+	if exhausted || !errors.Is(err, boom) {
+		t.Errorf("error: exhausted %v, err %v", exhausted, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := attempts(ctx, 3, func() (bool, error) { t.Error("tried after ctx ended"); return false, nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("ended ctx: %v", err)
+	}
+}
+
+// TestAnswerOf sorts the errors of conditional writes once for every
+// engine.
+func TestAnswerOf(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want answer
+	}{
+		{nil, answerOK},
+		{fmt.Errorf("x: %w", store.ErrExists), answerExists},
+		{fmt.Errorf("x: %w", store.ErrPreconditionFailed), answerChanged},
+		{fmt.Errorf("x: %w", store.ErrNotFound), answerGone},
+		{fmt.Errorf("x: %w", &store.PermanentError{StatusCode: 400, Reason: "bad"}), answerRefused},
+		{errors.New("connection reset"), answerFailed},
+	} {
+		if got := answerOf(tc.err); got != tc.want {
+			t.Errorf("answerOf(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}

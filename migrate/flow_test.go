@@ -1,0 +1,111 @@
+package migrate
+
+import (
+	"testing"
+	"time"
+)
+
+// fixedBudget is a Budget of a fixed rate.
+type fixedBudget struct {
+	rate   float64
+	capped bool
+}
+
+func (b fixedBudget) Rate() (float64, bool) { return b.rate, b.capped }
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time      { return c.t }
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+func newFakeClock() *fakeClock           { return &fakeClock{t: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)} }
+func itemsDone(f *Flow, n int, elapsed, waited time.Duration, ru float64) {
+	for range n {
+		f.start()
+		f.done(elapsed, waited, ru)
+	}
+}
+
+// TestFlowLittlesLaw: the window is the budget's rate over the charge per
+// item, times the latency per item (the budget's waits left out), times
+// the headroom; bounded by Max and by flowMin; re-estimated as the
+// latency moves.
+func TestFlowLittlesLaw(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		rate            float64
+		max             int
+		elapsed, waited time.Duration
+		ru              float64
+		want            int
+	}{
+		// 10,000 RU/s at 10 RU an item is 1,000 items/s; at 80 ms that is
+		// 80 in flight, twice that with the headroom.
+		{"80 ms", 10000, 1024, 80 * time.Millisecond, 0, 10, 160},
+		{"150 ms", 10000, 1024, 150 * time.Millisecond, 0, 10, 300},
+		{"waits for the budget are not latency", 10000, 1024, 230 * time.Millisecond, 150 * time.Millisecond, 10, 160},
+		{"--concurrency bounds it", 10000, 100, 80 * time.Millisecond, 0, 10, 100},
+		{"loopback: the floor", 10000, 1024, 100 * time.Microsecond, 0, 10, flowMin},
+		{"items that cost nothing: Max", 10000, 512, 80 * time.Millisecond, 0, 0, 512},
+	} {
+		clock := newFakeClock()
+		f := NewFlow(fixedBudget{rate: tc.rate}, clock.now)
+		f.bound(tc.max)
+		if got := f.Limit(); got != min(flowStart, tc.max) {
+			t.Errorf("%s: window before any item %d, want %d", tc.name, got, min(flowStart, tc.max))
+		}
+		itemsDone(f, flowSamples, tc.elapsed, tc.waited, tc.ru)
+		if got := f.Limit(); got != tc.want {
+			t.Errorf("%s: window %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	// The latency moves: the window follows once the samples have.
+	clock := newFakeClock()
+	f := NewFlow(fixedBudget{rate: 10000}, clock.now)
+	f.bound(1024)
+	itemsDone(f, flowSamples, 20*time.Millisecond, 0, 10)
+	at20 := f.Limit()
+	itemsDone(f, flowSamples, 150*time.Millisecond, 0, 10)
+	if at20 != 40 || f.Limit() != 300 {
+		t.Errorf("window at 20 ms %d (want 40), then at 150 ms %d (want 300)", at20, f.Limit())
+	}
+	// No budget: the window is Max.
+	f = NewFlow(nil, clock.now)
+	f.bound(7)
+	if f.Limit() != 7 {
+		t.Errorf("no budget: window %d, want 7", f.Limit())
+	}
+}
+
+// TestFlowBound: what held the writes back longest is named: the pool
+// full under a window the budget sized (budget, or max-ru when capped),
+// full at Max (concurrency), or not full (source).
+func TestFlowBound(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		budget Budget
+		max    int
+		full   time.Duration // the pool full, of 10 s writing
+		want   Bound
+	}{
+		{"the account", fixedBudget{rate: 10000}, 1024, 8 * time.Second, BoundBudget},
+		{"--max-ru", fixedBudget{rate: 1000, capped: true}, 1024, 8 * time.Second, BoundMaxRU},
+		{"--concurrency", fixedBudget{rate: 10000}, 8, 8 * time.Second, BoundConcurrency},
+		{"the source", fixedBudget{rate: 10000}, 1024, 2 * time.Second, BoundSource},
+	} {
+		clock := newFakeClock()
+		f := NewFlow(tc.budget, clock.now)
+		f.bound(tc.max)
+		itemsDone(f, flowSamples, 80*time.Millisecond, 0, 10)
+		f.start()
+		f.waited(tc.full)
+		clock.add(10 * time.Second)
+		f.done(80*time.Millisecond, 0, 10)
+		if got := f.Stats().Bound; got != tc.want {
+			t.Errorf("%s: bound %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := NewFlow(nil, nil).Stats().Bound; got != BoundNone {
+		t.Errorf("nothing written: bound %q", got)
+	}
+}

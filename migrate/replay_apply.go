@@ -1,0 +1,209 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// docResult is what replay did with one doc: the last verdict it acted on
+// (a doc that changed between the read and the write is read and judged
+// again), the conflict when it is one, or the dead-letter reason that
+// replaced it; a warning, the start-overs, the blobs it created and the
+// request units it used.
+type docResult struct {
+	verdict      verdict
+	conflict     *Conflict
+	deadLetter   string
+	warning      string
+	starts       startOvers
+	blobs, bytes int64
+	ru           float64
+}
+
+// tally sets e's counts (and conflict, warning, blobs, request units)
+// from res. A doc that ended as a dead letter counts only as that.
+func (res docResult) tally(e *entry[ReplayCounts, Conflict]) {
+	e.count = func(c *ReplayCounts) {
+		if res.deadLetter != "" {
+			c.DeadLetters++
+		} else {
+			res.verdict.count(c)
+		}
+		c.PreconditionFailed += res.starts.changed
+		c.CreateConflicts += res.starts.exists
+		c.DocVanished += res.starts.gone
+	}
+	if res.deadLetter == "" {
+		e.conflict = res.conflict
+	}
+	if res.warning != "" {
+		e.warnings = append(e.warnings, res.warning)
+	}
+	e.blobs, e.blobBytes, e.ru = res.blobs, res.bytes, res.ru
+}
+
+// count adds one doc of verdict v to c.
+func (v verdict) count(c *ReplayCounts) {
+	switch v {
+	case verdictCreate:
+		c.Created++
+	case verdictReplace, verdictRefresh:
+		c.Replaced++
+	case verdictForce:
+		c.Forced++
+	case verdictUnchanged, verdictNotOlder:
+		c.Unchanged++
+	case verdictConflict, verdictPruneConflict:
+		c.Conflicts++
+	case verdictPrune:
+		c.Pruned++
+	case verdictPruneForce:
+		c.Pruned++
+		c.ForcedPrunes++
+	}
+}
+
+// wantedOf is what the row's doc o says, for decide.
+func wantedOf(row transform.Row, o transform.Outcome) (wantedDoc, error) {
+	w := wantedDoc{row: source{row.Table, row.PartitionKey, row.RowKey}, timestamp: row.Timestamp}
+	mig, _ := o.Doc.Get("_migration")
+	if md, ok := mig.(transform.Doc); ok {
+		h, _ := md.Get("hash")
+		w.hash, _ = h.(string)
+	}
+	var err error
+	w.migration, err = transform.Canonical(mig)
+	return w, err
+}
+
+// apply replays one doc: read it, decide, write with optimistic
+// concurrency; a doc that changed meanwhile (409, 412, 404) is read and
+// judged again, at most opts.MaxAttempts times.
+func (r *replayer) apply(ctx context.Context, it *replayItem) error {
+	want, err := wantedOf(it.row, it.out)
+	if err != nil {
+		return fmt.Errorf("%s: _migration: %w", it.where("replay"), err)
+	}
+	uploaded := false
+	res := &it.res
+	exhausted, err := attempts(ctx, r.opts.MaxAttempts, func() (bool, error) { return r.attempt(ctx, it, want, &uploaded) })
+	if exhausted {
+		res.deadLetter = fmt.Sprintf("the doc kept changing during replay: gave up after %d attempts (%d × 412, %d × 409, %d × 404); replay again",
+			r.opts.MaxAttempts, res.starts.changed, res.starts.exists, res.starts.gone)
+	}
+	return err
+}
+
+// where names the row and its doc for errors.
+func (it *replayItem) where(op string) string {
+	row, o := it.row, it.out
+	return fmt.Sprintf("%s %s/%s: %s %s/%s", row.Table, row.PartitionKey, row.RowKey, op, o.Container, o.ID)
+}
+
+// attempt is one read-decide-write of a doc; again is true when a 409,
+// 412 or 404 says to start over.
+func (r *replayer) attempt(ctx context.Context, it *replayItem, want wantedDoc, uploaded *bool) (again bool, err error) {
+	o, res := it.out, &it.res
+	raw, etag, found, ru, err := r.docs.Read(ctx, o.Container, o.Scope, o.ID)
+	res.ru += ru
+	if pe, ok := refused(err); ok {
+		res.deadLetter = fmt.Sprintf("Cosmos DB refused to read the doc (%d): %s", pe.StatusCode, pe.Reason)
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("%s: %w", it.where("read"), err)
+	}
+	var s docState
+	if found {
+		if s, err = readDocState(raw); err != nil {
+			return false, fmt.Errorf("%s: %w", it.where("decode"), err)
+		}
+	}
+	res.verdict, res.conflict = decide(found, s, want, r.opts.Force), nil
+	if done := r.judged(it, s); done {
+		return false, nil
+	}
+	if !*uploaded {
+		created, bytes, dl, err := uploadBlobs(ctx, r.blobs, it.row, o.Uploads)
+		res.blobs, res.bytes = res.blobs+created, res.bytes+bytes
+		if err != nil || dl != "" {
+			res.deadLetter = dl
+			return false, err
+		}
+		*uploaded = true
+	}
+	var wr store.WriteResult
+	op := "replace"
+	if res.verdict == verdictCreate {
+		op = "create"
+		wr, err = r.docs.Create(ctx, o.Container, o.Scope, o.ID, o.DocJSON)
+	} else {
+		wr, err = r.docs.Replace(ctx, o.Container, o.Scope, o.ID, o.DocJSON, etag)
+	}
+	res.ru += wr.RequestCharge
+	return settle(err, &res.starts, &res.deadLetter, "Cosmos DB rejected the doc", it.where(op))
+}
+
+// judged acts on a verdict that writes nothing (unchanged, not older, a
+// collision, a conflict left as it is) and reports whether the doc is done.
+func (r *replayer) judged(it *replayItem, s docState) (done bool) {
+	res := &it.res
+	switch res.verdict {
+	case verdictUnchanged:
+		return true
+	case verdictNotOlder:
+		res.warning = "doc differs but is not older than its row (other transform options?)"
+		return true
+	case verdictCollision:
+		from := s.source()
+		res.deadLetter = fmt.Sprintf("%s; the doc there was migrated from %s %s/%s",
+			transform.CollisionReason(it.out.Container, it.out.Scope, it.out.ID), from.table, from.partitionKey, from.rowKey)
+		return true
+	case verdictConflict, verdictForce:
+		res.conflict = conflictOf(it.row, it.out, s, res.verdict.resolution())
+		return res.verdict == verdictConflict
+	}
+	return false
+}
+
+// settle sorts the answer of a conditional write (answerOf): again when it
+// says to start over (counted in starts); a dead letter (refusedAs, the
+// status and the service's reason, in *deadLetter) when the service
+// refuses it for good; any other error returned, prefixed with where.
+func settle(err error, starts *startOvers, deadLetter *string, refusedAs, where string) (again bool, ferr error) {
+	a := answerOf(err)
+	switch {
+	case a.again():
+		starts.add(a)
+		return true, nil
+	case a == answerRefused:
+		pe, _ := refused(err)
+		*deadLetter = fmt.Sprintf("%s (%d): %s", refusedAs, pe.StatusCode, pe.Reason)
+	case a == answerFailed:
+		return false, fmt.Errorf("%s: %w", where, err)
+	}
+	return false, nil
+}
+
+// conflictOf describes a doc the application changed, with its differing
+// fields against the row's doc.
+func conflictOf(row transform.Row, o transform.Outcome, s docState, res Resolution) *Conflict {
+	c := &Conflict{
+		Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey,
+		Container: o.Container, Scope: o.Scope, ID: o.ID, Migrated: s.hasMig,
+		Reason: "the application changed the doc after it was migrated", Resolution: res,
+	}
+	if !s.hasMig {
+		c.Reason = "the application wrote the doc (it has no _migration)"
+	}
+	want, err := transform.DecodeDoc(o.DocJSON)
+	if err != nil { // cannot happen: Transform wrote it
+		return c
+	}
+	diffs := diffDocs(want, s.m)
+	c.FieldCount = len(diffs)
+	c.Fields = diffs[:min(len(diffs), maxConflictFields)]
+	return c
+}

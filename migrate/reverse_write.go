@@ -1,0 +1,343 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// revResult is what reverse did with one doc.
+type revResult struct {
+	kind       string
+	scope, id  string    // the doc's
+	ts         time.Time // the doc's _ts
+	unchanged  bool
+	wrote      bool // rows were written by an attempt on this doc
+	synced     bool
+	forced     bool
+	conflict   *ReverseConflict
+	deadLetter string
+	dlRow      transform.Row // the dead letter's row: the doc's keys, or the row's
+	warnings   []string
+	counts     ReverseCounts // rows written, start-overs
+	blobs      int64
+	bytes      int64
+	plan       []PlannedWrite
+}
+
+// apply writes back one doc (decide, write the rows with optimistic
+// concurrency, record the sync on the doc); a row or the doc changing
+// meanwhile makes it read the doc again and decide again.
+func (r *reverser) apply(ctx context.Context, it *reverseItem) error {
+	c, raw, info := it.container, it.raw, it.info
+	res := &it.res
+	*res = revResult{kind: info.typ, ts: info.ts, scope: info.scope, id: info.id, dlRow: transform.Row{Table: c, PartitionKey: info.scope, RowKey: info.id}}
+	where := fmt.Sprintf("doc %s/%s/%s", c, info.scope, info.id)
+	exhausted, err := attempts(ctx, r.opts.MaxAttempts, func() (bool, error) {
+		again, err := r.attempt(ctx, c, raw, info, res)
+		if err != nil || !again {
+			return false, wrapIf(err, where)
+		}
+		res.counts.StartOvers++
+		// Read the doc again: it may have changed meanwhile.
+		doc, _, found, _, err := r.docs.Read(ctx, c, info.scope, info.id)
+		if err != nil || !found {
+			return false, wrapIf(err, where+": read again") // deleted meanwhile: nothing to write back
+		}
+		raw, info = doc, infoOf(doc)
+		return true, nil
+	})
+	if exhausted {
+		res.deadLetter = fmt.Sprintf("the doc or its rows kept changing during reverse: gave up after %d attempts; reverse again", r.opts.MaxAttempts)
+	}
+	return err
+}
+
+// attempt is one read-decide-write of a doc; again is true when a 412,
+// 409 or 404 says to start over.
+func (r *reverser) attempt(ctx context.Context, c string, raw []byte, info docInfo, res *revResult) (again bool, err error) {
+	res.conflict, res.forced, res.unchanged = nil, false, false
+	d, reason := readRevDoc(raw)
+	if reason != "" {
+		res.deadLetter = reason
+		return false, nil
+	}
+	if d.unchanged(res.wrote) {
+		res.unchanged = true
+		return false, nil
+	}
+	key, dl := transform.DocRowRef(d.doc)
+	if dl != nil {
+		res.deadLetter = fmt.Sprintf("%s: %s", dl.Reason, dl.Detail)
+		return false, nil
+	}
+	res.dlRow = transform.Row{Table: key.Table, PartitionKey: key.PartitionKey, RowKey: key.RowKey}
+	current, err := r.lookup(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	out, err := transform.ReverseDoc(d.doc, current, r.topts)
+	if err != nil {
+		return false, err
+	}
+	if out.DeadLetter != nil {
+		res.deadLetter = fmt.Sprintf("%s: %s", out.DeadLetter.Reason, out.DeadLetter.Detail)
+		return false, nil
+	}
+	res.warnings = res.warnings[:0]
+	for _, w := range out.Warnings {
+		res.warnings = append(res.warnings, w.Reason)
+	}
+	if !r.judged(c, info, d, key, current, out.Row, res) {
+		return false, nil
+	}
+	ts, again, err := r.writeRows(ctx, out, current, res)
+	if again || err != nil || res.deadLetter != "" {
+		return again, err
+	}
+	return r.recordSync(ctx, c, info, d, key, ts, res)
+}
+
+// judged decides (decideReverse) and reports whether the doc's rows are to
+// be written; a conflict is set in res.
+func (r *reverser) judged(c string, info docInfo, d revDoc, key transform.RowRef, current *transform.Row, want transform.Row, res *revResult) bool {
+	ours := current != nil && r.ours(*current)
+	v := decideReverse(d, current, ours, want, r.opts.Force)
+	if v == revWrite {
+		return true
+	}
+	cf := &ReverseConflict{Container: c, Scope: info.scope, ID: info.id, Table: key.Table, PartitionKey: key.PartitionKey, RowKey: key.RowKey,
+		Reason: "the row changed in the tables after the doc was migrated, and the application changed the doc too", Properties: transform.DiffRows(*current, want)}
+	if !d.hasMig {
+		cf.Reason = "the application wrote the doc in Cosmos DB, and the tables hold a row under its keys"
+	}
+	res.conflict = cf
+	if v == revConflict {
+		cf.Resolution = NotWritten
+		return false
+	}
+	cf.Resolution = Overwritten
+	res.forced = true
+	return true
+}
+
+// lookup reads the row at ref; nil when there is none.
+func (r *reverser) lookup(ctx context.Context, ref transform.RowRef) (*transform.Row, error) {
+	row, found, err := store.Lookup(ctx, r.rows, r.opts.TablePrefix, ref.Table, store.Key{PartitionKey: ref.PartitionKey, RowKey: ref.RowKey})
+	if err != nil || !found {
+		return nil, err
+	}
+	return &row, nil
+}
+
+// writeRows uploads the blobs of out, then writes its index rows, deletes
+// the stale ones, and writes the doc's own row last: until it is written,
+// the existing row still names the stale index rows, so a start-over or a
+// rerun after a kill finds them again. A 409, 412 or 404 on any of them
+// starts the doc over (again). It returns the main row's Timestamp.
+func (r *reverser) writeRows(ctx context.Context, out transform.ReverseOutcome, current *transform.Row, res *revResult) (ts time.Time, again bool, err error) {
+	created, bytes, reason, err := uploadBlobs(ctx, r.blobs, res.dlRow, out.Uploads)
+	res.blobs, res.bytes = res.blobs+created, res.bytes+bytes
+	if err != nil || reason != "" {
+		res.deadLetter = reason
+		return ts, false, err
+	}
+	for _, ix := range out.Index {
+		cur, err := r.lookup(ctx, transform.RowRef{Table: ix.Table, PartitionKey: ix.PartitionKey, RowKey: ix.RowKey})
+		if err != nil {
+			return ts, false, err
+		}
+		if _, again, err := r.put(ctx, ix, cur, true, res); again || err != nil || res.deadLetter != "" {
+			return ts, again, err
+		}
+	}
+	for _, d := range out.Delete {
+		if again, err := r.remove(ctx, d, res); again || err != nil || res.deadLetter != "" {
+			return ts, again, err
+		}
+	}
+	return r.put(ctx, out.Row, current, false, res)
+}
+
+// recordSync records the sync on the doc (its _migration: the row's keys,
+// its Timestamp ts, the doc's hash), with If-Match on the doc's _etag, so
+// that the next pass skips it; a 412 starts the doc over.
+func (r *reverser) recordSync(ctx context.Context, c string, info docInfo, d revDoc, key transform.RowRef, ts time.Time, res *revResult) (again bool, err error) {
+	m := transform.Migration{Table: key.Table, PartitionKey: key.PartitionKey, RowKey: key.RowKey, Timestamp: transform.FormatTimestamp(ts), Hash: d.hash}
+	if d.hasMig && d.mig == m {
+		res.synced = true // already recorded (a start-over that found its rows right)
+		return false, nil
+	}
+	synced, err := withMigration(d.doc, m)
+	if err != nil {
+		return false, err
+	}
+	_, err = r.docs.Replace(ctx, c, info.scope, info.id, synced, info.etag)
+	switch a := answerOf(err); a {
+	case answerOK, answerGone: // deleted since: its rows are written
+	case answerChanged:
+		return true, nil // the doc changed since it was read: again
+	case answerRefused:
+		res.deadLetter = fmt.Sprintf("Cosmos DB refused to record the sync on the doc (its rows are written): %v", err)
+		return false, nil
+	default:
+		return false, fmt.Errorf("record the sync: %w", err)
+	}
+	res.synced = true
+	return false, nil
+}
+
+// put writes row (an execution's index row when index) unless cur (the
+// row the table holds, nil when none) already holds the same: insert, or
+// replace with If-Match on cur's ETag. It returns the row's Timestamp
+// after the write (cur's when nothing was written). again is true when a
+// 409, 412 or 404 says to start over; a row the service refuses for good
+// makes the doc a dead letter (res.deadLetter, no error).
+func (r *reverser) put(ctx context.Context, row transform.Row, cur *transform.Row, index bool, res *revResult) (ts time.Time, again bool, err error) {
+	if cur != nil && len(transform.DiffRows(*cur, row)) == 0 {
+		return cur.Timestamp, false, nil
+	}
+	row.ETag, row.Timestamp = "", time.Time{}
+	entity := transform.EncodeEntity(row)
+	var etag string
+	action := "insert"
+	if cur == nil {
+		etag, err = r.rows.Insert(ctx, r.opts.TablePrefix+row.Table, entity)
+	} else {
+		action = "replace"
+		etag, err = r.rows.Replace(ctx, r.opts.TablePrefix+row.Table, entity, cur.ETag)
+	}
+	if again, err := r.settleRow(err, action, transform.RowRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}, res); again || err != nil || res.deadLetter != "" {
+		return ts, again, err
+	}
+	r.written.Store(rowID(row.Table, row.PartitionKey, row.RowKey), etag)
+	res.wrote = true
+	if index {
+		res.counts.IndexWritten++
+	} else {
+		res.counts.RowsWritten++
+	}
+	res.plan = append(res.plan, PlannedWrite{Action: action, Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey})
+	return r.writtenAt(ctx, row, etag)
+}
+
+// writtenAt is when the row was written, from the ETag its write returned
+// or, when the ETag does not say, read back (gone already, or changed
+// since — its ETag is not ours: start over).
+func (r *reverser) writtenAt(ctx context.Context, row transform.Row, etag string) (ts time.Time, again bool, err error) {
+	if t, ok := etagTime(etag); ok {
+		return t, false, nil
+	}
+	if r.opts.DryRun {
+		return r.now(), false, nil
+	}
+	back, found, err := store.Lookup(ctx, r.rows, r.opts.TablePrefix, row.Table, store.Key{PartitionKey: row.PartitionKey, RowKey: row.RowKey})
+	if err != nil {
+		return ts, false, err
+	}
+	if !found || back.ETag != etag {
+		return ts, true, nil
+	}
+	return back.Timestamp, false, nil
+}
+
+// settleRow sorts the answer of a write of the row at ref (action:
+// insert, replace, delete): again on 409, 412 or 404; a refusal for good
+// dead-letters the doc; any other error is returned, naming the row.
+func (r *reverser) settleRow(err error, action string, ref transform.RowRef, res *revResult) (again bool, ferr error) {
+	switch a := answerOf(err); {
+	case a.again():
+		return true, nil
+	case a == answerRefused:
+		res.deadLetter = fmt.Sprintf("%s %s %s/%s: Table Storage refused the row: %v", action, ref.Table, ref.PartitionKey, ref.RowKey, err)
+	case a == answerFailed:
+		return false, fmt.Errorf("%s %s %s/%s: %w", action, ref.Table, ref.PartitionKey, ref.RowKey, err)
+	}
+	return false, nil
+}
+
+// remove deletes a stale row when it is there, with If-Match on the ETag
+// just read; again is true when a 412 says to start over; a delete the
+// service refuses for good makes the doc a dead letter.
+func (r *reverser) remove(ctx context.Context, ref transform.RowRef, res *revResult) (again bool, err error) {
+	cur, found, err := store.Lookup(ctx, r.rows, r.opts.TablePrefix, ref.Table, store.Key{PartitionKey: ref.PartitionKey, RowKey: ref.RowKey}, "PartitionKey", "RowKey")
+	if err != nil || !found {
+		return false, err
+	}
+	err = r.rows.Delete(ctx, r.opts.TablePrefix+ref.Table, store.Key{PartitionKey: ref.PartitionKey, RowKey: ref.RowKey}, cur.ETag)
+	if answerOf(err) == answerGone {
+		return false, nil // deleted meanwhile: what was wanted
+	}
+	if again, err := r.settleRow(err, "delete", ref, res); again || err != nil || res.deadLetter != "" {
+		return again, err
+	}
+	res.counts.IndexDeleted++
+	res.plan = append(res.plan, PlannedWrite{Action: "delete", Table: ref.Table, PartitionKey: ref.PartitionKey, RowKey: ref.RowKey})
+	return false, nil
+}
+
+// rowID is the key of a row in reverser.written.
+func rowID(table, pk, rk string) string { return table + "\x00" + pk + "\x00" + rk }
+
+// ours reports whether row is as this reverse wrote it (its ETag, or the
+// time the ETag carries, is the one the write returned): a later attempt
+// on the same doc, or a second copy of the doc in the change feed, does
+// not take the tool's own write for a change in the tables.
+func (r *reverser) ours(row transform.Row) bool {
+	v, ok := r.written.Load(rowID(row.Table, row.PartitionKey, row.RowKey))
+	if !ok {
+		return false
+	}
+	etag := v.(string)
+	if etag == row.ETag {
+		return true
+	}
+	t, ok := etagTime(etag)
+	return ok && t.Equal(row.Timestamp)
+}
+
+// etagTime is the time a Table service ETag carries:
+// W/"datetime'2026-11-21T12%3A00%3A00.1234567Z'".
+func etagTime(etag string) (time.Time, bool) {
+	_, rest, ok := strings.Cut(etag, "datetime'")
+	if !ok {
+		return time.Time{}, false
+	}
+	v, _, ok := strings.Cut(rest, "'")
+	if !ok {
+		return time.Time{}, false
+	}
+	if u, err := url.QueryUnescape(v); err == nil {
+		v = u
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	return t.UTC(), err == nil
+}
+
+// withMigration returns the doc's JSON with m as its _migration (last),
+// without the system properties the service sets.
+func withMigration(doc transform.Doc, m transform.Migration) ([]byte, error) {
+	out := make(transform.Doc, 0, len(doc)+1)
+	for _, f := range doc {
+		switch f.Name {
+		case "_migration", "_rid", "_self", "_etag", "_ts", "_attachments", "_lsn":
+			continue
+		}
+		out = append(out, f)
+	}
+	var ts any
+	if m.Timestamp != "" {
+		ts = m.Timestamp
+	}
+	out = append(out, transform.Field{Name: "_migration", Value: transform.Doc{
+		{Name: "table", Value: m.Table}, {Name: "partitionKey", Value: m.PartitionKey}, {Name: "rowKey", Value: m.RowKey},
+		{Name: "timestamp", Value: ts}, {Name: "hash", Value: m.Hash},
+	}})
+	return json.Marshal(out)
+}

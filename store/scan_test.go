@@ -1,0 +1,169 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// memTable is a PageReader of one table in memory, in key order, pageSize
+// rows a page, with continuations naming the next row's keys. It counts
+// the reads in flight at once.
+type memTable struct {
+	rows     []transform.Row
+	pageSize int
+	fail     *Key // a page starting at this key fails
+
+	mu           sync.Mutex
+	active, most int
+}
+
+func (m *memTable) ReadPage(ctx context.Context, table string, q Query, from Cursor) (Page, error) {
+	m.mu.Lock()
+	m.active++
+	m.most = max(m.most, m.active)
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.active--
+		m.mu.Unlock()
+	}()
+	time.Sleep(time.Millisecond) // let the other ranges' reads overlap
+	var sel []transform.Row
+	for _, r := range m.rows {
+		if q.Match(r.PartitionKey, r.RowKey, r.Timestamp) {
+			sel = append(sel, r)
+		}
+	}
+	i := 0
+	if !from.IsZero() {
+		i = slices.IndexFunc(sel, func(r transform.Row) bool { return r.PartitionKey == from.NextPartitionKey && r.RowKey == from.NextRowKey })
+	}
+	if m.fail != nil && i < len(sel) && sel[i].PartitionKey == m.fail.PartitionKey && sel[i].RowKey == m.fail.RowKey {
+		return Page{}, errors.New("boom")
+	}
+	end := min(i+m.pageSize, len(sel))
+	p := Page{Rows: slices.Clone(sel[i:end])}
+	if end < len(sel) {
+		p.Next = Cursor{NextPartitionKey: sel[end].PartitionKey, NextRowKey: sel[end].RowKey}
+	}
+	return p, nil
+}
+
+func memRows(n int) []transform.Row {
+	var rows []transform.Row
+	pks := []string{"0a", "3f", "GLOBAL", "c1", "f9", "org-x", "SYSTEM"}
+	for i := range n {
+		rows = append(rows, transform.Row{PartitionKey: pks[i%len(pks)], RowKey: fmt.Sprintf("k:%05d", i)})
+	}
+	slices.SortFunc(rows, func(a, b transform.Row) int { return transform.CompareKeys(a.PartitionKey, a.RowKey, b.PartitionKey, b.RowKey) })
+	return rows
+}
+
+func keysOf(rows []transform.Row) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.PartitionKey + "|" + r.RowKey
+	}
+	return out
+}
+
+var testSplits = []Key{{PartitionKey: "1"}, {PartitionKey: "4"}, {PartitionKey: "G"}, {PartitionKey: "GLOBAL", RowKey: "k:00500"}, {PartitionKey: "S"}, {PartitionKey: "a"}, {PartitionKey: "d"}, {PartitionKey: "o"}}
+
+// TestScanRangesInKeyOrder: every row once, in key order, whatever the
+// splits, with ranges read at once (at most RangesAtOnce); the last page
+// alone has no Next; resuming after a row's keys reads exactly the rows
+// after it.
+func TestScanRangesInKeyOrder(t *testing.T) {
+	m := &memTable{rows: memRows(2000), pageSize: 37}
+	for _, splits := range [][]Key{nil, testSplits, {{PartitionKey: "zzz"}}} {
+		var got []transform.Row
+		pages, ends := 0, 0
+		err := ScanRanges(context.Background(), m, "", "T", Query{}, splits, func(p Page) error {
+			got = append(got, p.Rows...)
+			pages++
+			if p.Next.IsZero() {
+				ends++
+			}
+			return nil
+		})
+		if err != nil || !slices.Equal(keysOf(got), keysOf(m.rows)) || ends != 1 {
+			t.Fatalf("splits %v: err %v; %d rows of %d, in order %v; %d pages without Next, want 1", splits, err, len(got), len(m.rows), slices.Equal(keysOf(got), keysOf(m.rows)), ends)
+		}
+	}
+	if m.most < 2 || m.most > RangesAtOnce {
+		t.Errorf("%d reads at once, want 2..%d", m.most, RangesAtOnce)
+	}
+	for _, cut := range []int{0, 1, 499, 500, 1000, 1998, 1999} {
+		after := m.rows[cut]
+		var got []transform.Row
+		err := ScanRanges(context.Background(), m, "", "T", Query{After: &Key{after.PartitionKey, after.RowKey}}, testSplits, func(p Page) error {
+			got = append(got, p.Rows...)
+			return nil
+		})
+		if err != nil || !slices.Equal(keysOf(got), keysOf(m.rows[cut+1:])) {
+			t.Errorf("after row %d: err %v; %d rows, want the %d after it", cut, err, len(got), len(m.rows)-cut-1)
+		}
+	}
+}
+
+// TestScanRangesStops: ErrStop ends the scan without error; a failed read
+// ends it with that error, naming the table, after the pages before it.
+func TestScanRangesStops(t *testing.T) {
+	m := &memTable{rows: memRows(300), pageSize: 10}
+	n := 0
+	err := ScanRanges(context.Background(), m, "", "T", Query{}, testSplits, func(p Page) error {
+		n++
+		if n == 3 {
+			return ErrStop
+		}
+		return nil
+	})
+	if err != nil || n != 3 {
+		t.Errorf("ErrStop: err %v after %d pages, want nil after 3", err, n)
+	}
+	m.fail = &Key{m.rows[150].PartitionKey, m.rows[150].RowKey}
+	var got []transform.Row
+	err = ScanRanges(context.Background(), m, "", "T", Query{}, nil, func(p Page) error {
+		got = append(got, p.Rows...)
+		return nil
+	})
+	if err == nil || err.Error() != "read T: boom" || !slices.Equal(keysOf(got), keysOf(m.rows[:150])) {
+		t.Errorf("failed read: err %v, %d rows before it, want read T: boom after 150", err, len(got))
+	}
+}
+
+// TestQueryMatch is the service's filter in memory.
+func TestQueryMatch(t *testing.T) {
+	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	k := func(pk, rk string) *Key { return &Key{pk, rk} }
+	for _, tc := range []struct {
+		q      Query
+		pk, rk string
+		want   bool
+	}{
+		{Query{}, "a", "b", true},
+		{Query{Since: at.Add(time.Second)}, "a", "b", false},
+		{Query{Key: k("a", "b")}, "a", "b", true},
+		{Query{Key: k("a", "b")}, "a", "c", false},
+		{Query{From: k("a", "")}, "a", "", true},
+		{Query{From: k("b", "")}, "a", "z", false},
+		{Query{From: k("a", "m")}, "a", "l", false},
+		{Query{To: k("b", "")}, "a", "z", true},
+		{Query{To: k("b", "")}, "b", "", false},
+		{Query{To: k("a", "m")}, "a", "m", false},
+		{Query{After: k("a", "m")}, "a", "m", false},
+		{Query{After: k("a", "m")}, "a", "n", true},
+		{Query{After: k("a", "m")}, "b", "", true},
+	} {
+		if got := tc.q.Match(tc.pk, tc.rk, at); got != tc.want {
+			t.Errorf("%+v on %s/%s: %v, want %v", tc.q, tc.pk, tc.rk, got, tc.want)
+		}
+	}
+}
