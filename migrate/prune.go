@@ -88,7 +88,7 @@ func (r *replayer) recordPrune(pc *pruneCandidate) error {
 	res.tally(&e)
 	if res.deadLetter != "" {
 		dl := newDeadLetter(transform.Row{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk}, pc.table, res.deadLetter)
-		e.deadLetter = &dl
+		e.deadLetters = []DeadLetter{dl}
 	}
 	return r.rec.add(e)
 }

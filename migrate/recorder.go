@@ -46,11 +46,11 @@ type entry[C, X any] struct {
 	// plan are the item's writes, listed in a dry run's summary.
 	plan []PlannedWrite
 	// newest is the item's change time (zero: none that counts).
-	newest     time.Time
-	blobs      int64
-	blobBytes  int64
-	ru         float64
-	deadLetter *DeadLetter
+	newest      time.Time
+	blobs       int64
+	blobBytes   int64
+	ru          float64
+	deadLetters []DeadLetter
 }
 
 // add records e; it fails only when its dead letter cannot be recorded,
@@ -76,12 +76,14 @@ func (r *recorder[C, X]) add(e entry[C, X]) error {
 	r.blobs += e.blobs
 	r.blobBytes += e.blobBytes
 	r.ru += e.ru
-	if e.deadLetter == nil {
+	for _, dl := range e.deadLetters {
+		r.log("dead letter %s %s/%s: %s", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
+	}
+	if len(e.deadLetters) == 0 {
 		return nil
 	}
-	dl := e.deadLetter
-	r.log("dead letter %s %s/%s: %s", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
-	if _, err := r.sink.Append([]DeadLetter{*dl}); err != nil {
+	if _, err := r.sink.Append(e.deadLetters); err != nil {
+		dl := e.deadLetters[0]
 		return fmt.Errorf("%s %s/%s: record the dead letter: %w", dl.Table, dl.PartitionKey, dl.RowKey, err)
 	}
 	return nil

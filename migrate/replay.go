@@ -264,7 +264,7 @@ func (r *replayer) record(it *replayItem) error {
 	}
 	if reason != "" {
 		dl := newDeadLetter(row, row.Table, reason)
-		e.deadLetter = &dl
+		e.deadLetters = []DeadLetter{dl}
 	}
 	r.progress.Advance(row.Table, 1)
 	return r.rec.add(e)

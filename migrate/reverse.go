@@ -270,6 +270,7 @@ func (r *reverser) record(it *reverseItem) error {
 	e.count = func(c *ReverseCounts) {
 		c.Docs++
 		addCounts(c, res.counts)
+		c.DeadLetters += int64(len(res.indexDead))
 		switch {
 		case res.deadLetter != "":
 			c.DeadLetters++
@@ -288,11 +289,7 @@ func (r *reverser) record(it *reverseItem) error {
 		r.log("conflict %s/%s/%s ← %s %s/%s: %s; %s", cf.Container, cf.Scope, cf.ID, cf.Table, cf.PartitionKey, cf.RowKey, cf.Reason, cf.Resolution)
 		e.conflict = cf
 	}
-	if res.deadLetter != "" {
-		dl := newDeadLetter(res.dlRow, res.dlRow.Table, res.deadLetter)
-		dl.Doc = &DeadLetterDoc{Container: it.container, Scope: res.scope, ID: res.id}
-		e.deadLetter = &dl
-	}
+	e.deadLetters = res.deadLetters(it.container)
 	r.progress.Advance(it.container, 1)
 	return r.rec.add(e)
 }

@@ -24,11 +24,34 @@ type revResult struct {
 	conflict   *ReverseConflict
 	deadLetter string
 	dlRow      transform.Row // the dead letter's row: the doc's keys, or the row's
-	warnings   []string
-	counts     ReverseCounts // rows written, start-overs
-	blobs      int64
-	bytes      int64
-	plan       []PlannedWrite
+	// indexDead are the doc's index rows that cannot be written (their
+	// keys hold a character Table Storage forbids); the rest of the doc is
+	// written.
+	indexDead []transform.IndexDeadLetter
+	warnings  []string
+	counts    ReverseCounts // rows written, start-overs
+	blobs     int64
+	bytes     int64
+	plan      []PlannedWrite
+}
+
+// deadLetters are the doc's dead letters: the doc's own (nothing of it
+// written), or the index rows that could not be written, each naming the
+// doc.
+func (res *revResult) deadLetters(container string) []DeadLetter {
+	doc := &DeadLetterDoc{Container: container, Scope: res.scope, ID: res.id}
+	var dls []DeadLetter
+	if res.deadLetter != "" {
+		dls = append(dls, newDeadLetter(res.dlRow, res.dlRow.Table, res.deadLetter))
+	}
+	for _, ix := range res.indexDead {
+		row := transform.Row{Table: ix.Row.Table, PartitionKey: ix.Row.PartitionKey, RowKey: ix.Row.RowKey}
+		dls = append(dls, newDeadLetter(row, row.Table, fmt.Sprintf("%s: %s (the doc's row and its other index rows are written)", ix.Reason, ix.Detail)))
+	}
+	for i := range dls {
+		dls[i].Doc = doc
+	}
+	return dls
 }
 
 // apply writes back one doc (decide, write the rows with optimistic
@@ -62,7 +85,7 @@ func (r *reverser) apply(ctx context.Context, it *reverseItem) error {
 // attempt is one read-decide-write of a doc; again is true when a 412,
 // 409 or 404 says to start over.
 func (r *reverser) attempt(ctx context.Context, c string, raw []byte, info docInfo, res *revResult) (again bool, err error) {
-	res.conflict, res.forced, res.unchanged = nil, false, false
+	res.conflict, res.forced, res.unchanged, res.indexDead = nil, false, false, nil
 	d, reason := readRevDoc(raw)
 	if reason != "" {
 		res.deadLetter = reason
@@ -87,9 +110,10 @@ func (r *reverser) attempt(ctx context.Context, c string, raw []byte, info docIn
 		return false, err
 	}
 	if out.DeadLetter != nil {
-		res.deadLetter = fmt.Sprintf("%s: %s", out.DeadLetter.Reason, out.DeadLetter.Detail)
+		res.deadLetter = fmt.Sprintf("%s: %s; nothing of the doc is written", out.DeadLetter.Reason, out.DeadLetter.Detail)
 		return false, nil
 	}
+	res.indexDead = out.IndexDeadLetters
 	res.warnings = res.warnings[:0]
 	for _, w := range out.Warnings {
 		res.warnings = append(res.warnings, w.Reason)

@@ -36,6 +36,20 @@ type ReverseOutcome struct {
 	// DeadLetter, when not nil, says why nothing can be written; Row,
 	// Index, Delete and Uploads are then empty.
 	DeadLetter *ReverseDeadLetter
+	// IndexDeadLetters are the execution's index rows that cannot be
+	// written, because their keys would hold a character Table Storage
+	// forbids (a userexec row of an executedBy with '/'): the Table-based
+	// application could not have written them either. They are not in
+	// Index; the doc's own row and its other index rows are written as
+	// usual (SPEC §15: only that row is dead-lettered).
+	IndexDeadLetters []IndexDeadLetter
+}
+
+// IndexDeadLetter is an index row of the doc that cannot be written.
+type IndexDeadLetter struct {
+	Row    RowRef
+	Reason ReverseReason
+	Detail string
 }
 
 // RowRef names a row.

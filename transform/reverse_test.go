@@ -533,8 +533,6 @@ func TestReverseForbiddenKeyChars(t *testing.T) {
 		{"C1 control character", `{"id":"role-a\u0085b","type":"role","scope":"GLOBAL"}`, "RowKey of the row has U+0085"},
 		{"in a PartitionKey from _migration", `{"id":"role-r","type":"role","scope":"org-a/b","_migration":{"table":"Entities","partitionKey":"a/b","rowKey":"role:r","timestamp":null,"hash":"x"}}`,
 			"PartitionKey of the row has U+002F"},
-		{"in an index row's key", `{"id":"e1","type":"execution","scope":"GLOBAL","executionId":"e1","workflowName":"wf","executedBy":"a#b","status":"Success","startedAt":"2025-11-20T14:03:12Z"}`,
-			"RowKey of the userexec index row has U+0023"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ro := runRev(t, c.doc, "", "", nil)
@@ -547,6 +545,52 @@ func TestReverseForbiddenKeyChars(t *testing.T) {
 	ro := runRev(t, `{"id":"role-100%25 o'br\u00e9\u00a0n","type":"role","scope":"GLOBAL"}`, "", "", nil)
 	if ro.DeadLetter != nil || ro.Row.RowKey != "role:100% o'bré\u00a0n" {
 		t.Errorf("%+v %q", ro.DeadLetter, ro.Row.RowKey)
+	}
+}
+
+// TestReverseImpossibleIndexRow: an index row whose key Table Storage
+// refuses is dead-lettered alone (SPEC §15): the execution's row and its
+// other index rows are written, and a stale row under an impossible key is
+// not deleted (no table holds it).
+func TestReverseImpossibleIndexRow(t *testing.T) {
+	doc := `{"id":"e1","type":"execution","scope":"GLOBAL","executionId":"e1","workflowName":"wf","formId":"f1","executedBy":"a/b+c@contoso.example","status":"Success","startedAt":"2025-11-20T14:03:12Z"}`
+	existing := &Row{Table: TableEntities, PartitionKey: "GLOBAL", RowKey: "execution:8236352607999_e1", Props: map[string]Value{
+		"ExecutionId": String("e1"), "WorkflowName": String("wf"), "ExecutedBy": String("x#y"), "Status": String("Running"),
+		"StartedAt": String("2025-11-20T14:03:12"),
+	}}
+	d, err := DecodeDocOrdered([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := ReverseDoc(d, existing, revOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ro.DeadLetter != nil {
+		t.Fatalf("whole doc dead-lettered: %+v", *ro.DeadLetter)
+	}
+	if ro.Row.RowKey != "execution:8236352607999_e1" || ro.Row.Props["Status"].Str != "Success" {
+		t.Errorf("row %s %+v", ro.Row.RowKey, ro.Row.Props["Status"])
+	}
+	var keys []string
+	for _, ix := range ro.Index {
+		keys = append(keys, ix.RowKey)
+	}
+	if want := []string{"workflowexec:wf:GLOBAL:e1", "formexec:f1:e1"}; !slices.Equal(keys, want) {
+		t.Errorf("index rows %q, want %q", keys, want)
+	}
+	want := []IndexDeadLetter{{Row: RowRef{TableRelationships, "GLOBAL", "userexec:a/b+c@contoso.example:e1"}, Reason: ReverseForbiddenKeyChar,
+		Detail: "RowKey of the userexec index row has U+002F"}}
+	if !slices.Equal(ro.IndexDeadLetters, want) {
+		t.Errorf("index dead letters %+v, want %+v", ro.IndexDeadLetters, want)
+	}
+	for _, d := range ro.Delete {
+		if strings.Contains(d.RowKey, "x#y") {
+			t.Errorf("deletes %+v, a row no table can hold", d)
+		}
+	}
+	if !slices.Contains(ro.Delete, RowRef{TableRelationships, "GLOBAL", "status:Running:e1"}) {
+		t.Errorf("deletes %+v, want the stale status:Running:e1", ro.Delete)
 	}
 }
 

@@ -286,17 +286,16 @@ func (r *reverser) checkLimits() {
 	if r.fail != nil {
 		return
 	}
+	if detail, bad := impossibleKey(r.out.Row.PartitionKey, r.out.Row.RowKey, "the row"); bad {
+		r.dead(ReverseForbiddenKeyChar, detail)
+		return
+	}
+	r.dropImpossibleIndexRows()
 	rows := append([]Row{r.out.Row}, r.out.Index...)
 	for i, row := range rows {
 		which := "the row"
 		if i > 0 {
 			which = "the " + Kind(row.RowKey) + " index row"
-		}
-		for _, k := range []struct{ name, val string }{{"PartitionKey", row.PartitionKey}, {"RowKey", row.RowKey}} {
-			if c, bad := forbiddenKeyChar(k.val); bad {
-				r.dead(ReverseForbiddenKeyChar, fmt.Sprintf("%s of %s has %U", k.name, which, c))
-				return
-			}
 		}
 		if n := len(row.Props); n > maxOwnProperties {
 			r.dead(ReverseRowTooLarge, fmt.Sprintf("%s has %d properties, more than %d", which, n, maxOwnProperties))
@@ -340,6 +339,41 @@ func (r *reverser) checkLimits() {
 			return
 		}
 	}
+}
+
+// impossibleKey says which key (PartitionKey or RowKey) of which row holds
+// a character Table Storage forbids, and which character.
+func impossibleKey(pk, rk, which string) (detail string, bad bool) {
+	for _, k := range []struct{ name, val string }{{"PartitionKey", pk}, {"RowKey", rk}} {
+		if c, bad := forbiddenKeyChar(k.val); bad {
+			return fmt.Sprintf("%s of %s has %U", k.name, which, c), true
+		}
+	}
+	return "", false
+}
+
+// dropImpossibleIndexRows moves the index rows whose keys Table Storage
+// refuses from Index to IndexDeadLetters, and drops deletes of such rows
+// (no table can hold them, so there is nothing to delete).
+func (r *reverser) dropImpossibleIndexRows() {
+	kept := r.out.Index[:0]
+	for _, row := range r.out.Index {
+		detail, bad := impossibleKey(row.PartitionKey, row.RowKey, "the "+Kind(row.RowKey)+" index row")
+		if !bad {
+			kept = append(kept, row)
+			continue
+		}
+		r.out.IndexDeadLetters = append(r.out.IndexDeadLetters, IndexDeadLetter{
+			Row:    RowRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey},
+			Reason: ReverseForbiddenKeyChar,
+			Detail: detail,
+		})
+	}
+	r.out.Index = kept
+	r.out.Delete = slices.DeleteFunc(r.out.Delete, func(ref RowRef) bool {
+		_, bad := impossibleKey(ref.PartitionKey, ref.RowKey, "")
+		return bad
+	})
 }
 
 // forbiddenKeyChar returns the first character Table Storage forbids in a
