@@ -43,7 +43,9 @@ func (m *memTable) ReadPage(ctx context.Context, table string, q Query, from Cur
 	}
 	i := 0
 	if !from.IsZero() {
-		i = slices.IndexFunc(sel, func(r transform.Row) bool { return r.PartitionKey == from.NextPartitionKey && r.RowKey == from.NextRowKey })
+		i = slices.IndexFunc(sel, func(r transform.Row) bool {
+			return r.PartitionKey == from.NextPartitionKey && r.RowKey == from.NextRowKey
+		})
 	}
 	if m.fail != nil && i < len(sel) && sel[i].PartitionKey == m.fail.PartitionKey && sel[i].RowKey == m.fail.RowKey {
 		return Page{}, errors.New("boom")
@@ -62,7 +64,9 @@ func memRows(n int) []transform.Row {
 	for i := range n {
 		rows = append(rows, transform.Row{PartitionKey: pks[i%len(pks)], RowKey: fmt.Sprintf("k:%05d", i)})
 	}
-	slices.SortFunc(rows, func(a, b transform.Row) int { return transform.CompareKeys(a.PartitionKey, a.RowKey, b.PartitionKey, b.RowKey) })
+	slices.SortFunc(rows, func(a, b transform.Row) int {
+		return transform.CompareKeys(a.PartitionKey, a.RowKey, b.PartitionKey, b.RowKey)
+	})
 	return rows
 }
 
