@@ -29,12 +29,14 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -129,6 +131,11 @@ type Config struct {
 	// ChangeFeed, when not nil, makes the proxy simulate partition key
 	// ranges and the change feed (see ChangeFeed).
 	ChangeFeed *ChangeFeed
+	// Latency is added to every request, answered or injected: the
+	// round trip of a client far from the account (a laptop, another
+	// region). Jitter, when > 0, adds a uniform draw in [0, Jitter) on
+	// top. SetLatency changes both while the proxy runs.
+	Latency, Jitter time.Duration
 }
 
 // IsDocWrite reports whether r writes a Cosmos DB doc: POST, PUT or DELETE
@@ -197,6 +204,9 @@ type Proxy struct {
 
 	bucket *bucket // nil without Config.Budget
 
+	latency, jitter atomic.Int64 // nanoseconds; Config.Latency and Jitter
+	waiting         atomic.Int64 // requests sleeping their latency now
+
 	mu        sync.Mutex
 	docs      map[string]*docState
 	fired     []int // per rule
@@ -231,7 +241,7 @@ func Start(cfg Config) (*Proxy, error) {
 		cfg:    cfg,
 		target: t,
 		ln:     ln,
-		client: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
+		client: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1024, IdleConnTimeout: 30 * time.Second},
 		url:    "http://" + ln.Addr().String() + "/",
 		done:   make(chan struct{}),
 		docs:   make(map[string]*docState),
@@ -241,6 +251,7 @@ func Start(cfg Config) (*Proxy, error) {
 	if cfg.Budget != nil {
 		p.bucket = newBucket(*cfg.Budget, time.Now)
 	}
+	p.SetLatency(cfg.Latency, cfg.Jitter)
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(p.done)
@@ -393,12 +404,48 @@ func (p *Proxy) underCount(rule int) bool {
 	return c == 0 || p.fired[rule] < c
 }
 
-// ServeHTTP forwards r, or injects the fault the rules choose for it.
+// SetLatency sets the latency added to every request from now on (see
+// Config.Latency); negative values count as 0.
+func (p *Proxy) SetLatency(latency, jitter time.Duration) {
+	p.latency.Store(int64(max(latency, 0)))
+	p.jitter.Store(int64(max(jitter, 0)))
+}
+
+// Waiting is the number of requests sleeping their added latency now: the
+// requests a client has in flight, seen from the network.
+func (p *Proxy) Waiting() int { return int(p.waiting.Load()) }
+
+// delay sleeps the added latency, or until r is cancelled (false).
+func (p *Proxy) delay(r *http.Request) bool {
+	d := time.Duration(p.latency.Load())
+	if j := p.jitter.Load(); j > 0 {
+		d += time.Duration(rand.Int64N(j))
+	}
+	if d <= 0 {
+		return true
+	}
+	p.waiting.Add(1)
+	defer p.waiting.Add(-1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// ServeHTTP forwards r, or injects the fault the rules choose for it,
+// after the added latency.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "faultproxy: reading request body: "+err.Error(), http.StatusBadGateway)
 		return
+	}
+	if !p.delay(r) {
+		return // the client gave up while the request was on its way
 	}
 	var cost float64       // RU this request costs in the budget (0: not charged)
 	var admitted time.Time // when the budget let it through
