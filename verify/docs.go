@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -120,39 +121,47 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, key, error) {
 }
 
 // readDocs reads every doc of every container into d: one cross-partition
-// query per container, its pages decoded and hashed on all CPUs while the
-// next page is fetched.
+// query per container, the containers at the same time (a service far
+// away answers each page after a round trip), their pages decoded and
+// hashed on all CPUs while the next pages are fetched.
 func readDocs(ctx context.Context, src DocSource, pageSize int, progress Progress, d *docIndex) error {
-	for _, c := range containers {
-		progress.Step("reading docs of container " + c)
-		g, gctx := errgroup.WithContext(ctx)
-		docs := make(chan []byte, 256)
-		for range runtime.GOMAXPROCS(0) {
-			g.Go(func() error {
-				for raw := range docs {
-					if err := d.add(c, raw); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		}
+	progress.Step("reading docs of containers " + strings.Join(containers, ", "))
+	g, gctx := errgroup.WithContext(ctx)
+	type doc struct {
+		container string
+		raw       []byte
+	}
+	docs := make(chan doc, 256)
+	for range runtime.GOMAXPROCS(0) {
 		g.Go(func() error {
-			defer close(docs)
-			return src.QueryAll(gctx, c, "SELECT * FROM c", nil, pageSize, func(doc []byte) error {
+			for x := range docs {
+				if err := d.add(x.container, x.raw); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	var queries sync.WaitGroup
+	for _, c := range containers {
+		queries.Add(1)
+		g.Go(func() error {
+			defer queries.Done()
+			return src.QueryAll(gctx, c, "SELECT * FROM c", nil, pageSize, func(raw []byte) error {
 				select {
-				case docs <- doc:
+				case docs <- doc{c, raw}:
 					return nil
 				case <-gctx.Done():
 					return gctx.Err()
 				}
 			})
 		})
-		if err := g.Wait(); err != nil {
-			return err
-		}
 	}
-	return nil
+	go func() {
+		queries.Wait()
+		close(docs)
+	}()
+	return g.Wait()
 }
 
 // str returns a JSON string's value, or the JSON text of any other value.

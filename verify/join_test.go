@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 	"testing"
 	"time"
 
@@ -215,15 +214,13 @@ func (m memRows) ReadPage(_ context.Context, table string, q store.Query, _ stor
 	if !ok {
 		return store.Page{}, fmt.Errorf("table %s does not exist", table)
 	}
-	if q.Key != nil {
-		for _, r := range rows {
-			if r.PartitionKey == q.Key.PartitionKey && r.RowKey == q.Key.RowKey {
-				return store.Page{Rows: []transform.Row{r}}, nil
-			}
+	var page store.Page
+	for _, r := range rows {
+		if q.Match(r.PartitionKey, r.RowKey, r.Timestamp) {
+			page.Rows = append(page.Rows, r)
 		}
-		return store.Page{}, nil
 	}
-	return store.Page{Rows: slices.Clone(rows)}, nil
+	return page, nil
 }
 
 type memDocs map[string][][]byte // container → docs

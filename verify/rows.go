@@ -115,7 +115,8 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 		slices.Contains(rr.opts.Tables, transform.TableRelationships))
 	for _, table := range rr.opts.Tables {
 		rr.progress.Step("reading table " + table)
-		err := store.Scan(ctx, rr.rows, rr.opts.TablePrefix, table, store.Query{}, store.Cursor{}, func(p store.Page) error {
+		// Key ranges read at the same time, pages still in key order.
+		err := store.ScanRanges(ctx, rr.rows, rr.opts.TablePrefix, table, store.Query{}, store.Splits(table), func(p store.Page) error {
 			outcomes, err := rr.transformAll(ctx, p.Rows)
 			if err != nil {
 				return err
