@@ -414,3 +414,48 @@ func TestReadPageKeepsUndecodableRowsForDeadLetters(t *testing.T) {
 		t.Errorf("good row: %+v", good)
 	}
 }
+
+// TestReaderPointReadIsTheQuerysRow: a lookup by keys alone is a point
+// read; it gives the row a filter query gives — keys with quotes, spaces,
+// percent signs, plus signs and non-ASCII, every property and Edm type,
+// the ETag and Timestamp — and nothing for a missing row; a missing table
+// is the same error as a query's.
+func TestReaderPointReadIsTheQuerysRow(t *testing.T) {
+	var keys []store.Key
+	for _, k := range [][2]string{{"GLOBAL", "user:o'brien@x"}, {"org 1", "a b+c%20d"}, {"zoë", "élan:100%"}, {"p", "r"}} {
+		keys = append(keys, store.Key{PartitionKey: k[0], RowKey: k[1]})
+	}
+	var entities []string
+	for i, k := range keys {
+		entities = append(entities, fmt.Sprintf(`{"PartitionKey":%q,"RowKey":%q,"N":%d,"D@odata.type":"Edm.Double","D":0.1,`+
+			`"L@odata.type":"Edm.Int64","L":"9007199254740993","S":"x'y"}`, k.PartitionKey, k.RowKey, i))
+	}
+	table, r := newTable(t, entities...)
+	ctx := context.Background()
+	for _, k := range keys {
+		got, found, err := store.Lookup(ctx, r, "", table, k)
+		if err != nil || !found {
+			t.Fatalf("lookup %+v: found %v, %v", k, found, err)
+		}
+		want := readAll(t, r, table, store.Query{From: &k, To: &store.Key{PartitionKey: k.PartitionKey, RowKey: k.RowKey + "\x00"}})
+		if len(want) != 1 {
+			t.Fatalf("query %+v: %d rows", k, len(want))
+		}
+		if d := transform.DiffRows(got, want[0]); len(d) > 0 || got.ETag != want[0].ETag || !got.Timestamp.Equal(want[0].Timestamp) ||
+			got.PartitionKey != k.PartitionKey || got.RowKey != k.RowKey {
+			t.Errorf("lookup %+v: %+v, want %+v (differ: %v)", k, got, want[0], d)
+		}
+		sel, found, err := store.Lookup(ctx, r, "", table, k, "S")
+		if err != nil || !found || len(sel.Props) != 1 || sel.Props["S"].Str != "x'y" {
+			t.Errorf("lookup %+v of S: %+v %v %v", k, sel.Props, found, err)
+		}
+	}
+	if _, found, err := store.Lookup(ctx, r, "", table, store.Key{PartitionKey: "p", RowKey: "missing"}); found || err != nil {
+		t.Errorf("missing row: found %v, %v", found, err)
+	}
+	_, _, err := store.Lookup(ctx, r, "", table+"gone", store.Key{PartitionKey: "p", RowKey: "r"})
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusNotFound || re.ErrorCode != "TableNotFound" {
+		t.Errorf("missing table: %v, want a 404 TableNotFound", err)
+	}
+}
