@@ -43,8 +43,11 @@ func NewTransport() http.RoundTripper {
 
 func newTransport(cfg *tls.Config) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 256
-	t.MaxIdleConns = 256
+	// As many as the requests in flight a command may keep (its
+	// --concurrency default), so a window at its bound reuses its
+	// connections instead of opening new ones.
+	t.MaxIdleConnsPerHost = 1024
+	t.MaxIdleConns = 1024
 	t.IdleConnTimeout = 90 * time.Second
 	if cfg != nil {
 		t.TLSClientConfig = cfg

@@ -61,6 +61,10 @@ type errorLine struct {
 type ruNow struct {
 	RUPerSecond    *float64 `json:"ruPerSecond,omitempty"`
 	ThrottledShare *float64 `json:"throttledShare,omitempty"`
+	// InFlight is the requests in flight now, LatencyP50Ms the median
+	// latency of the recent ones (SPEC §14, Latency).
+	InFlight     *int     `json:"inFlight,omitempty"`
+	LatencyP50Ms *float64 `json:"latencyP50Ms,omitempty"`
 }
 
 // newRUNow samples ru; a nil ru gives no fields.
@@ -68,8 +72,9 @@ func newRUNow(ru ruRecent) ruNow {
 	if ru == nil {
 		return ruNow{}
 	}
-	perSecond, share := ru()
-	return ruNow{RUPerSecond: &perSecond, ThrottledShare: &share}
+	f := ru()
+	ms := float64(f.latencyP50.Microseconds()) / 1000
+	return ruNow{RUPerSecond: &f.ruPerSecond, ThrottledShare: &f.throttledShare, InFlight: &f.inFlight, LatencyP50Ms: &ms}
 }
 
 // tableProgress is the progress line of a command that goes table by

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
@@ -94,12 +95,14 @@ func TestJSONLinesTypeFirstOneObjectPerLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := int64(7)
-	if err := j.emit(lineProgress, tableProgress{Table: "Config", Done: 3, Total: &total, ruNow: newRUNow(func() (float64, float64) { return 12.5, 0.25 })}); err != nil {
+	if err := j.emit(lineProgress, tableProgress{Table: "Config", Done: 3, Total: &total, ruNow: newRUNow(func() liveFigures {
+		return liveFigures{ruPerSecond: 12.5, throttledShare: 0.25, inFlight: 40, latencyP50: 80500 * time.Microsecond}
+	})}); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"type":"status","message":"a <b> & c"}` + "\n" +
 		`{"type":"summary"}` + "\n" +
-		`{"type":"progress","table":"Config","done":3,"total":7,"rowsPerSecond":0,"ruPerSecond":12.5,"throttledShare":0.25,"finished":false}` + "\n"
+		`{"type":"progress","table":"Config","done":3,"total":7,"rowsPerSecond":0,"ruPerSecond":12.5,"throttledShare":0.25,"inFlight":40,"latencyP50Ms":80.5,"finished":false}` + "\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}

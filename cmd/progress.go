@@ -8,7 +8,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -40,8 +39,9 @@ func (p *barProgress) describe(table string) string {
 	if p.ru == nil {
 		return fmt.Sprintf("%-13s", table)
 	}
-	perSecond, share := p.ru()
-	return fmt.Sprintf("%-13s %6.0f RU/s %4.1f%% 429", table, perSecond, 100*share)
+	f := p.ru()
+	return fmt.Sprintf("%-13s %6.0f RU/s %4.1f%% 429 %4d in flight %4.0f ms", table, f.ruPerSecond, 100*f.throttledShare,
+		f.inFlight, float64(f.latencyP50.Microseconds())/1000)
 }
 
 // show creates table's bar with max rows, at the rows done so far (the
@@ -263,13 +263,16 @@ func (p commandProgress) TableDone(table string) {
 
 func (p commandProgress) Message(msg string) { p.out.status("%s", msg) }
 
-// ruRecent gives the RU/s and the share of requests answered 429 over the
-// last seconds, for progress.
-type ruRecent func() (perSecond, throttledShare float64)
+// ruRecent gives what progress shows of Cosmos DB: the RU/s and the share
+// of requests answered 429 over the last seconds, the requests in flight
+// and their median latency (ruFlags.recent).
+type ruRecent func() liveFigures
 
-// recentRU is the ruRecent of a pacer: its last 5 seconds.
-func recentRU(p *azure.Pacer) ruRecent {
-	return func() (float64, float64) { return p.Recent(5 * time.Second) }
+// liveFigures are the figures of ruRecent.
+type liveFigures struct {
+	ruPerSecond, throttledShare float64
+	inFlight                    int
+	latencyP50                  time.Duration
 }
 
 // newProgress returns the progress of a table-by-table command (run,

@@ -132,7 +132,7 @@ dead-lettered; 1 when another process holds the state directory.`,
 	fl.BoolVar(&opts.Replay.Force, "force", false, "overwrite (and with --prune delete) docs the application changed, still with If-Match")
 	fl.BoolVar(&opts.Replay.DryRun, "dry-run", false, "read everything, write nothing, print what would happen")
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to replay (default: Config,Entities,Relationships)")
-	fl.IntVar(&opts.Replay.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs replayed at once")
+	fl.IntVar(&opts.Replay.Concurrency, "concurrency", migrate.DefaultConcurrency, "the most docs replayed at once: below it, the requests in flight follow the RU budget × the latency measured")
 	opts.RU.bind(fl)
 	fl.StringVar(&opts.Replay.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of replay-dead-letter.jsonl, locked while replay runs")
 	bindTestNames(fl, &opts.Replay.TablePrefix, &opts.BlobContainer)
@@ -158,7 +158,7 @@ func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replay
 		Source: azure.NewTableReader(t.tables, f.azureOptions()),
 		Docs:   azure.NewCosmosDocs(t.client, opts.Database, &t.azopts.Retry),
 		Blobs:  azure.NewBlobStore(t.blobContainer),
-		Query:  reader, Env: migrate.Env{Now: opts.Now,
+		Query:  reader, Env: migrate.Env{Now: opts.Now, Flow: opts.RU.flow(),
 			Log: f.log.logf()},
 	}
 	s.where = t.where()
@@ -194,14 +194,14 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 		return replayFollow(ctx, o, opts, m, svc.deps)
 	}
 	var bars *barProgress
-	svc.deps.Progress, bars, m.CountRows = newProgress(o, opts.ErrIsTerminal, time.Now, recentRU(opts.pacer))
+	svc.deps.Progress, bars, m.CountRows = newProgress(o, opts.ErrIsTerminal, time.Now, opts.RU.recent())
 
 	s, err := migrate.Replay(ctx, m, svc.deps)
 	if bars != nil {
 		bars.finish()
 	}
 	if s.Tables != nil {
-		ru := newRUReport(opts.pacer, s.Totals.Writes())
+		ru := opts.RU.report(s.Totals.Writes())
 		end := endingOf(err, ctx.Err() != nil)
 		var werr error
 		if o.json() {
@@ -352,6 +352,6 @@ func replayFollow(ctx context.Context, o *output, opts *ReplayOptions, m migrate
 	if err != nil {
 		return err
 	}
-	return followedSummary(o, f, total, newRUReport(opts.pacer, total.Writes()), fmt.Sprintf("%d row(s) read, %d written", total.Rows, total.Writes()),
+	return followedSummary(o, f, total, opts.RU.report(total.Writes()), fmt.Sprintf("%d row(s) read, %d written", total.Rows, total.Writes()),
 		writeConflict, m.StateDir, migrate.ReplayDeadLetterFile)
 }

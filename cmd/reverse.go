@@ -119,7 +119,7 @@ already written back are skipped.`,
 	fl.BoolVar(&opts.Reverse.Prune, "prune", false, "also delete the rows whose migrated doc is gone (unless it expired)")
 	fl.BoolVar(&opts.Reverse.Force, "force", false, "write rows that changed in the tables too, still with If-Match")
 	fl.BoolVar(&opts.Reverse.DryRun, "dry-run", false, "read everything, write nothing, print what would happen")
-	fl.IntVar(&opts.Reverse.Concurrency, "concurrency", migrate.DefaultConcurrency, "docs written back at once")
+	fl.IntVar(&opts.Reverse.Concurrency, "concurrency", migrate.DefaultConcurrency, "the most docs written back at once: below it, the requests in flight follow the RU budget × the latency measured")
 	opts.RU.bind(fl)
 	fl.StringVar(&opts.Reverse.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of reverse-dead-letter.jsonl")
 	bindTestNames(fl, &opts.Reverse.TablePrefix, &opts.BlobContainer)
@@ -151,7 +151,7 @@ func connectReverse(ctx context.Context, f *Factory, opts *ReverseOptions) (reve
 		Rows:     tableRows{azure.NewTableReader(t.tables, t.azopts), tw},
 		Docs:     azure.NewCosmosDocs(t.client, opts.Database, &t.azopts.Retry),
 		Blobs:    azure.NewBlobStore(t.blobContainer),
-		Query:    reader, Env: migrate.Env{Now: opts.Now,
+		Query:    reader, Env: migrate.Env{Now: opts.Now, Flow: opts.RU.flow(),
 			Log: f.log.logf()},
 	}
 	s.where = t.where()
@@ -186,12 +186,12 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 		return reverseFollow(ctx, o, opts, m, svc.deps)
 	}
 	var bars *barProgress
-	svc.deps.Progress, bars, _ = newProgress(o, opts.ErrIsTerminal, time.Now, recentRU(opts.pacer))
+	svc.deps.Progress, bars, _ = newProgress(o, opts.ErrIsTerminal, time.Now, opts.RU.recent())
 	s, err := migrate.Reverse(ctx, m, svc.deps)
 	if bars != nil {
 		bars.finish()
 	}
-	ru := newRUReport(opts.pacer, s.Totals.Synced)
+	ru := opts.RU.report(s.Totals.Synced)
 	end := endingOf(err, ctx.Err() != nil)
 	var werr error
 	if o.json() {
@@ -319,6 +319,6 @@ func reverseFollow(ctx context.Context, o *output, opts *ReverseOptions, m migra
 	if err != nil {
 		return err
 	}
-	return followedSummary(o, f, total, newRUReport(opts.pacer, total.Synced), fmt.Sprintf("%d doc(s) read, %d row(s) written", total.Docs, total.Writes()),
+	return followedSummary(o, f, total, opts.RU.report(total.Synced), fmt.Sprintf("%d doc(s) read, %d row(s) written", total.Docs, total.Writes()),
 		writeReverseConflict, m.StateDir, migrate.ReverseDeadLetterFile)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
 // ruFlags is --max-ru, the request-unit budget of the commands that send
@@ -20,6 +21,10 @@ type ruFlags struct {
 	// the account allows.
 	MaxRU float64
 	fs    *pflag.FlagSet
+
+	// p and f are the command's pacer and flow, made by pacer().
+	p *azure.Pacer
+	f *migrate.Flow
 }
 
 func (r *ruFlags) bind(fl *pflag.FlagSet) {
@@ -36,8 +41,52 @@ func (r *ruFlags) validate() error {
 }
 
 // pacer returns the pacer every Cosmos DB request of the command goes
-// through.
-func (r *ruFlags) pacer() *azure.Pacer { return azure.NewPacer(azure.PacerOptions{MaxRU: r.MaxRU}) }
+// through, and makes the flow that sizes the command's requests in flight
+// from the rate it allows (flow).
+func (r *ruFlags) pacer() *azure.Pacer {
+	r.p = azure.NewPacer(azure.PacerOptions{MaxRU: r.MaxRU})
+	r.f = migrate.NewFlow(r.p, nil)
+	return r.p
+}
+
+// flow is the command's flow (SPEC §14, Latency): requests in flight by
+// the pacer's rate × the latency it observes, bounded by --concurrency.
+func (r *ruFlags) flow() *migrate.Flow { return r.f }
+
+// recent is what the progress shows of the pacer and the flow: the last
+// 5 seconds' RU/s and 429 share, the requests in flight and their median
+// latency.
+func (r *ruFlags) recent() ruRecent {
+	return func() liveFigures {
+		perSecond, share := r.p.Recent(5 * time.Second)
+		fs := r.f.Stats()
+		return liveFigures{ruPerSecond: perSecond, throttledShare: share, inFlight: fs.InFlight, latencyP50: fs.LatencyP50}
+	}
+}
+
+// report is the request-unit part of the summary, docs the docs written
+// (0: none counted), with what bounded the writes.
+func (r *ruFlags) report(docs int64) ruReport {
+	rep := newRUReport(r.p, docs)
+	fs := r.f.Stats()
+	rep.Bound, rep.MaxInFlight, rep.LatencyP50Ms = boundText(fs.Bound), fs.Max, float64(fs.LatencyP50.Microseconds())/1000
+	return rep
+}
+
+// boundText is what a summary says bounded the writes.
+func boundText(b migrate.Bound) string {
+	switch b {
+	case migrate.BoundBudget:
+		return "the account's budget"
+	case migrate.BoundMaxRU:
+		return "--max-ru"
+	case migrate.BoundSource:
+		return "the source reads"
+	case migrate.BoundConcurrency:
+		return "the --concurrency bound"
+	}
+	return ""
+}
 
 // ruReport is the request-unit part of a command's summary (SPEC §14): what
 // this invocation consumed in Cosmos DB, as the service reported it.
@@ -53,6 +102,13 @@ type ruReport struct {
 	ThrottledShare float64 `json:"throttledShare"`
 	// MaxRU is --max-ru (0: none).
 	MaxRU float64 `json:"maxRu"`
+	// Bound says what held the writes back longest: the account's
+	// budget, --max-ru, the source reads or the --concurrency bound
+	// (empty: nothing was written). MaxInFlight is the --concurrency
+	// bound, LatencyP50Ms the median latency of the recent writes.
+	Bound        string  `json:"bound,omitempty"`
+	MaxInFlight  int     `json:"maxInFlight"`
+	LatencyP50Ms float64 `json:"latencyP50Ms"`
 }
 
 func newRUReport(p *azure.Pacer, docs int64) ruReport {
@@ -93,6 +149,9 @@ func (r ruReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "request units this session: %.2f (%s); mean %.0f RU/s over %.1fs (%s); %.2f RU per doc\n",
 		r.RequestUnits, strings.Join(parts, ", "), r.MeanRUPerSecond, r.Seconds, limit, r.RUPerDoc)
 	fmt.Fprintf(w, "throttled (429): %d of %d requests (%.1f %%)\n", r.Throttled, r.Requests, 100*r.ThrottledShare)
+	if r.Bound != "" {
+		fmt.Fprintf(w, "bounded by %s (requests in flight up to %d; median latency %.0f ms)\n", r.Bound, r.MaxInFlight, r.LatencyP50Ms)
+	}
 }
 
 // ruDuration says how long estimated RU take at maxRU RU/s ("≈ 12 min at

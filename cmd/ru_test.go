@@ -44,7 +44,7 @@ func TestMaxRUMustBePositive(t *testing.T) {
 func TestJSONProgressAfterAResume(t *testing.T) {
 	var out bytes.Buffer
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	p := newJSONProgress(newJSONLines(&out), func() time.Time { return now }, func() (float64, float64) { return 950, 0.02 })
+	p := newJSONProgress(newJSONLines(&out), func() time.Time { return now }, func() liveFigures { return liveFigures{ruPerSecond: 950, throttledShare: 0.02} })
 	p.Resumed("Entities", 1_000_000)
 	now = now.Add(2 * time.Second)
 	p.Advance("Entities", 1000)

@@ -142,7 +142,7 @@ checks them before it reads or writes anything.`,
 	opts.TransformFlags.bind(fl, true)
 	fl.BoolVar(&opts.Migrate.DryRun, "dry-run", false, "read and transform everything, write nothing, print the plan")
 	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to migrate (default: Config,Entities,Relationships)")
-	fl.IntVar(&opts.Migrate.Concurrency, "concurrency", migrate.DefaultConcurrency, "rows written at once")
+	fl.IntVar(&opts.Migrate.Concurrency, "concurrency", migrate.DefaultConcurrency, "the most rows written at once: below it, the requests in flight follow the RU budget × the latency measured")
 	opts.RU.bind(fl)
 	fl.StringVar(&opts.Migrate.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of state.json, dead-letter.jsonl and the lock of the run")
 	fl.BoolVar(&opts.Migrate.Restart, "restart", false, "discard the saved state and dead letters and start over")
@@ -166,7 +166,7 @@ func connectRun(ctx context.Context, f *Factory, opts *RunOptions) (runServices,
 	s.deps = migrate.Deps{
 		Source: azure.NewTableReader(t.tables, f.azureOptions()),
 		Docs:   azure.NewCosmosDocs(t.client, opts.Database, &t.azopts.Retry),
-		Blobs:  azure.NewBlobStore(t.blobContainer), Env: migrate.Env{Now: opts.Now,
+		Blobs:  azure.NewBlobStore(t.blobContainer), Env: migrate.Env{Now: opts.Now, Flow: opts.RU.flow(),
 			Log: f.log.logf()},
 	}
 	s.where = t.where()
@@ -239,7 +239,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 
 	var ru ruRecent
 	if !m.DryRun {
-		ru = recentRU(opts.pacer)
+		ru = opts.RU.recent()
 	}
 	var bars *barProgress
 	svc.deps.Progress, bars, m.CountRows = newProgress(o, opts.ErrIsTerminal, time.Now, ru)
@@ -254,7 +254,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if s.Tables != nil {
 		var ru *ruReport
 		if !m.DryRun && !s.AlreadyComplete {
-			r := newRUReport(opts.pacer, s.DocsWritten)
+			r := opts.RU.report(s.DocsWritten)
 			ru = &r
 		}
 		var werr error

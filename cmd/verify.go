@@ -241,7 +241,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	v := svc.verifier
 	o.status("%s", svc.where)
 	if !opts.Quiet {
-		v.Progress = verifyProgress{o, recentRU(opts.pacer)}
+		v.Progress = verifyProgress{o, opts.RU.recent()}
 	}
 	if len(svc.missing) > 0 {
 		return &notProvisionedError{Missing: svc.missing}
@@ -260,7 +260,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	ru := newRUReport(opts.pacer, 0)
+	ru := opts.RU.report(0)
 	r.DeadLetterFile = filepath.Join(opts.StateDir, migrate.DeadLetterFile)
 	if _, serr := os.Stat(r.DeadLetterFile); serr == nil {
 		r.DeadLetterFileFound = true

@@ -92,6 +92,11 @@ type Flow struct {
 	fresh     int // samples since the last estimate
 	estimated time.Time
 	p50       time.Duration
+	// base is the 10th percentile of the latencies: the round trip
+	// without queueing, which sizes the window. Sized by the median, a
+	// window in front of a saturated service would grow with the queue it
+	// makes itself.
+	base      time.Duration
 	ruPerItem float64
 	// What held the writes back: time the pool was full, by cause, and
 	// the time it was writing at all.
@@ -179,7 +184,7 @@ func (f *Flow) estimate(now time.Time) {
 	k := min(f.n, flowSamples)
 	lat := slices.Clone(f.latencies[:k])
 	slices.Sort(lat)
-	f.p50 = lat[k/2]
+	f.p50, f.base = lat[k/2], lat[k/10]
 	var ru float64
 	for _, c := range f.charges[:k] {
 		ru += c
@@ -201,7 +206,7 @@ func (f *Flow) target() int {
 	if f.ruPerItem <= 0 {
 		return f.max // items that cost nothing: only the latency bounds them
 	}
-	want := flowHeadroom * rate / f.ruPerItem * f.p50.Seconds()
+	want := flowHeadroom * rate / f.ruPerItem * f.base.Seconds()
 	if want >= float64(f.max) || math.IsNaN(want) {
 		return f.max
 	}

@@ -65,9 +65,19 @@ func TestFlowLittlesLaw(t *testing.T) {
 	f.bound(1024)
 	itemsDone(f, flowSamples, 20*time.Millisecond, 0, 10)
 	at20 := f.Limit()
-	itemsDone(f, flowSamples, 150*time.Millisecond, 0, 10)
+	itemsDone(f, flowSamples+flowEvery, 150*time.Millisecond, 0, 10) // every sample, and one estimate after
 	if at20 != 40 || f.Limit() != 300 {
 		t.Errorf("window at 20 ms %d (want 40), then at 150 ms %d (want 300)", at20, f.Limit())
+	}
+	// Queueing at a saturated service lengthens most round trips; the
+	// window stays sized by the round trip without it (the 10th
+	// percentile), or it would grow with the queue it makes.
+	f = NewFlow(fixedBudget{rate: 10000}, clock.now)
+	f.bound(1024)
+	itemsDone(f, flowSamples/5, 80*time.Millisecond, 0, 10)
+	itemsDone(f, flowSamples-flowSamples/5, 800*time.Millisecond, 0, 10)
+	if f.Limit() != 160 || f.Stats().LatencyP50 != 800*time.Millisecond {
+		t.Errorf("queued: window %d (want 160), p50 %s (want 800ms)", f.Limit(), f.Stats().LatencyP50)
 	}
 	// No budget: the window is Max.
 	f = NewFlow(nil, clock.now)

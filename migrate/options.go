@@ -9,7 +9,7 @@ import (
 // Defaults of the options.
 const (
 	// DefaultConcurrency is the default of Common.Concurrency.
-	DefaultConcurrency = 32
+	DefaultConcurrency = 1024
 	// DefaultStateDir is the default of Common.StateDir.
 	DefaultStateDir = ".bifrost-migrate"
 	// DefaultReplayAttempts is the default of WindowOptions.MaxAttempts.

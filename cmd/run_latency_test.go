@@ -1,0 +1,147 @@
+package cmd_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/cmd"
+	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
+)
+
+// Throughput at real-world latency (SPEC §14, Latency): every request to
+// Table Storage and to Cosmos DB goes through a proxy that adds the round
+// trip of an operator far from the accounts; the Cosmos DB proxy is also
+// an account of latencyBudget RU/s.
+
+// latencyBudget is the simulated account's RU/s.
+const latencyBudget = 10000
+
+// latencyExecutions is the size of the latency tests' source:
+// BIFROST_LATENCY_N, or 20,000 (./bench.sh) when BIFROST_BENCH is set, else
+// a short functional version for ./test.sh.
+func latencyExecutions() int {
+	if n, err := strconv.Atoi(os.Getenv("BIFROST_LATENCY_N")); err == nil && n > 0 {
+		return n
+	}
+	if os.Getenv("BIFROST_BENCH") != "" {
+		return 20000
+	}
+	return 3000
+}
+
+// latencyProxy starts a proxy adding latency in front of target, faults
+// and budget as cfg says.
+func latencyProxy(t *testing.T, cfg faultproxy.Config) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// tableEndpoint matches the TableEndpoint of a connection string.
+var tableEndpoint = regexp.MustCompile(`TableEndpoint=([^;]+)`)
+
+// farEnv is the environment of a process whose Table and Cosmos DB
+// requests go through proxies adding latency, the Cosmos DB one an
+// account of latencyBudget RU/s. It returns the Cosmos DB proxy.
+func (s *resSource) farEnv(t *testing.T, latency time.Duration) (map[string]string, *faultproxy.Proxy) {
+	t.Helper()
+	conn := testenv.StorageConnection(t)
+	m := tableEndpoint.FindStringSubmatch(conn)
+	if m == nil {
+		t.Fatalf("no TableEndpoint in the storage connection string")
+	}
+	ep, err := url.Parse(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	jitter := latency / 10
+	tables := latencyProxy(t, faultproxy.Config{Target: ep.Scheme + "://" + ep.Host + "/", Latency: latency, Jitter: jitter,
+		Match: func(*http.Request) bool { return false }})
+	cosmos := latencyProxy(t, faultproxy.Config{Target: s.cosmos.Endpoint, Latency: latency, Jitter: jitter,
+		Budget: &faultproxy.Budget{RUPerSecond: latencyBudget}})
+	env := s.env(cosmos.URL())
+	far, _ := url.Parse(tables.URL())
+	ep.Host = far.Host
+	env["BIFROST_TABLES_CONNECTION"] = tableEndpoint.ReplaceAllLiteralString(conn, "TableEndpoint="+ep.String())
+	return env, cosmos
+}
+
+// TestRunAtLatency runs plain `run` (no flag) at 80 and 150 ms added to
+// every Table and Cosmos DB request against an account of 10,000 RU/s:
+// the writes use ≥ 0.9 (80 ms) and ≥ 0.85 (150 ms) of the budget on
+// average, with ≤ 5 % of the write attempts answered 429, and every doc
+// verifies. With BIFROST_BENCH set it runs 20,000 executions (./bench.sh,
+// the README's latency benchmark), else a short version whose bars are
+// lower (the pacer's first seconds, finding the account, weigh more in a
+// short run).
+func TestRunAtLatency(t *testing.T) {
+	n := latencyExecutions()
+	s := newLatencySource(t, n)
+	full := n >= 20000
+	for _, tc := range []struct {
+		latency   time.Duration
+		want      float64 // share of the budget, full size
+		wantShort float64
+	}{{80 * time.Millisecond, 0.9, 0.7}, {150 * time.Millisecond, 0.85, 0.6}} {
+		t.Run(tc.latency.String(), func(t *testing.T) {
+			env, p := s.farEnv(t, tc.latency)
+			db := s.newDatabase()
+			code, stdout, stderr := resExecute(env, nil, s.runArgs(db, 0, filepath.Join(t.TempDir(), "state"))...)
+			if code != cmd.ExitOK {
+				t.Fatalf("run: exit %d\n%s", code, stderr)
+			}
+			if sum := resSummary(t, stdout); !sum.Complete || sum.DocsWritten < int64(n) {
+				t.Fatalf("run: complete %v, %d docs written; want complete with %d", sum.Complete, sum.DocsWritten, n)
+			}
+			run := figures(p, "client")
+			share := run.mean() / latencyBudget
+			t.Logf("run at %s on an account of %d RU/s, %d executions: %s; %.2f of the budget", tc.latency, latencyBudget, n, run, share)
+			want := tc.wantShort
+			if full {
+				want = tc.want
+			}
+			if share < want {
+				t.Errorf("the run used %.2f of the budget, want ≥ %.2f", share, want)
+			}
+			if run.share() > 0.05 {
+				t.Errorf("%.1f %% of the write attempts were throttled, want ≤ 5 %%", 100*run.share())
+			}
+			code, _, stderr = resExecute(s.env(""), nil, "verify", "--database", db, "--table-prefix", s.prefix,
+				"--blob-container", s.blobs[0], "--quiet")
+			if code != cmd.ExitOK {
+				t.Fatalf("verify: exit %d\n%s", code, stderr)
+			}
+		})
+	}
+}
+
+// newLatencySource loads n generated executions (with their index rows
+// and blobs) and an empty Config table: a run has nothing to dead-letter.
+func newLatencySource(t *testing.T, n int) *resSource {
+	t.Helper()
+	s, tw, blobs := newResWriters(t, "lat", 1)
+	ctx := context.Background()
+	if err := tw.CreateTable(ctx, s.prefix+fixtures.TableConfig); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if _, err := fixtures.LoadGenerated(ctx, tw, blobs, fixtures.GenerateOptions{N: n, Seed: 5, Base: resNow},
+		fixtures.LoadOptions{TablePrefix: s.prefix}); err != nil {
+		t.Fatalf("load %d generated executions: %v", n, err)
+	}
+	t.Logf("loaded %d executions in %s", n, time.Since(began).Round(time.Second))
+	return s
+}
