@@ -71,7 +71,7 @@ func (s *resSource) farEnv(t *testing.T, latency time.Duration) (map[string]stri
 	tables := latencyProxy(t, faultproxy.Config{Target: ep.Scheme + "://" + ep.Host + "/", Latency: latency, Jitter: jitter,
 		Match: func(*http.Request) bool { return false }})
 	cosmos := latencyProxy(t, faultproxy.Config{Target: s.cosmos.Endpoint, Latency: latency, Jitter: jitter,
-		Budget: &faultproxy.Budget{RUPerSecond: latencyBudget}})
+		Budget: &faultproxy.Budget{RUPerSecond: latencyBudget}, ChangeFeed: &faultproxy.ChangeFeed{Ranges: 2}})
 	env := s.env(cosmos.URL())
 	far, _ := url.Parse(tables.URL())
 	ep.Host = far.Host
