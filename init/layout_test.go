@@ -122,16 +122,12 @@ func TestValidateRules(t *testing.T) {
 	}{
 		{"missing root path", func(c *Container) { c.IndexingPolicy.ExcludedPaths = []Path{{"/result/*"}} },
 			`container "executions": indexingPolicy: the root path "/*" must be in includedPaths or excludedPaths`},
-		{"bad path suffix", func(c *Container) { c.IndexingPolicy.IncludedPaths[0].Path = "/status" },
-			`container "executions": indexingPolicy.includedPaths: path "/status" must start with "/" and end in "/?" or "/*"`},
-		{"path without leading slash", func(c *Container) {
-			c.IndexingPolicy.ExcludedPaths = append(c.IndexingPolicy.ExcludedPaths, Path{"result/*"})
-		},
-			`container "executions": indexingPolicy.excludedPaths: path "result/*" must start with "/" and end in "/?" or "/*"`},
 		{"composite index with one path", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0] = c.IndexingPolicy.CompositeIndexes[0][:1] },
 			`container "executions": indexingPolicy.compositeIndexes[0]: a composite index needs at least 2 paths, it has 1`},
 		{"composite index with a wildcard path", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0][1].Path = "/startedAt/?" },
-			`container "executions": indexingPolicy.compositeIndexes[0]: path "/startedAt/?" must be a plain property path such as "/workspace_id" (no "/?" or "/*")`},
+			`container "executions": indexingPolicy.compositeIndexes[0]: path "/startedAt/?" must be a property path without wildcards such as "/workspace_id" (no "/?" or "/*"; array elements as "[]")`},
+		{"composite index with a subtree path", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0][0].Path = "/result/*" },
+			`container "executions": indexingPolicy.compositeIndexes[0]: path "/result/*" must be a property path without wildcards such as "/workspace_id" (no "/?" or "/*"; array elements as "[]")`},
 		{"composite index with a bad order", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0][1].Order = "desc" },
 			`container "executions": indexingPolicy.compositeIndexes[0]: path "/startedAt" has order "desc", it must be ascending or descending`},
 		{"TTL 0", func(c *Container) { c.DefaultTTL = ptr[int64](0) },
@@ -164,6 +160,95 @@ func TestValidateRules(t *testing.T) {
 				t.Errorf("Error() = %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestValidateRefusesIndexPathsTheServiceRefuses has one case per form of
+// included or excluded path that Cosmos DB refuses, each added to a valid
+// definition, with the exact message: the container, the path and the
+// rule.
+func TestValidateRefusesIndexPathsTheServiceRefuses(t *testing.T) {
+	const (
+		inc = "includedPaths"
+		exc = "excludedPaths"
+	)
+	for _, tc := range []struct {
+		name, field, path, want string
+	}{
+		{"no leading slash", exc, "result/*",
+			`container "executions": indexingPolicy.excludedPaths: path "result/*" must start with "/"`},
+		{"no wildcard at the end", inc, "/status",
+			`container "executions": indexingPolicy.includedPaths: path "/status" must end in "/?" (the value at the path) or "/*" (everything below it)`},
+		{"wildcard glued to a name at the end", inc, "/status*",
+			`container "executions": indexingPolicy.includedPaths: path "/status*" must end in "/?" (the value at the path) or "/*" (everything below it)`},
+		{"trailing slash", inc, "/status/",
+			`container "executions": indexingPolicy.includedPaths: path "/status/" must end in "/?" (the value at the path) or "/*" (everything below it)`},
+		{"* in the middle", exc, "/agents/*/result/*",
+			`container "executions": indexingPolicy.excludedPaths: path "/agents/*/result/*" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`},
+		{"? in the middle", inc, "/agents/?/name/?",
+			`container "executions": indexingPolicy.includedPaths: path "/agents/?/name/?" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`},
+		{"wildcard inside a name in the middle", exc, "/agent*/result/*",
+			`container "executions": indexingPolicy.excludedPaths: path "/agent*/result/*" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`},
+		{"array wildcard [*]", exc, "/tags/[*]/?",
+			`container "executions": indexingPolicy.excludedPaths: path "/tags/[*]/?" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`},
+		{"array position outside a tuple", inc, "/tags/[0]/?",
+			`container "executions": indexingPolicy.includedPaths: path "/tags/[0]/?" has the segment "[0]": the elements of an array are addressed all at once as "[]"`},
+		{"empty segment", inc, "/a//b/?",
+			`container "executions": indexingPolicy.includedPaths: path "/a//b/?" has an empty segment ("//")`},
+		{"unclosed quote", exc, `/"path-abc/?`,
+			`container "executions": indexingPolicy.excludedPaths: path "/\"path-abc/?" has an unclosed '"' or '{'`},
+		{"both included and excluded", exc, "/status/*",
+			`container "executions": indexingPolicy: path "/status/*" is in both includedPaths and excludedPaths: a path is either indexed or not`},
+		{"the root both included and excluded", inc, "/*",
+			`container "executions": indexingPolicy: path "/*" is in both includedPaths and excludedPaths: a path is either indexed or not`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validContainer()
+			if tc.field == inc {
+				c.IndexingPolicy.IncludedPaths = append(c.IndexingPolicy.IncludedPaths, Path{tc.path})
+			} else {
+				c.IndexingPolicy.ExcludedPaths = append(c.IndexingPolicy.ExcludedPaths, Path{tc.path})
+			}
+			err := Layout{Containers: []Container{c}}.Validate()
+			ve, ok := err.(*ValidationError)
+			if !ok {
+				t.Fatalf("Validate() = %v, want a *ValidationError", err)
+			}
+			if !slices.Equal(ve.Problems, []string{tc.want}) {
+				t.Errorf("problems:\n%q\nwant\n%q", ve.Problems, tc.want)
+			}
+		})
+	}
+}
+
+// TestValidateAcceptsIndexPathsTheServiceAccepts: the forms of Cosmos DB's
+// indexing policy documentation, which the rules above must not refuse.
+func TestValidateAcceptsIndexPathsTheServiceAccepts(t *testing.T) {
+	for _, path := range []string{
+		"/headquarters/employees/?",
+		"/locations/[]/country/?",
+		"/agents/[]/result/*",
+		"/headquarters/*",
+		`/"_etag"/?`,
+		`/"path-abc"/?`,
+		`/"a/b*"/?`,
+		"/events/[]/{name, category}/?",
+		"/events/[]/{name/first, name/last}/?",
+		"/city/[1]/events/[]/{name, category}/?",
+	} {
+		t.Run(path, func(t *testing.T) {
+			c := validContainer()
+			c.IndexingPolicy.IncludedPaths = append(c.IndexingPolicy.IncludedPaths, Path{path})
+			if err := (Layout{Containers: []Container{c}}).Validate(); err != nil {
+				t.Errorf("Validate() = %v, want nil", err)
+			}
+		})
+	}
+	c := validContainer()
+	c.IndexingPolicy.CompositeIndexes = append(c.IndexingPolicy.CompositeIndexes,
+		[]CompositePath{{Path: "/familyname"}, {Path: "/children/[]/age", Order: "descending"}})
+	if err := (Layout{Containers: []Container{c}}).Validate(); err != nil {
+		t.Errorf("composite index over an array: Validate() = %v, want nil", err)
 	}
 }
 
