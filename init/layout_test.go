@@ -95,6 +95,53 @@ func TestAgentPlatformExample(t *testing.T) {
 	}
 }
 
+func parseFile(t *testing.T, path string) Layout {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestAgentPlatformStateRewrite: an agent platform's definitions as first
+// written (testdata/) are refused, each problem named; the example
+// (examples/) is the same layout with the root path "/*" added and the
+// mid-path wildcards rewritten as array elements "[]", and is accepted.
+func TestAgentPlatformStateRewrite(t *testing.T) {
+	original := parseFile(t, "testdata/agent-platform-state.json")
+	err := original.Validate()
+	ve, ok := err.(*ValidationError)
+	if !ok {
+		t.Fatalf("Validate() = %v, want a *ValidationError", err)
+	}
+	want := []string{
+		`container "agent_runs": indexingPolicy.excludedPaths: path "/agents/*/result/*" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`,
+		`container "agent_runs": indexingPolicy: the root path "/*" must be in includedPaths or excludedPaths`,
+		`container "agent_state": indexingPolicy.excludedPaths: path "/checkpoints/*/state/*" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`,
+	}
+	if !slices.Equal(ve.Problems, want) {
+		t.Errorf("problems:\n%s\nwant\n%s", strings.Join(ve.Problems, "\n"), strings.Join(want, "\n"))
+	}
+
+	example := parseFile(t, "examples/agent-platform-state.json")
+	if err := example.Validate(); err != nil {
+		t.Fatalf("example is invalid: %v", err)
+	}
+	rewritten := parseFile(t, "testdata/agent-platform-state.json")
+	runs, state := &rewritten.Containers[0].IndexingPolicy, &rewritten.Containers[1].IndexingPolicy
+	runs.ExcludedPaths = append([]Path{{"/*"}}, runs.ExcludedPaths...)
+	runs.ExcludedPaths[1].Path = "/agents/[]/result/*"
+	state.ExcludedPaths[0].Path = "/checkpoints/[]/state/*"
+	if !reflect.DeepEqual(example, rewritten) {
+		t.Errorf("the example is not the original with only the root path added and the wildcards rewritten:\n%+v\nwant\n%+v", example, rewritten)
+	}
+}
+
 // validExecutions returns a valid definition to break one rule at a time.
 func validContainer() Container {
 	return Container{
