@@ -56,7 +56,7 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 		}, true
 	case "bifrost-migrate init":
 		return []exitStatus{ok, fatal,
-			{ExitUsage, "usage error (invalid definitions: nothing was sent)"},
+			{ExitUsage, "usage error, or invalid container definitions (nothing was sent)"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run init again"},
 		}, true
 	case "bifrost-migrate run":
@@ -114,6 +114,9 @@ func exitStatusHelp(ss []exitStatus) string {
 type ExitError struct {
 	Code int
 	Err  error
+	// input marks exit 2 for bad input in a file (InputError): the flags
+	// were right, so the error comes without the hint about --help.
+	input bool
 }
 
 func (e *ExitError) Error() string {
@@ -127,6 +130,17 @@ func (e *ExitError) Unwrap() error { return e.Err }
 
 // UsageError marks err as a usage error (exit 2).
 func UsageError(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
+
+// InputError marks err as bad input in a file the user gave (exit 2, like
+// a usage error): it is printed without the hint about --help, which is
+// about flags.
+func InputError(err error) error { return &ExitError{Code: ExitUsage, Err: err, input: true} }
+
+// isInputError reports whether err is, or wraps, an InputError.
+func isInputError(err error) bool {
+	var ee *ExitError
+	return errors.As(err, &ee) && ee.input
+}
 
 // PartialError reports a finished run with dead letters or mismatches (exit 3).
 func PartialError(err error) error { return &ExitError{Code: ExitPartial, Err: err} }

@@ -257,3 +257,23 @@ func TestErrInterruptedKeepsTheCommandsMessage(t *testing.T) {
 		t.Error("a cancelled context counted as transient")
 	}
 }
+
+// TestErrInputErrorHasNoFlagsHint: bad input in a file exits 2 like a
+// usage error, but without the hint about --help, which is about flags;
+// a usage error keeps it, wrapped or not.
+func TestErrInputErrorHasNoFlagsHint(t *testing.T) {
+	f, _, _ := newTestFactory(nil)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{InputError(errors.New("layout.json: bad")), "bifrost-migrate: layout.json: bad\n"},
+		{fmt.Errorf("init: %w", InputError(errors.New("layout.json: bad"))), "bifrost-migrate: init: layout.json: bad\n"},
+		{UsageError(errors.New("--output must be text or json")), "bifrost-migrate: --output must be text or json\nRun 'bifrost-migrate --help' for usage.\n"},
+	} {
+		code := exitCode(tc.err, false)
+		if got := errorText(f, tc.err, code); code != ExitUsage || got != tc.want {
+			t.Errorf("%v: exit %d, %q; want exit 2, %q", tc.err, code, got, tc.want)
+		}
+	}
+}

@@ -138,8 +138,9 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 }
 
 // loadLayout reads and validates the definitions: the file, or the
-// embedded defaults. Unreadable or invalid definitions are usage errors
-// (exit 2): nothing was sent, the input must be fixed.
+// embedded defaults. An unreadable file is a usage error (the flag names
+// it); definitions that do not parse or validate are an InputError: both
+// exit 2, nothing was sent, the input must be fixed.
 func loadLayout(file string) (provision.Layout, error) {
 	data := provision.DefaultLayoutJSON()
 	name := "built-in definitions"
@@ -152,10 +153,10 @@ func loadLayout(file string) (provision.Layout, error) {
 	}
 	layout, err := provision.Parse(data)
 	if err != nil {
-		return layout, UsageError(fmt.Errorf("%s: %w", name, err))
+		return layout, InputError(fmt.Errorf("%s: %w", name, err))
 	}
 	if err := layout.Validate(); err != nil {
-		return layout, UsageError(fmt.Errorf("%s: %w", name, err))
+		return layout, InputError(fmt.Errorf("%s: %w", name, err))
 	}
 	return layout, nil
 }

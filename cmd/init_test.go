@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -469,7 +470,8 @@ container  tool_calls      /tool_date     7776000   create
 }
 
 // TestInitInvalidDefinitionsSendNothing: validation happens before any
-// request, and an invalid file is a usage error (exit 2).
+// request, and an invalid file exits 2 without the hint about flags; a
+// file that cannot be read is a usage error (the flag names it).
 func TestInitInvalidDefinitionsSendNothing(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "layout.json")
 	if err := os.WriteFile(file, []byte(`{"containers":[{"id":"runs","partitionKey":{"paths":["/run_id"]},"defaultTtl":0,
@@ -484,8 +486,7 @@ func TestInitInvalidDefinitionsSendNothing(t *testing.T) {
 		t.Errorf("exit %d, want 2", code)
 	}
 	want := "bifrost-migrate: " + file + ": invalid container definitions:\n" +
-		`  container "runs": defaultTtl 0: must be absent (no expiry), -1 (expiry per item) or 1..2147483647 seconds` + "\n" +
-		"Run 'bifrost-migrate --help' for usage.\n"
+		`  container "runs": defaultTtl 0: must be absent (no expiry), -1 (expiry per item) or 1..2147483647 seconds` + "\n"
 	if errOut.String() != want || out.Len() != 0 {
 		t.Errorf("stdout %q\nstderr:\n%s\nwant:\n%s", out, errOut, want)
 	}
@@ -495,7 +496,111 @@ func TestInitInvalidDefinitionsSendNothing(t *testing.T) {
 
 	f, _, errOut = newTestFactory(nil)
 	if code := Execute(context.Background(), f, []string{"init", "--containers", filepath.Join(t.TempDir(), "missing.json")}); code != ExitUsage ||
-		!strings.Contains(errOut.String(), "missing.json: no such file or directory") {
+		!strings.HasSuffix(errOut.String(), "missing.json: no such file or directory\nRun 'bifrost-migrate --help' for usage.\n") {
 		t.Errorf("missing file: exit %d\n%s", code, errOut)
 	}
+}
+
+// TestInitRefusesIndexPathsTheServiceRefuses: each form of index path
+// that Cosmos DB refuses, in an otherwise valid definition, makes init
+// exit 2 with the rule named (the exact message, no hint about flags)
+// before any request: the emulator has no database afterwards.
+func TestInitRefusesIndexPathsTheServiceRefuses(t *testing.T) {
+	const wildcard = `has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`
+	for _, tc := range []struct {
+		name     string
+		included string // included paths, JSON
+		excluded string
+		want     string
+	}{
+		{"no leading slash", `"/*"`, `"result/*"`,
+			`indexingPolicy.excludedPaths: path "result/*" must start with "/"`},
+		{"no wildcard at the end", `"/*", "/status"`, `"/result/*"`,
+			`indexingPolicy.includedPaths: path "/status" must end in "/?" (the value at the path) or "/*" (everything below it)`},
+		{"* in the middle", `"/*"`, `"/agents/*/result/*"`, `indexingPolicy.excludedPaths: path "/agents/*/result/*" ` + wildcard},
+		{"? in the middle", `"/*"`, `"/agents/?/result/*"`, `indexingPolicy.excludedPaths: path "/agents/?/result/*" ` + wildcard},
+		{"array as [*]", `"/*"`, `"/agents/[*]/result/*"`, `indexingPolicy.excludedPaths: path "/agents/[*]/result/*" ` + wildcard},
+		{"array element by position", `"/*"`, `"/agents/[0]/result/*"`,
+			`indexingPolicy.excludedPaths: path "/agents/[0]/result/*" has the segment "[0]": the elements of an array are addressed all at once as "[]"`},
+		{"both included and excluded", `"/*", "/status/?"`, `"/status/?"`,
+			`indexingPolicy: path "/status/?" is in both includedPaths and excludedPaths: a path is either indexed or not`},
+		{"no root path", `"/status/?"`, `"/result/*"`,
+			`indexingPolicy: the root path "/*" must be in includedPaths or excludedPaths`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newInitEnv(t)
+			file := filepath.Join(t.TempDir(), "layout.json")
+			paths := func(list string) string {
+				return "[" + regexp.MustCompile(`"[^"]*"`).ReplaceAllString(list, `{"path":$0}`) + "]"
+			}
+			layout := `{"containers":[{"id":"runs","partitionKey":{"paths":["/run_id"]},"indexingPolicy":{` +
+				`"includedPaths":` + paths(tc.included) + `,"excludedPaths":` + paths(tc.excluded) + `}}]}`
+			if err := os.WriteFile(file, []byte(layout), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := e.run("--containers", file)
+			want := "bifrost-migrate: " + file + ": invalid container definitions:\n  container \"runs\": " + tc.want + "\n"
+			if code != ExitUsage || out != "" || errOut != want {
+				t.Errorf("exit %d, stdout %q\nstderr:\n%s\nwant exit 2 and:\n%s", code, out, errOut, want)
+			}
+			if r := e.rec.Requests(); len(r) != 0 {
+				t.Errorf("requests sent: %v", r)
+			}
+			if databaseExists(t, e.db) {
+				t.Errorf("database %s exists after a refused init", e.db)
+			}
+		})
+	}
+}
+
+// TestInitAgentPlatformState: an agent platform's definitions as first
+// written (init/testdata) exit 2 with every problem named and no hint
+// about flags, and send nothing; the same layout with the root path added
+// and the mid-path wildcards rewritten as "[]" (init/examples) is created
+// as defined, and a second init changes nothing.
+func TestInitAgentPlatformState(t *testing.T) {
+	e := newInitEnv(t)
+	refused := filepath.Join("..", "init", "testdata", "agent-platform-state.json")
+	code, out, errOut := e.run("--containers", refused)
+	const wildcard = `has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`
+	want := "bifrost-migrate: " + refused + ": invalid container definitions:\n" +
+		`  container "agent_runs": indexingPolicy.excludedPaths: path "/agents/*/result/*" ` + wildcard + "\n" +
+		`  container "agent_runs": indexingPolicy: the root path "/*" must be in includedPaths or excludedPaths` + "\n" +
+		`  container "agent_state": indexingPolicy.excludedPaths: path "/checkpoints/*/state/*" ` + wildcard + "\n"
+	if code != ExitUsage || out != "" || errOut != want {
+		t.Errorf("refused file: exit %d, stdout %q\nstderr:\n%s\nwant exit 2 and:\n%s", code, out, errOut, want)
+	}
+	if strings.Contains(errOut, "--help") {
+		t.Errorf("refused file: the error hints at flags: %q", errOut)
+	}
+	if r := e.rec.Requests(); len(r) != 0 {
+		t.Errorf("refused file: requests sent: %v", r)
+	}
+	if databaseExists(t, e.db) {
+		t.Fatalf("database %s exists after a refused init", e.db)
+	}
+
+	file := filepath.Join("..", "init", "examples", "agent-platform-state.json")
+	code, out, errOut = e.run("--containers", file, "--quiet")
+	wantOut := e.expand(`RESOURCE   NAME            PARTITION KEY  TTL      ACTION
+database   dbXXXXXXXXXXXX  -              -        create
+container  agent_runs      /workspace_id  2592000  create
+container  agent_state     /agent_id      off      create
+3 change(s) applied
+`)
+	if code != 0 || out != wantOut {
+		t.Fatalf("init: exit %d\n%s%s\nwant:\n%s", code, out, errOut, wantOut)
+	}
+	assertMatchesDefinitions(t, e.db, file)
+	got := readContainer(t, e.db, "agent_runs").IndexingPolicy.ExcludedPaths
+	if !slices.ContainsFunc(got, func(p azcosmos.ExcludedPath) bool { return p.Path == "/agents/[]/result/*" }) {
+		t.Errorf("agent_runs excluded paths %v, want /agents/[]/result/* among them", got)
+	}
+
+	e.rec.Reset()
+	code, out, _ = e.run("--containers", file, "--quiet")
+	if code != 0 || !strings.HasSuffix(out, "\nno changes\n") {
+		t.Errorf("second init: exit %d\n%s", code, out)
+	}
+	e.assertNoWrites()
 }

@@ -436,7 +436,8 @@ func errorMessage(f *Factory, err error, code int) (msg, raw string) {
 // command with exit status code: lines scrubbed of every secret of the
 // settings, the last one the error's sentence (errorMessage); with
 // --verbose the error's own text, the service's answer included, comes
-// on the line before it.
+// on the line before it. A usage error ends with the hint about --help,
+// unless it is bad input in a file (InputError).
 func errorText(f *Factory, err error, code int) string {
 	var b strings.Builder
 	msg, raw := errorMessage(f, err, code)
@@ -444,7 +445,7 @@ func errorText(f *Factory, err error, code int) string {
 		fmt.Fprintf(&b, "bifrost-migrate: (--verbose) %s\n", strings.TrimRight(raw, "\n"))
 	}
 	fmt.Fprintf(&b, "bifrost-migrate: %s\n", msg)
-	if code == ExitUsage {
+	if code == ExitUsage && !isInputError(err) {
 		fmt.Fprintln(&b, "Run 'bifrost-migrate --help' for usage.")
 	}
 	return b.String()

@@ -139,6 +139,7 @@ func TestExitCodeMapping(t *testing.T) {
 		{PartialError(context.Canceled), true, 3},
 		{ConflictError(nil), false, 4},
 		{UsageError(nil), false, 2},
+		{InputError(errBoom), false, 2},
 		{errBoom, false, 1},
 	} {
 		if got := exitCode(tc.err, tc.interrupted); got != tc.want {

@@ -98,8 +98,10 @@ var (
 
 // Validate checks the layout as the service would, before any request
 // (SPEC §4): the root path "/*" included or excluded; every path starting
-// with "/" and ending in "/?" or "/*"; composite indexes of at least two
-// plain property paths, ascending or descending; defaultTtl absent, -1 or
+// with "/" and ending in "/?" or "/*", with no wildcard before its last
+// segment and array elements as "[]" (indexPathProblem); no path both
+// included and excluded; composite indexes of at least two property paths
+// without wildcards, ascending or descending; defaultTtl absent, -1 or
 // 1..2147483647; plus ids, partition keys, throughput and blob container
 // names. It returns a *ValidationError, or nil.
 func (l Layout) Validate() error {
@@ -171,9 +173,15 @@ func (c Container) validate(name string) []string {
 		add("throughput %d: manual throughput must be at least 400 RU/s, in steps of 100", *t)
 	}
 
-	ip := c.IndexingPolicy
-	mode := strings.ToLower(ip.IndexingMode)
-	switch mode {
+	return append(p, c.IndexingPolicy.validate(name)...)
+}
+
+// validate checks an indexing policy as the service would (SPEC §4),
+// naming the container (name), the path and the rule broken.
+func (ip IndexingPolicy) validate(name string) []string {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, name+": "+fmt.Sprintf(format, args...)) }
+	switch strings.ToLower(ip.IndexingMode) {
 	case "", "consistent":
 	case "none":
 		if ip.Automatic == nil || *ip.Automatic || len(ip.IncludedPaths)+len(ip.ExcludedPaths)+len(ip.CompositeIndexes) > 0 {
@@ -184,6 +192,10 @@ func (c Container) validate(name string) []string {
 		add("indexingPolicy.indexingMode %q must be consistent or none", ip.IndexingMode)
 	}
 	root := false
+	included := map[string]bool{}
+	for _, path := range ip.IncludedPaths {
+		included[path.Path] = true
+	}
 	for _, set := range []struct {
 		field string
 		paths []Path
@@ -192,8 +204,11 @@ func (c Container) validate(name string) []string {
 			if path.Path == "/*" {
 				root = true
 			}
-			if !indexPath(path.Path) {
-				add("indexingPolicy.%s: path %q must start with \"/\" and end in \"/?\" or \"/*\"", set.field, path.Path)
+			if why := indexPathProblem(path.Path); why != "" {
+				add("indexingPolicy.%s: path %q %s", set.field, path.Path, why)
+			}
+			if set.field == "excludedPaths" && included[path.Path] {
+				add("indexingPolicy: path %q is in both includedPaths and excludedPaths: a path is either indexed or not", path.Path)
 			}
 		}
 	}
@@ -205,8 +220,8 @@ func (c Container) validate(name string) []string {
 			add("indexingPolicy.compositeIndexes[%d]: a composite index needs at least 2 paths, it has %d", i, len(ci))
 		}
 		for _, cp := range ci {
-			if !plainPath(cp.Path) {
-				add("indexingPolicy.compositeIndexes[%d]: path %q must be a plain property path such as \"/workspace_id\" (no \"/?\" or \"/*\")", i, cp.Path)
+			if !compositePath(cp.Path) {
+				add("indexingPolicy.compositeIndexes[%d]: path %q must be a property path without wildcards such as \"/workspace_id\" (no \"/?\" or \"/*\"; array elements as \"[]\")", i, cp.Path)
 			}
 			switch strings.ToLower(cp.Order) {
 			case "", "ascending", "descending":
@@ -218,10 +233,89 @@ func (c Container) validate(name string) []string {
 	return p
 }
 
-// indexPath reports whether s is an included/excluded path: it starts with
-// "/" and ends in "/?" or "/*" ("/*" itself is the root path).
-func indexPath(s string) bool {
-	return strings.HasPrefix(s, "/") && (strings.HasSuffix(s, "/?") || strings.HasSuffix(s, "/*"))
+// indexPathProblem says why the service would refuse s as an included or
+// excluded path, or returns "" when it would accept it. The rules are
+// those of Cosmos DB's indexing policy documentation: a path starts with
+// "/"; it ends in "/?" (the scalar value at that path) or "/*" (everything
+// below it), and "/*" alone is the root; a wildcard is never a segment
+// before the last; the elements of an array are addressed all at once as
+// "[]" (a position such as "[1]" only inside a tuple path,
+// "/events/[]/{name, category}/?"); a name in double quotes is taken as
+// it is ("/\"_etag\"/?").
+func indexPathProblem(s string) string {
+	if !strings.HasPrefix(s, "/") {
+		return `must start with "/"`
+	}
+	segs, ok := splitPath(s[1:])
+	if !ok {
+		return `has an unclosed '"' or '{'`
+	}
+	last := len(segs) - 1
+	tuple := last > 0 && strings.HasPrefix(segs[last-1], "{")
+	for _, seg := range segs[:last] {
+		switch {
+		case seg == "":
+			return `has an empty segment ("//")`
+		case strings.HasPrefix(seg, `"`) || strings.HasPrefix(seg, "{"):
+			// A quoted name or a tuple: taken as written.
+		case strings.ContainsAny(seg, "*?"):
+			return `has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`
+		case strings.HasPrefix(seg, "[") && seg != "[]" && !(tuple && arrayPosition(seg)):
+			return fmt.Sprintf(`has the segment %q: the elements of an array are addressed all at once as "[]"`, seg)
+		}
+	}
+	if segs[last] != "?" && segs[last] != "*" {
+		return `must end in "/?" (the value at the path) or "/*" (everything below it)`
+	}
+	return ""
+}
+
+// splitPath splits a path (without its leading "/") at every "/" outside
+// double quotes and braces; ok is false when a quote or brace is left
+// open.
+func splitPath(s string) (segs []string, ok bool) {
+	quoted, depth, start := false, 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '{':
+			depth++
+		case c == '}' && depth > 0:
+			depth--
+		case c == '/' && depth == 0:
+			segs = append(segs, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(segs, s[start:]), !quoted && depth == 0
+}
+
+// arrayPosition reports whether seg is one array element such as "[1]".
+func arrayPosition(seg string) bool {
+	digits := strings.TrimSuffix(strings.TrimPrefix(seg, "["), "]")
+	return len(seg) == len(digits)+2 && digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+// compositePath reports whether s can be a path of a composite index: a
+// property path such as "/workspace_id" or "/a/b" with no wildcard ("*",
+// "?"); array elements ("/children/[]/age") are allowed, as the service
+// allows them.
+func compositePath(s string) bool {
+	if !strings.HasPrefix(s, "/") {
+		return false
+	}
+	segs, ok := splitPath(s[1:])
+	if !ok {
+		return false
+	}
+	for _, seg := range segs {
+		if seg == "" || !strings.HasPrefix(seg, `"`) && (strings.ContainsAny(seg, "*?{") || strings.HasPrefix(seg, "[") && seg != "[]") {
+			return false
+		}
+	}
+	return true
 }
 
 // plainPath reports whether s is a property path such as "/workspace_id"

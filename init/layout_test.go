@@ -95,6 +95,53 @@ func TestAgentPlatformExample(t *testing.T) {
 	}
 }
 
+func parseFile(t *testing.T, path string) Layout {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestAgentPlatformStateRewrite: an agent platform's definitions as first
+// written (testdata/) are refused, each problem named; the example
+// (examples/) is the same layout with the root path "/*" added and the
+// mid-path wildcards rewritten as array elements "[]", and is accepted.
+func TestAgentPlatformStateRewrite(t *testing.T) {
+	original := parseFile(t, "testdata/agent-platform-state.json")
+	err := original.Validate()
+	ve, ok := err.(*ValidationError)
+	if !ok {
+		t.Fatalf("Validate() = %v, want a *ValidationError", err)
+	}
+	want := []string{
+		`container "agent_runs": indexingPolicy.excludedPaths: path "/agents/*/result/*" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`,
+		`container "agent_runs": indexingPolicy: the root path "/*" must be in includedPaths or excludedPaths`,
+		`container "agent_state": indexingPolicy.excludedPaths: path "/checkpoints/*/state/*" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`,
+	}
+	if !slices.Equal(ve.Problems, want) {
+		t.Errorf("problems:\n%s\nwant\n%s", strings.Join(ve.Problems, "\n"), strings.Join(want, "\n"))
+	}
+
+	example := parseFile(t, "examples/agent-platform-state.json")
+	if err := example.Validate(); err != nil {
+		t.Fatalf("example is invalid: %v", err)
+	}
+	rewritten := parseFile(t, "testdata/agent-platform-state.json")
+	runs, state := &rewritten.Containers[0].IndexingPolicy, &rewritten.Containers[1].IndexingPolicy
+	runs.ExcludedPaths = append([]Path{{"/*"}}, runs.ExcludedPaths...)
+	runs.ExcludedPaths[1].Path = "/agents/[]/result/*"
+	state.ExcludedPaths[0].Path = "/checkpoints/[]/state/*"
+	if !reflect.DeepEqual(example, rewritten) {
+		t.Errorf("the example is not the original with only the root path added and the wildcards rewritten:\n%+v\nwant\n%+v", example, rewritten)
+	}
+}
+
 // validExecutions returns a valid definition to break one rule at a time.
 func validContainer() Container {
 	return Container{
@@ -122,16 +169,12 @@ func TestValidateRules(t *testing.T) {
 	}{
 		{"missing root path", func(c *Container) { c.IndexingPolicy.ExcludedPaths = []Path{{"/result/*"}} },
 			`container "executions": indexingPolicy: the root path "/*" must be in includedPaths or excludedPaths`},
-		{"bad path suffix", func(c *Container) { c.IndexingPolicy.IncludedPaths[0].Path = "/status" },
-			`container "executions": indexingPolicy.includedPaths: path "/status" must start with "/" and end in "/?" or "/*"`},
-		{"path without leading slash", func(c *Container) {
-			c.IndexingPolicy.ExcludedPaths = append(c.IndexingPolicy.ExcludedPaths, Path{"result/*"})
-		},
-			`container "executions": indexingPolicy.excludedPaths: path "result/*" must start with "/" and end in "/?" or "/*"`},
 		{"composite index with one path", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0] = c.IndexingPolicy.CompositeIndexes[0][:1] },
 			`container "executions": indexingPolicy.compositeIndexes[0]: a composite index needs at least 2 paths, it has 1`},
 		{"composite index with a wildcard path", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0][1].Path = "/startedAt/?" },
-			`container "executions": indexingPolicy.compositeIndexes[0]: path "/startedAt/?" must be a plain property path such as "/workspace_id" (no "/?" or "/*")`},
+			`container "executions": indexingPolicy.compositeIndexes[0]: path "/startedAt/?" must be a property path without wildcards such as "/workspace_id" (no "/?" or "/*"; array elements as "[]")`},
+		{"composite index with a subtree path", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0][0].Path = "/result/*" },
+			`container "executions": indexingPolicy.compositeIndexes[0]: path "/result/*" must be a property path without wildcards such as "/workspace_id" (no "/?" or "/*"; array elements as "[]")`},
 		{"composite index with a bad order", func(c *Container) { c.IndexingPolicy.CompositeIndexes[0][1].Order = "desc" },
 			`container "executions": indexingPolicy.compositeIndexes[0]: path "/startedAt" has order "desc", it must be ascending or descending`},
 		{"TTL 0", func(c *Container) { c.DefaultTTL = ptr[int64](0) },
@@ -164,6 +207,95 @@ func TestValidateRules(t *testing.T) {
 				t.Errorf("Error() = %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestValidateRefusesIndexPathsTheServiceRefuses has one case per form of
+// included or excluded path that Cosmos DB refuses, each added to a valid
+// definition, with the exact message: the container, the path and the
+// rule.
+func TestValidateRefusesIndexPathsTheServiceRefuses(t *testing.T) {
+	const (
+		inc = "includedPaths"
+		exc = "excludedPaths"
+	)
+	for _, tc := range []struct {
+		name, field, path, want string
+	}{
+		{"no leading slash", exc, "result/*",
+			`container "executions": indexingPolicy.excludedPaths: path "result/*" must start with "/"`},
+		{"no wildcard at the end", inc, "/status",
+			`container "executions": indexingPolicy.includedPaths: path "/status" must end in "/?" (the value at the path) or "/*" (everything below it)`},
+		{"wildcard glued to a name at the end", inc, "/status*",
+			`container "executions": indexingPolicy.includedPaths: path "/status*" must end in "/?" (the value at the path) or "/*" (everything below it)`},
+		{"trailing slash", inc, "/status/",
+			`container "executions": indexingPolicy.includedPaths: path "/status/" must end in "/?" (the value at the path) or "/*" (everything below it)`},
+		{"* in the middle", exc, "/agents/*/result/*",
+			`container "executions": indexingPolicy.excludedPaths: path "/agents/*/result/*" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`},
+		{"? in the middle", inc, "/agents/?/name/?",
+			`container "executions": indexingPolicy.includedPaths: path "/agents/?/name/?" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`},
+		{"wildcard inside a name in the middle", exc, "/agent*/result/*",
+			`container "executions": indexingPolicy.excludedPaths: path "/agent*/result/*" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`},
+		{"array wildcard [*]", exc, "/tags/[*]/?",
+			`container "executions": indexingPolicy.excludedPaths: path "/tags/[*]/?" has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`},
+		{"array position outside a tuple", inc, "/tags/[0]/?",
+			`container "executions": indexingPolicy.includedPaths: path "/tags/[0]/?" has the segment "[0]": the elements of an array are addressed all at once as "[]"`},
+		{"empty segment", inc, "/a//b/?",
+			`container "executions": indexingPolicy.includedPaths: path "/a//b/?" has an empty segment ("//")`},
+		{"unclosed quote", exc, `/"path-abc/?`,
+			`container "executions": indexingPolicy.excludedPaths: path "/\"path-abc/?" has an unclosed '"' or '{'`},
+		{"both included and excluded", exc, "/status/*",
+			`container "executions": indexingPolicy: path "/status/*" is in both includedPaths and excludedPaths: a path is either indexed or not`},
+		{"the root both included and excluded", inc, "/*",
+			`container "executions": indexingPolicy: path "/*" is in both includedPaths and excludedPaths: a path is either indexed or not`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validContainer()
+			if tc.field == inc {
+				c.IndexingPolicy.IncludedPaths = append(c.IndexingPolicy.IncludedPaths, Path{tc.path})
+			} else {
+				c.IndexingPolicy.ExcludedPaths = append(c.IndexingPolicy.ExcludedPaths, Path{tc.path})
+			}
+			err := Layout{Containers: []Container{c}}.Validate()
+			ve, ok := err.(*ValidationError)
+			if !ok {
+				t.Fatalf("Validate() = %v, want a *ValidationError", err)
+			}
+			if !slices.Equal(ve.Problems, []string{tc.want}) {
+				t.Errorf("problems:\n%q\nwant\n%q", ve.Problems, tc.want)
+			}
+		})
+	}
+}
+
+// TestValidateAcceptsIndexPathsTheServiceAccepts: the forms of Cosmos DB's
+// indexing policy documentation, which the rules above must not refuse.
+func TestValidateAcceptsIndexPathsTheServiceAccepts(t *testing.T) {
+	for _, path := range []string{
+		"/headquarters/employees/?",
+		"/locations/[]/country/?",
+		"/agents/[]/result/*",
+		"/headquarters/*",
+		`/"_etag"/?`,
+		`/"path-abc"/?`,
+		`/"a/b*"/?`,
+		"/events/[]/{name, category}/?",
+		"/events/[]/{name/first, name/last}/?",
+		"/city/[1]/events/[]/{name, category}/?",
+	} {
+		t.Run(path, func(t *testing.T) {
+			c := validContainer()
+			c.IndexingPolicy.IncludedPaths = append(c.IndexingPolicy.IncludedPaths, Path{path})
+			if err := (Layout{Containers: []Container{c}}).Validate(); err != nil {
+				t.Errorf("Validate() = %v, want nil", err)
+			}
+		})
+	}
+	c := validContainer()
+	c.IndexingPolicy.CompositeIndexes = append(c.IndexingPolicy.CompositeIndexes,
+		[]CompositePath{{Path: "/familyname"}, {Path: "/children/[]/age", Order: "descending"}})
+	if err := (Layout{Containers: []Container{c}}).Validate(); err != nil {
+		t.Errorf("composite index over an array: Validate() = %v, want nil", err)
 	}
 }
 
