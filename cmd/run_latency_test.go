@@ -53,10 +53,22 @@ func latencyProxy(t *testing.T, cfg faultproxy.Config) *faultproxy.Proxy {
 // tableEndpoint matches the TableEndpoint of a connection string.
 var tableEndpoint = regexp.MustCompile(`TableEndpoint=([^;]+)`)
 
+// far are the proxies between a process and the accounts.
+type far struct {
+	tables, cosmos *faultproxy.Proxy
+}
+
+// setLatency sets the latency both proxies add, with a tenth of it as
+// jitter.
+func (f far) setLatency(latency time.Duration) {
+	f.tables.SetLatency(latency, latency/10)
+	f.cosmos.SetLatency(latency, latency/10)
+}
+
 // farEnv is the environment of a process whose Table and Cosmos DB
 // requests go through proxies adding latency, the Cosmos DB one an
-// account of latencyBudget RU/s. It returns the Cosmos DB proxy.
-func (s *resSource) farEnv(t *testing.T, latency time.Duration) (map[string]string, *faultproxy.Proxy) {
+// account of latencyBudget RU/s with a change feed.
+func (s *resSource) farEnv(t *testing.T, latency time.Duration) (map[string]string, far) {
 	t.Helper()
 	conn := testenv.StorageConnection(t)
 	m := tableEndpoint.FindStringSubmatch(conn)
@@ -73,10 +85,10 @@ func (s *resSource) farEnv(t *testing.T, latency time.Duration) (map[string]stri
 	cosmos := latencyProxy(t, faultproxy.Config{Target: s.cosmos.Endpoint, Latency: latency, Jitter: jitter,
 		Budget: &faultproxy.Budget{RUPerSecond: latencyBudget}, ChangeFeed: &faultproxy.ChangeFeed{Ranges: 2}})
 	env := s.env(cosmos.URL())
-	far, _ := url.Parse(tables.URL())
-	ep.Host = far.Host
+	front, _ := url.Parse(tables.URL())
+	ep.Host = front.Host
 	env["BIFROST_TABLES_CONNECTION"] = tableEndpoint.ReplaceAllLiteralString(conn, "TableEndpoint="+ep.String())
-	return env, cosmos
+	return env, far{tables: tables, cosmos: cosmos}
 }
 
 // TestRunAtLatency runs plain `run` (no flag) at 80 and 150 ms added to
@@ -100,7 +112,8 @@ func TestRunAtLatency(t *testing.T) {
 		want    float64 // share of the budget
 	}{{80 * time.Millisecond, 0.9}, {150 * time.Millisecond, 0.85}} {
 		t.Run(tc.latency.String(), func(t *testing.T) {
-			env, p := s.farEnv(t, tc.latency)
+			env, f := s.farEnv(t, tc.latency)
+			p := f.cosmos
 			db := s.newDatabase()
 			code, stdout, stderr := resExecute(env, nil, s.runArgs(db, 0, filepath.Join(t.TempDir(), "state"), flags...)...)
 			if code != cmd.ExitOK {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,7 +39,8 @@ func TestWindowAtLatency(t *testing.T) {
 	if code, _, stderr := resExecute(s.env(""), nil, s.runArgs(db, 0, state)...); code != cmd.ExitOK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
-	env, p := s.farEnv(t, 80*time.Millisecond)
+	env, f := s.farEnv(t, 80*time.Millisecond)
+	p := f.cosmos
 	window := func(name string, since string, extra ...string) (stdout string, share float64) {
 		t.Helper()
 		began := time.Now()
@@ -58,6 +60,11 @@ func TestWindowAtLatency(t *testing.T) {
 		share = ru / last.Sub(first).Seconds() / latencyBudget
 		t.Logf("%s %v of %d changes at 80 ms on an account of %d RU/s: %.0f RU in %.1f s, %d of %d requests throttled; %.2f of the budget",
 			name, flags, n, latencyBudget, ru, last.Sub(first).Seconds(), throttled, attempts, share)
+		var sum struct {
+			RU json.RawMessage `json:"ru"`
+		}
+		lastLine(t, stdout, &sum)
+		t.Logf("%s: %s", name, sum.RU)
 		return stdout, share
 	}
 
@@ -77,10 +84,10 @@ func TestWindowAtLatency(t *testing.T) {
 
 	// reverse: the application changes every execution doc in Cosmos DB,
 	// through the proxy (whose change feed reverse reads), at no latency.
-	p.SetLatency(0, 0)
+	f.setLatency(0)
 	since = time.Now().UTC().Add(-time.Second).Format(time.RFC3339Nano)
 	s.changeExecutionDocs(t, p.URL(), db)
-	p.SetLatency(80*time.Millisecond, 8*time.Millisecond)
+	f.setLatency(80 * time.Millisecond)
 	stdout, share = window("reverse", since)
 	var vs migrate.ReverseSummary
 	lastLine(t, stdout, &vs)
@@ -169,7 +176,7 @@ func (s *resSource) changeExecutionDocs(t *testing.T, endpoint, db string) {
 	}
 	parallel(t, len(docs), func(i int) error {
 		d := docs[i]
-		d["inputData"] = map[string]any{"changed": "after the cutover"}
+		d["inputData"] = map[string]any{"changed": "after the cutover", "attachment": bigInput}
 		for _, k := range []string{"_rid", "_self", "_etag", "_attachments", "_ts"} {
 			delete(d, k)
 		}
@@ -181,6 +188,14 @@ func (s *resSource) changeExecutionDocs(t *testing.T, endpoint, db string) {
 		return err
 	})
 }
+
+// bigInput is the input the application gives the executions it changes
+// for reverse: 24 KB, so that a write costs about 125 RU in the simulated
+// account. Reverse sends about ten Table requests per execution (its row
+// and index rows, each read before it is written with its ETag), and
+// Azurite on a 2-core machine serves a few hundred a second: with small
+// docs the emulator, not the budget nor the latency, would bound the test.
+var bigInput = strings.Repeat("0123456789abcdef", 24<<10/16)
 
 // parallel runs fn(0..n-1), 64 at a time, and fails t on the first error.
 func parallel(t *testing.T, n int, fn func(i int) error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -198,5 +199,35 @@ func TestAnswerOf(t *testing.T) {
 		if got := answerOf(tc.err); got != tc.want {
 			t.Errorf("answerOf(%v) = %d, want %d", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestKeyedLocks: one key is held by one caller at a time, other keys do
+// not wait, and a lock nobody uses is dropped.
+func TestKeyedLocks(t *testing.T) {
+	var k keyedLocks
+	unlockA := k.lock("a")
+	got := make(chan string, 2)
+	go func() {
+		unlock := k.lock("a")
+		got <- "a again"
+		unlock()
+	}()
+	unlockB := k.lock("b") // not held up by a
+	got <- "b"
+	unlockB()
+	if first := <-got; first != "b" {
+		t.Fatalf("%s before b: a second lock of a did not wait", first)
+	}
+	unlockA()
+	if second := <-got; second != "a again" {
+		t.Fatalf("got %s", second)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for len(k.locks) != 0 {
+		k.mu.Unlock()
+		runtime.Gosched()
+		k.mu.Lock()
 	}
 }

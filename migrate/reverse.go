@@ -3,8 +3,6 @@ package migrate
 import (
 	"context"
 	"encoding/json"
-	"hash/fnv"
-	"io"
 	"sync"
 	"time"
 )
@@ -180,9 +178,9 @@ type reverser struct {
 	// written holds the ETag of each row this reverse wrote (rowID → the
 	// ETag the write returned); see ours.
 	written sync.Map
-	// docLocks serialize the docs of one stripe: a doc the change feed
+	// docLocks serialize the copies of one doc: a doc the change feed
 	// sends twice is applied once at a time.
-	docLocks [64]sync.Mutex
+	docLocks keyedLocks
 }
 
 // prepare lists the blob container once in a dry run, whose blob
@@ -225,15 +223,49 @@ func (r *reverser) pass(ctx context.Context, c string) error {
 	})
 }
 
-// applyLocked applies one doc holding the lock of its stripe, so that two
-// copies of a doc are never applied at once.
+// applyLocked applies one doc holding its lock, so that two copies of a
+// doc are never applied at once (and different docs never wait for each
+// other).
 func (r *reverser) applyLocked(ctx context.Context, it *reverseItem) error {
-	h := fnv.New32a()
-	_, _ = io.WriteString(h, it.info.scope+"\x00"+it.info.id)
-	lock := &r.docLocks[h.Sum32()%uint32(len(r.docLocks))]
-	lock.Lock()
-	defer lock.Unlock()
+	unlock := r.docLocks.lock(it.container + "\x00" + it.info.scope + "\x00" + it.info.id)
+	defer unlock()
 	return r.apply(ctx, it)
+}
+
+// keyedLocks are mutexes by key, made on first use and dropped when
+// nobody holds or waits for them. The zero value is ready to use.
+type keyedLocks struct {
+	mu    sync.Mutex
+	locks map[string]*keyedLock
+}
+
+type keyedLock struct {
+	sync.Mutex
+	users int // holders and waiters
+}
+
+// lock locks key and returns its unlock.
+func (k *keyedLocks) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyedLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.locks[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
 }
 
 // docInfo is what reverse reads of a doc for its own bookkeeping.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -172,21 +174,55 @@ func (r *reverser) writeRows(ctx context.Context, out transform.ReverseOutcome, 
 		res.deadLetter = reason
 		return ts, false, err
 	}
-	for _, ix := range out.Index {
-		cur, err := r.lookup(ctx, transform.RowRef{Table: ix.Table, PartitionKey: ix.PartitionKey, RowKey: ix.RowKey})
-		if err != nil {
-			return ts, false, err
-		}
-		if _, again, err := r.put(ctx, ix, cur, true, res); again || err != nil || res.deadLetter != "" {
-			return ts, again, err
-		}
-	}
-	for _, d := range out.Delete {
-		if again, err := r.remove(ctx, d, res); again || err != nil || res.deadLetter != "" {
-			return ts, again, err
-		}
+	if again, err := r.sideRows(ctx, out, res); again || err != nil || res.deadLetter != "" {
+		return ts, again, err
 	}
 	return r.put(ctx, out.Row, current, false, res)
+}
+
+// sideRowsAtOnce bounds the index rows of one doc written or deleted at
+// the same time.
+const sideRowsAtOnce = 4
+
+// sideRows writes out's index rows and deletes its stale ones, each
+// looked up and written with the ETag just read. They do not depend on
+// each other (only the doc's own row must come after them), so they go at
+// the same time: a doc far from the tables takes a few round trips, not
+// one per row. Each reports into a result of its own, merged into res in
+// their order.
+func (r *reverser) sideRows(ctx context.Context, out transform.ReverseOutcome, res *revResult) (again bool, err error) {
+	n := len(out.Index) + len(out.Delete)
+	parts := make([]revResult, n)
+	agains := make([]bool, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(sideRowsAtOnce)
+	for i, ix := range out.Index {
+		g.Go(func() (err error) {
+			cur, err := r.lookup(gctx, transform.RowRef{Table: ix.Table, PartitionKey: ix.PartitionKey, RowKey: ix.RowKey})
+			if err == nil {
+				_, agains[i], err = r.put(gctx, ix, cur, true, &parts[i])
+			}
+			return err
+		})
+	}
+	for j, d := range out.Delete {
+		i := len(out.Index) + j
+		g.Go(func() (err error) {
+			agains[i], err = r.remove(gctx, d, &parts[i])
+			return err
+		})
+	}
+	err = g.Wait()
+	for i, p := range parts {
+		again = again || agains[i]
+		res.wrote = res.wrote || p.wrote
+		res.counts.Add(p.counts)
+		res.plan = append(res.plan, p.plan...)
+		if res.deadLetter == "" {
+			res.deadLetter = p.deadLetter
+		}
+	}
+	return again, err
 }
 
 // recordSync records the sync on the doc (its _migration: the row's keys,
