@@ -99,7 +99,7 @@ func (r *TableReader) ReadPage(ctx context.Context, table string, q store.Query,
 	var raws []json.RawMessage
 	var next store.Cursor
 	if pointRead(q) {
-		raw, found, err := r.get(ctx, table, *q.Key, q.Select)
+		raw, found, err := r.getRow(ctx, table, *q.Key, q.Select)
 		if err != nil || !found {
 			return store.Page{}, err
 		}
@@ -166,11 +166,6 @@ func (r *TableReader) fail(table string, err error) error {
 }
 
 func (r *TableReader) query(ctx context.Context, table string, q store.Query, from store.Cursor) ([]byte, store.Cursor, error) {
-	u := r.endpoint + "/" + url.PathEscape(table) + "()"
-	req, err := runtime.NewRequest(ctx, http.MethodGet, u)
-	if err != nil {
-		return nil, store.Cursor{}, fmt.Errorf("table %s: %w", table, err)
-	}
 	v := url.Values{}
 	top := q.Top
 	if top <= 0 || top > store.PageSize {
@@ -189,17 +184,9 @@ func (r *TableReader) query(ctx context.Context, table string, q store.Query, fr
 	if from.NextRowKey != "" {
 		v.Set("NextRowKey", from.NextRowKey)
 	}
-	raw := v.Encode()
-	if r.account.SAS != "" {
-		raw += "&" + r.account.SAS
-	}
-	req.Raw().URL.RawQuery = raw
-	req.Raw().Header.Set("Accept", "application/json;odata=minimalmetadata")
-	req.Raw().Header.Set("DataServiceVersion", "3.0")
-	req.Raw().Header.Set("MaxDataServiceVersion", "3.0;NetFx")
-	resp, err := r.pl.Do(req)
+	resp, err := r.get(ctx, table, r.endpoint+"/"+url.PathEscape(table)+"()", v)
 	if err != nil {
-		return nil, store.Cursor{}, r.fail(table, ScrubError(err))
+		return nil, store.Cursor{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -224,29 +211,40 @@ func pointRead(q store.Query) bool {
 		q.Since.IsZero() && q.From == nil && q.To == nil && q.After == nil
 }
 
-// get reads the row of table at key (Get Entity); found is false on 404.
-func (r *TableReader) get(ctx context.Context, table string, key store.Key, sel []string) (raw json.RawMessage, found bool, err error) {
-	u := r.endpoint + "/" + url.PathEscape(table) + "(PartitionKey='" + url.PathEscape(odataQuote(key.PartitionKey)) +
-		"',RowKey='" + url.PathEscape(odataQuote(key.RowKey)) + "')"
+// get sends a GET of u (a query or an entity of table) with the query
+// parameters v and the account's SAS, asking for JSON with minimal
+// metadata. A request that gets no answer is a ResourceError naming table.
+func (r *TableReader) get(ctx context.Context, table, u string, v url.Values) (*http.Response, error) {
 	req, err := runtime.NewRequest(ctx, http.MethodGet, u)
 	if err != nil {
-		return nil, false, fmt.Errorf("table %s: %w", table, err)
+		return nil, fmt.Errorf("table %s: %w", table, err)
 	}
-	v := url.Values{}
-	if len(sel) > 0 {
-		v.Set("$select", strings.Join(sel, ","))
-	}
-	raw2 := v.Encode()
+	raw := v.Encode()
 	if r.account.SAS != "" {
-		raw2 = strings.TrimPrefix(raw2+"&"+r.account.SAS, "&")
+		raw = strings.TrimPrefix(raw+"&"+r.account.SAS, "&")
 	}
-	req.Raw().URL.RawQuery = raw2
+	req.Raw().URL.RawQuery = raw
 	req.Raw().Header.Set("Accept", "application/json;odata=minimalmetadata")
 	req.Raw().Header.Set("DataServiceVersion", "3.0")
 	req.Raw().Header.Set("MaxDataServiceVersion", "3.0;NetFx")
 	resp, err := r.pl.Do(req)
 	if err != nil {
-		return nil, false, r.fail(table, ScrubError(err))
+		return nil, r.fail(table, ScrubError(err))
+	}
+	return resp, nil
+}
+
+// getRow reads the row of table at key (Get Entity); found is false on
+// 404.
+func (r *TableReader) getRow(ctx context.Context, table string, key store.Key, sel []string) (raw json.RawMessage, found bool, err error) {
+	v := url.Values{}
+	if len(sel) > 0 {
+		v.Set("$select", strings.Join(sel, ","))
+	}
+	resp, err := r.get(ctx, table, r.endpoint+"/"+url.PathEscape(table)+"(PartitionKey='"+url.PathEscape(odataQuote(key.PartitionKey))+
+		"',RowKey='"+url.PathEscape(odataQuote(key.RowKey))+"')", v)
+	if err != nil {
+		return nil, false, err
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {

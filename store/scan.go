@@ -27,31 +27,12 @@ var ErrStop = errors.New("stop scanning")
 // with the table), ends it and is returned. Scan returns only once its
 // reading goroutine is done.
 func Scan(ctx context.Context, r PageReader, prefix, table string, q Query, from Cursor, fn func(Page) error) error {
-	type result struct {
-		page Page
-		err  error
-	}
 	ctx, cancel := context.WithCancel(ctx)
-	pages := make(chan result, 1)
+	pages := make(chan scanned, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer close(pages)
-		for {
-			p, err := r.ReadPage(ctx, prefix+table, q, from)
-			if err != nil {
-				err = fmt.Errorf("read %s: %w", table, err)
-			}
-			select {
-			case pages <- result{p, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil || p.Next.IsZero() {
-				return
-			}
-			from = p.Next
-		}
+		readRange(ctx, r, prefix, table, q, from, pages)
 	}()
 	defer func() {
 		cancel()
@@ -135,7 +116,7 @@ func ScanRanges(ctx context.Context, r PageReader, prefix, table string, q Query
 			}
 			wg.Go(func() {
 				defer func() { <-slots }()
-				readRange(ctx, r, prefix, table, rq, reads[i])
+				readRange(ctx, r, prefix, table, rq, Cursor{}, reads[i])
 			})
 		}
 	})
@@ -148,10 +129,10 @@ type scanned struct {
 	err  error
 }
 
-// readRange reads the range rq to its end into out, then closes it.
-func readRange(ctx context.Context, r PageReader, prefix, table string, rq Query, out chan<- scanned) {
+// readRange reads the range rq from `from` to its end into out, then
+// closes it.
+func readRange(ctx context.Context, r PageReader, prefix, table string, rq Query, from Cursor, out chan<- scanned) {
 	defer close(out)
-	var from Cursor
 	for {
 		p, err := r.ReadPage(ctx, prefix+table, rq, from)
 		if err != nil {
