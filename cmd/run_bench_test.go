@@ -90,6 +90,8 @@ type bench struct {
 	cosmos  azure.CosmosAccount
 	client  *azcosmos.Client
 	report  bytes.Buffer
+	// stdout is the output of the last binary run.
+	stdout string
 }
 
 func newBench(t *testing.T) *bench {
@@ -166,13 +168,22 @@ func (b *bench) binRun(args ...string) (migrate.Summary, time.Duration, int64) {
 // (user and system) the process used.
 func (b *bench) binRunWith(bin string, args ...string) (migrate.Summary, time.Duration, int64, time.Duration) {
 	b.t.Helper()
+	return b.binRunEnv(map[string]string{"CosmosDBConnection": testenv.CosmosConnection(b.t)}, bin, args...)
+}
+
+// binRunEnv is binRunWith with env added to the test's environment.
+func (b *bench) binRunEnv(env map[string]string, bin string, args ...string) (migrate.Summary, time.Duration, int64, time.Duration) {
+	b.t.Helper()
 	const gnuTime = "/usr/bin/time"
 	if _, err := os.Stat(gnuTime); err != nil {
 		b.t.Fatalf("the RSS figures need GNU time at %s: %v", gnuTime, err)
 	}
 	rssFile := filepath.Join(b.t.TempDir(), "maxrss")
 	c := exec.Command(gnuTime, append([]string{"-o", rssFile, "-f", "%M %U %S", bin}, args...)...)
-	c.Env = append(os.Environ(), "CosmosDBConnection="+testenv.CosmosConnection(b.t))
+	c.Env = os.Environ()
+	for k, v := range env {
+		c.Env = append(c.Env, k+"="+v)
+	}
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	start := time.Now()
@@ -191,6 +202,7 @@ func (b *bench) binRunWith(bin string, args ...string) (migrate.Summary, time.Du
 		b.t.Fatalf("GNU time wrote %q: %v", kb, err)
 	}
 	cpu := time.Duration((user + sys) * float64(time.Second))
+	b.stdout = out.String()
 	return resSummary(b.t, out.String()), wall, rss * 1024, cpu
 }
 

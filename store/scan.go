@@ -151,9 +151,21 @@ func readRange(ctx context.Context, r PageReader, prefix, table string, rq Query
 }
 
 // deliver passes the pages of the ranges to fn in order (see ScanRanges).
+// It stops when ctx ends: a range whose reader never started (the scan
+// was cancelled first) is never closed.
 func deliver(ctx context.Context, table string, ranges []Query, reads []chan scanned, fn func(Page) error) error {
 	for i := range ranges {
-		for res := range reads[i] {
+		for {
+			var res scanned
+			var more bool
+			select {
+			case res, more = <-reads[i]:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if !more {
+				break
+			}
 			if res.err != nil {
 				return res.err
 			}

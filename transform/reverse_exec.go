@@ -132,8 +132,13 @@ func (r *reverser) indexes() {
 		s.Props["UpdatedAt"] = String(pythonISOFormat(r.opts.Now))
 		r.out.Index = append(r.out.Index, s)
 	}
+	// The stale status index: the repository keeps one only while the
+	// status is indexed (Pending, Running), so only those can be stale;
+	// a status:Success row, say, was never written and would never be
+	// read. (Each delete is a read of the row first: a doc far from the
+	// tables should not pay for rows that cannot exist.)
 	for _, s := range executionStatuses {
-		if s != status {
+		if s != status && statusIndexed(s) {
 			r.out.Delete = append(r.out.Delete, ref("status:"+s+":"+id))
 		}
 	}

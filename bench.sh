@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs the benchmarks and the long measurements of bifrost-migrate against
+# local emulators, as test.sh runs the tests (Go and Node.js, no Docker):
+#
+#   - TestRunAtLatency and TestWindowAtLatency at full size: plain `run`
+#     of 20,000 executions at 80 and 150 ms added to every request, and
+#     `replay` and `reverse` over 10,000 changes at 80 ms, against a
+#     simulated account of 10,000 RU/s (./test.sh runs short versions);
+#   - TestLatencyBenchmark: the share of the budget, docs/s and peak RSS of
+#     `run` at 0, 20, 80 and 150 ms (README.md, "Far from the accounts");
+#   - TestRunBenchmark: `run` and `run --dry-run` against the raw ceilings,
+#     and peak RSS (README.md, Performance).
+#
+# Extra arguments go to `go test` (e.g. ./bench.sh -run TestLatencyBenchmark).
+# Takes about 15 minutes on a 2-core machine.
+set -euo pipefail
+cd "$(dirname "$0")"
+. scripts/emulators.sh
+trap stop_emulators EXIT
+trap 'exit 130' INT TERM
+
+start_emulators
+export BIFROST_INTEGRATION=1 BIFROST_BENCH=1
+run=(-run 'TestRunAtLatency|TestWindowAtLatency|TestLatencyBenchmark|TestRunBenchmark')
+for a in "$@"; do
+	case "$a" in -run | -run=*) run=() ;; esac
+done
+go test -count=1 -timeout 90m -v "${run[@]}" "$@" ./cmd/
