@@ -24,7 +24,7 @@ import (
 func (r *reverser) plainValue(src string, v any) (Value, bool) {
 	v = plainJSON(v)
 	et := r.existingType(src)
-	if r.isTimestamp(src) {
+	if r.stamps[src] {
 		if s, isStr := v.(string); isStr {
 			tm, ok := ParseTimestamp(s)
 			switch {
