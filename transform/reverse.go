@@ -280,10 +280,11 @@ func (r *reverser) existingType(src string) EdmType {
 	return r.existing.Props[src].Type
 }
 
-// field decides source property src from doc field name: kept when
-// unchanged, else encoded by rule (rulePlain or ruleJSON), left out when
+// field decides the source property of doc field f: kept when unchanged,
+// else encoded by its rule (ruleJSON, else as rulePlain), left out when
 // null.
-func (r *reverser) field(name, src string, rl rule) {
+func (r *reverser) field(f *field) {
+	name, src := f.name, f.src
 	if !r.claim(name, src) {
 		return
 	}
@@ -297,11 +298,11 @@ func (r *reverser) field(name, src string, rl rule) {
 	}
 	var val Value
 	var ok bool
-	switch rl {
+	switch f.rule {
 	case ruleJSON:
 		val, ok = r.jsonValue(src, v)
 	default:
-		val, ok = r.plainValue(src, v)
+		val, ok = r.plainValue(src, v, f.stamp)
 	}
 	if ok {
 		r.props[src] = val
@@ -310,9 +311,10 @@ func (r *reverser) field(name, src string, rl rule) {
 
 // keyField decides a key property (an integration's Name, a user's Email,
 // …): written when the existing row has it, when the application always
-// writes it, or when the value differs from the key in the RowKey;
-// otherwise it is left out, as the application leaves it out.
-func (r *reverser) keyField(name, src string, written bool) {
+// writes it (ruleKeyWritten), or when the value differs from the key in
+// the RowKey; otherwise it is left out, as the application leaves it out.
+func (r *reverser) keyField(f *field) {
+	name, src, written := f.name, f.src, f.rule == ruleKeyWritten
 	if !r.claim(name, src) {
 		return
 	}
@@ -328,7 +330,7 @@ func (r *reverser) keyField(name, src string, written bool) {
 	if s, isStr := v.(string); !had && !written && isStr && s == r.keyFromRK {
 		return
 	}
-	if val, ok := r.plainValue(src, v); ok {
+	if val, ok := r.plainValue(src, v, f.stamp); ok {
 		r.props[src] = val
 	}
 }
@@ -360,12 +362,10 @@ func (r *reverser) decideFields() {
 	k := r.kind
 	for i := range k.fields {
 		switch f := &k.fields[i]; f.rule {
-		case rulePlain, ruleRawID:
-			r.field(f.name, f.src, rulePlain)
-		case ruleJSON:
-			r.field(f.name, f.src, ruleJSON)
+		case rulePlain, ruleRawID, ruleJSON:
+			r.field(f)
 		case ruleKey, ruleKeyWritten:
-			r.keyField(f.name, f.src, f.rule == ruleKeyWritten)
+			r.keyField(f)
 		case ruleFromKey:
 			r.derived(f.name, r.keyFromRK)
 		case ruleDerived:
@@ -381,7 +381,8 @@ func (r *reverser) decideFields() {
 			continue
 		}
 		if !k.closed {
-			r.field(f.Name, r.sourceName(f.Name), rulePlain)
+			src := r.sourceName(f.Name)
+			r.field(&field{name: f.Name, src: src, stamp: r.stamps[src]})
 		} else if f.Value != nil && !r.unchanged(f.Name) {
 			r.warn(ReasonFieldNotWritten, f.Name)
 		}
@@ -449,7 +450,7 @@ func (r *reverser) configValue() {
 		}
 		return
 	}
-	r.field("configType", "Type", rulePlain)
+	r.field(&field{name: "configType", src: "Type", stamp: r.stamps["Type"]})
 	typeName, _ := r.str("configType")
 	r.claimed["Value"] = true
 	value, _ := r.doc.Get("value")
@@ -459,7 +460,7 @@ func (r *reverser) configValue() {
 			r.warn(ReasonFieldNotWritten, "value")
 		}
 		if ref, _ := r.doc.Get("secretRef"); ref != nil {
-			if val, ok := r.plainValue("Value", ref); ok {
+			if val, ok := r.plainValue("Value", ref, r.stamps["Value"]); ok {
 				r.props["Value"] = val
 			}
 		}
@@ -482,7 +483,7 @@ func (r *reverser) configValue() {
 			}
 		}
 	}
-	r.field("secretRef", "SecretRef", rulePlain)
+	r.field(&field{name: "secretRef", src: "SecretRef", stamp: r.stamps["SecretRef"]})
 }
 
 func (row *Row) hasProp(name string) bool {

@@ -338,7 +338,7 @@ func (b *builder) writeFields(k *kindSpec, key string) {
 		}
 		switch f.rule {
 		case rulePlain:
-			b.from(f.name, f.src)
+			b.fromField(f)
 		case ruleJSON:
 			b.json(f.name, f.src)
 		case ruleKey, ruleKeyWritten:
@@ -448,7 +448,12 @@ func (b *builder) set(name string, v any) {
 // value maps a property value by §2 (timestamps by the table's list),
 // adding warnings that name src.
 func (b *builder) value(src string, v Value) any {
-	if b.stamps[src] {
+	return b.valueAs(src, v, b.stamps[src])
+}
+
+// valueAs is value for a property that is a timestamp when stamp is set.
+func (b *builder) valueAs(src string, v Value, stamp bool) any {
+	if stamp {
 		switch v.Type {
 		case EdmDateTime:
 			return FormatTimestamp(v.Time)
@@ -501,6 +506,19 @@ func (b *builder) from(name, src string) {
 		return
 	}
 	b.set(name, b.value(src, v))
+}
+
+// fromField is from for a listed field, which says itself whether it is
+// a timestamp: the table's list, the union of its kinds' timestamp
+// fields, agrees (TestKindTableConsistent), and this saves a lookup per
+// field.
+func (b *builder) fromField(f *field) {
+	v, ok := b.prop(f.src)
+	if !ok {
+		b.set(f.name, nil)
+		return
+	}
+	b.set(f.name, b.valueAs(f.src, v, f.stamp))
 }
 
 // json writes name as the JSON-decoded text of src (null when absent). A
