@@ -8,7 +8,7 @@ import "strings"
 // directions read it: the forward transform (Transform, builder.kindDoc)
 // writes a kind's fields in this order, and ReverseDoc
 // (reverser.decideFields) decides each property from its field and finds
-// a doc's kind and keys from it. Adding a property to a kind is one line
+// a doc's kind and keys from it. Adding a property to a kind is one entry
 // here. Code of its own remains only where a field is truly special, and
 // says why where it is: a config's value and its type (config.go), an
 // execution's id, result and legacy blobs (execution.go).
@@ -62,7 +62,9 @@ type field struct {
 	// stamp: src is a timestamp. The SPEC lists timestamps by table and
 	// the list applies to every row of the table (unknown kinds and
 	// unlisted properties too), so a table's timestamps are the union of
-	// its kinds' (kindTable.stamps).
+	// its kinds' (kindTable.stamps), and a property is a timestamp in
+	// every kind of its table that lists it or in none
+	// (TestKindTableConsistent).
 	stamp bool
 	// optional: the forward transform writes the field only when the row
 	// has src (an execution's legacy errorType, a form's isPublic); any
