@@ -61,3 +61,102 @@ func TestBenchExecutionRowSize(t *testing.T) {
 	}
 	t.Logf("benchmark row: %d bytes", len(benchExecutionRow))
 }
+
+// benchUserRow and benchOAuthRow are fixture rows of two kinds the kind
+// table drives in both directions (Entities user, Config oauth).
+const (
+	benchUserRow = `{"PartitionKey":"GLOBAL","RowKey":"user:alice.admin@contoso.example",` +
+		`"Timestamp":"2025-11-20T14:03:14.1234567Z",` +
+		`"Email":"alice.admin@contoso.example","DisplayName":"Alice Admin","UserType":"PLATFORM",` +
+		`"IsPlatformAdmin":true,"IsActive":true,"LastLogin":"2026-11-21T08:01:02.030405","CreatedAt":"2024-01-15T09:00:00",` +
+		`"EntraUserId@odata.type":"Edm.Guid","EntraUserId":"8f14e45f-ceea-4e7a-9b1c-2a3b4c5d6e7f",` +
+		`"LastEntraIdSync@odata.type":"Edm.DateTime","LastEntraIdSync":"2026-11-21T02:00:03.1234567Z"}`
+	benchOAuthRow = `{"PartitionKey":"GLOBAL","RowKey":"oauth:microsoft_graph",` +
+		`"Timestamp":"2025-11-20T14:03:14.1234567Z",` +
+		`"Description":"Microsoft Graph (app-only)","OAuthFlowType":"client_credentials",` +
+		`"ClientId":"3fa85f64-5717-4562-b3fc-2c963f66afa6","ClientSecretRef":"FAKE-SECRET-ref-oauth-graph-client",` +
+		`"OAuthResponseRef":"FAKE-SECRET-ref-oauth-graph-response",` +
+		`"AuthorizationUrl":"https://login.microsoftonline.example/common/oauth2/v2.0/authorize",` +
+		`"TokenUrl":"https://login.microsoftonline.example/common/oauth2/v2.0/token",` +
+		`"Scopes":"https://graph.microsoft.com/.default","RedirectUri":"https://bifrost.contoso.example/oauth/callback",` +
+		`"TokenType":"Bearer","ExpiresAt":"2026-11-21T13:05:00.123456","Status":"completed","StatusMessage":"Token refreshed",` +
+		`"LastRefreshAt":"2026-11-21T12:05:00.123456","LastTestAt":"2026-11-20T08:00:00","CreatedAt":"2026-06-01T09:00:00",` +
+		`"CreatedBy":"alice.admin@contoso.example","UpdatedAt":"2026-11-21T12:05:00.123456","UpdatedBy":"system"}`
+)
+
+// BenchmarkTransformKinds measures the forward path (what run calls) on
+// one row of each of three kinds.
+func BenchmarkTransformKinds(b *testing.B) {
+	opts := Options{Now: time.Date(2025, 11, 21, 12, 0, 0, 0, time.UTC)}
+	for _, c := range []struct{ name, table, entity string }{
+		{"user", TableEntities, benchUserRow},
+		{"oauth", TableConfig, benchOAuthRow},
+		{"execution", TableEntities, benchExecutionRow},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			row := mkRow(b, c.table, c.entity)
+			if o := Transform(row, BlobFacts{}, opts); o.Disposition != DispositionDoc {
+				b.Fatalf("disposition %s: %s", o.Disposition, o.DeadLetter)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				Transform(row, BlobFacts{}, opts)
+			}
+		})
+	}
+}
+
+// BenchmarkReverseDoc measures the reverse path (what reverse calls) on
+// the doc Transform makes of each of the same rows, decoded as Cosmos DB
+// returns it: "changed" has one field changed and the existing row (the
+// usual reverse of an edited doc: the forward transform of the row runs
+// too); "created" has no _migration and no existing row (a doc the
+// application created).
+func BenchmarkReverseDoc(b *testing.B) {
+	opts := Options{Now: time.Date(2025, 11, 21, 12, 0, 0, 0, time.UTC), ExecutionTTL: TTLFull}
+	for _, c := range []struct{ name, table, entity, field string }{
+		{"user", TableEntities, benchUserRow, "displayName"},
+		{"oauth", TableConfig, benchOAuthRow, "statusMessage"},
+		{"execution", TableEntities, benchExecutionRow, "errorMessage"},
+	} {
+		row := mkRow(b, c.table, c.entity)
+		o := Transform(row, BlobFacts{}, opts)
+		if o.Disposition != DispositionDoc {
+			b.Fatalf("%s: disposition %s: %s", c.name, o.Disposition, o.DeadLetter)
+		}
+		doc, err := DecodeDocOrdered(o.DocJSON)
+		if err != nil {
+			b.Fatal(err)
+		}
+		changed := make(Doc, len(doc))
+		copy(changed, doc)
+		created := make(Doc, 0, len(doc))
+		for i, f := range doc {
+			if f.Name == c.field {
+				changed[i].Value = "changed"
+			}
+			if f.Name != "_migration" {
+				created = append(created, changed[i])
+			}
+		}
+		for _, v := range []struct {
+			name     string
+			doc      Doc
+			existing *Row
+		}{{"changed", changed, &row}, {"created", created, nil}} {
+			b.Run(c.name+"/"+v.name, func(b *testing.B) {
+				ro, err := ReverseDoc(v.doc, v.existing, opts)
+				if err != nil || ro.DeadLetter != nil {
+					b.Fatalf("%v %+v", err, ro.DeadLetter)
+				}
+				if got := ro.Row.Props[pascal(c.field)]; got.Type != EdmString || got.Str != "changed" {
+					b.Fatalf("%s is %+v, want the changed value", pascal(c.field), got)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					ReverseDoc(v.doc, v.existing, opts)
+				}
+			})
+		}
+	}
+}

@@ -12,8 +12,11 @@ import (
 const maxReverseTs = 9999999999999
 
 // execution transforms an Entities row execution:{reverseTs}_{executionId}
-// (SPEC §8); rest is the RowKey after "execution:".
-func (b *builder) execution(rest string) {
+// (SPEC §8) of kind k; rest is the RowKey after "execution:". Its id, the
+// execution id, is checked against the RowKey, and its ttl, decided
+// before the doc is built, may make it expired instead; its fields are
+// the kind's.
+func (b *builder) execution(k *kindSpec, rest string) {
 	reverseTs, rkID, hasID := strings.Cut(rest, "_")
 	id := rkID
 	if v, ok := b.prop("ExecutionId"); ok {
@@ -53,18 +56,8 @@ func (b *builder) execution(rest string) {
 		ttl = min(int64(left/time.Second), ExecutionRetention)
 	}
 
-	b.start(ContainerExecutions, id, scope, "execution")
-	b.set("executionId", id)
-	b.fields("workflowName", "formId", "executedBy", "executedByName", "status")
-	b.json("inputData", "InputData")
-	b.result(id)
-	b.fields("errorMessage", "durationMs", "startedAt", "completedAt")
-	b.legacyBlob(id, "logsBlobPath", "Logs", BlobLogs)
-	b.legacyBlob(id, "variablesBlobPath", "Variables", BlobVariables)
-	b.legacyBlob(id, "snapshotBlobPath", "StateSnapshots", BlobSnapshot)
-	b.ifPresent("errorType", "ErrorType")
-	b.jsonIfPresent("errorDetails", "ErrorDetails")
-	b.jsonIfPresent("integrationCalls", "IntegrationCalls")
+	b.start(ContainerExecutions, id, scope, k.typeValue)
+	b.writeFields(k, rest)
 	b.extras()
 	if b.opts.ExecutionTTL != TTLNone {
 		b.set("ttl", ttl)
@@ -108,8 +101,13 @@ var resultKinds = [...]struct {
 }
 
 // result writes result, resultType, resultInBlob, resultSize and
-// resultBlobPath (SPEC §8, rules 1–3 and the 32 KB rule).
-func (b *builder) result(id string) {
+// resultBlobPath (SPEC §8, rules 1–3 and the 32 KB rule; groupResult) of
+// the execution whose id is the doc's raw id. They are one group because
+// they follow from the Result and ResultInBlob properties and the blobs
+// together: the result's text decides its type, its size whether it moves
+// to a blob.
+func (b *builder) result() {
+	id := b.out.RawID
 	inBlob := false
 	if v, ok := b.prop("ResultInBlob"); ok {
 		inBlob = (v.Type == EdmBoolean && v.Bool) || (v.Type == EdmString && strings.EqualFold(v.Str, "true"))
@@ -170,8 +168,10 @@ func (b *builder) result(id string) {
 
 // legacyBlob writes the path of one of logs.json, variables.json,
 // snapshot.json when it exists; a legacy inline property src is uploaded
-// there when the blob does not exist, and never copied into the doc.
-func (b *builder) legacyBlob(id, name, src string, blob BlobName) {
+// there when the blob does not exist, and never copied into the doc. The
+// execution's id is the doc's raw id.
+func (b *builder) legacyBlob(name, src string, blob BlobName) {
+	id := b.out.RawID
 	size, exists := b.blobs.Size(blob)
 	v, has := b.prop(src)
 	if has && v.Type != EdmString {

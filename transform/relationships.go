@@ -54,11 +54,10 @@ func ParseIndex(rowKey string) (ix IndexRow, ok bool) {
 
 // relationships transforms a Relationships row (SPEC §9).
 func (b *builder) relationships() {
-	rk := b.row.RowKey
 	kind := b.out.Kind
 	switch kind {
 	case "userexec", "workflowexec", "formexec", "status":
-		ix, ok := ParseIndex(rk)
+		ix, ok := ParseIndex(b.row.RowKey)
 		if !ok {
 			b.out.Disposition = DispositionKeptInTables
 			b.warn(ReasonMalformedIndex, kind)
@@ -66,16 +65,16 @@ func (b *builder) relationships() {
 		}
 		b.out.Disposition = DispositionDroppedIndex
 		b.out.IndexExecutionID = ix.ExecutionID
-	case "userperm", "orgperm", "userrole", "formrole", "workflowform", "assignedrole", "roleform":
-		if b.opts.Relationships != RelationshipsMigrate {
-			b.out.Disposition = DispositionKeptInTables
-			return
-		}
-		b.start(ContainerEntities, strings.ReplaceAll(rk, ":", "-"), "GLOBAL", "relationship")
-		b.set("relationship", kind)
-		b.extras()
-	default:
+		return
+	}
+	k, key := b.kinds.classify(TableRelationships, b.row.RowKey)
+	switch {
+	case k == nil:
 		b.out.Disposition = DispositionKeptInTables
 		b.warn(ReasonUnknownKind, kind)
+	case b.opts.Relationships != RelationshipsMigrate:
+		b.out.Disposition = DispositionKeptInTables
+	default:
+		b.kindDoc(k, key)
 	}
 }

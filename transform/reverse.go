@@ -149,13 +149,18 @@ const (
 // worst. ReverseDoc is pure (no I/O, no clock) and safe for concurrent use;
 // it does not modify doc or existing.
 func ReverseDoc(doc Doc, existing *Row, opts Options) (ReverseOutcome, error) {
+	return reverseDocWith(defaultKinds, doc, existing, opts)
+}
+
+// reverseDocWith is ReverseDoc by the kinds of kt.
+func reverseDocWith(kt *kindTable, doc Doc, existing *Row, opts Options) (ReverseOutcome, error) {
 	if err := opts.Validate(); err != nil {
 		return ReverseOutcome{}, fmt.Errorf("reverse: %w", err)
 	}
 	if opts.Now.IsZero() {
 		return ReverseOutcome{}, errors.New("reverse: the current time is not set (needed by the status index's UpdatedAt)")
 	}
-	r := &reverser{doc: doc, existing: existing, opts: opts.WithDefaults(), claimed: map[string]bool{}}
+	r := &reverser{doc: doc, existing: existing, opts: opts.WithDefaults(), claimed: map[string]bool{}, kinds: kt}
 	if existing != nil && existing.DecodeError != "" {
 		r.dead(ReverseExistingUndecodable, existing.DecodeError)
 		return r.result(), nil
@@ -169,22 +174,11 @@ func ReverseDoc(doc Doc, existing *Row, opts Options) (ReverseOutcome, error) {
 	}
 	r.forward()
 	r.props = make(map[string]Value, len(doc)+4)
-	switch {
-	case r.table == TableConfig:
-		r.isTimestamp = isConfigTimestamp
-	case r.table == TableEntities:
-		r.isTimestamp = isEntitiesTimestamp
-	default:
-		r.isTimestamp = func(string) bool { return false }
-	}
-	if r.kind == &kindExecution {
-		r.execution()
-	} else {
-		r.regular()
-	}
+	r.stamps = kt.stamps[r.table]
+	r.decideFields()
 	r.keepUnclaimed()
 	r.out.Row = Row{Table: r.table, PartitionKey: r.pk, RowKey: r.rk, Props: r.props}
-	if r.kind == &kindExecution && r.fail == nil {
+	if r.kind.id == idExecution && r.fail == nil {
 		r.indexes()
 	}
 	r.checkLimits()
@@ -196,18 +190,19 @@ type reverser struct {
 	doc      Doc
 	existing *Row
 	opts     Options
+	kinds    *kindTable
 	mig      Migration
 	hasMig   bool
 	// fwd is the forward transform's doc of existing; nil when there is no
 	// existing row or the forward transform dead-letters it.
 	fwd              Doc
 	table, pk, rk    string
-	kind             *revKind
+	kind             *kindSpec
 	keyFromRK        string // the kind's key as the RowKey holds it
 	execID           string
 	props            map[string]Value
 	claimed          map[string]bool // source properties decided from the doc
-	isTimestamp      func(string) bool
+	stamps           map[string]bool // the table's timestamp properties
 	out              ReverseOutcome
 	fail             *ReverseDeadLetter
 	docType, id, scp string
@@ -247,7 +242,7 @@ func (r *reverser) forward() {
 	}
 	o := r.opts
 	o.ExecutionTTL, o.Relationships, o.Strict = TTLNone, RelationshipsMigrate, false
-	if out := Transform(*r.existing, BlobFacts{}, o); out.Disposition == DispositionDoc {
+	if out := transformWith(r.kinds, *r.existing, BlobFacts{}, o); out.Disposition == DispositionDoc {
 		r.fwd = out.Doc
 	}
 }
@@ -299,19 +294,11 @@ func (r *reverser) existingType(src string) EdmType {
 	return r.existing.Props[src].Type
 }
 
-// fieldEnc says how a doc field becomes its source property.
-type fieldEnc uint8
-
-const (
-	encPlain   fieldEnc = iota // by the value's type; timestamps by the table's list
-	encJSON                    // the json.dumps text
-	encKey                     // a key field: see reverser.keyField
-	encDerived                 // given by the keys or scope: never written
-)
-
-// field decides source property src from doc field name: kept when
-// unchanged, else encoded, left out when null.
-func (r *reverser) field(name, src string, enc fieldEnc) {
+// field decides the source property of doc field f: kept when unchanged,
+// else encoded by its rule (ruleJSON, else as rulePlain), left out when
+// null.
+func (r *reverser) field(f *field) {
+	name, src := f.name, f.src
 	if !r.claim(name, src) {
 		return
 	}
@@ -325,11 +312,11 @@ func (r *reverser) field(name, src string, enc fieldEnc) {
 	}
 	var val Value
 	var ok bool
-	switch enc {
-	case encJSON:
+	switch f.rule {
+	case ruleJSON:
 		val, ok = r.jsonValue(src, v)
 	default:
-		val, ok = r.plainValue(src, v)
+		val, ok = r.plainValue(src, v, f.stamp)
 	}
 	if ok {
 		r.props[src] = val
@@ -337,10 +324,11 @@ func (r *reverser) field(name, src string, enc fieldEnc) {
 }
 
 // keyField decides a key property (an integration's Name, a user's Email,
-// …): written when the existing row has it, when the kind's rows carry
-// it, or when the value differs from the key in the RowKey; otherwise it
-// is left out, as the application leaves it out.
-func (r *reverser) keyField(name, src string) {
+// …): written when the existing row has it, when the application always
+// writes it (ruleKeyWritten), or when the value differs from the key in
+// the RowKey; otherwise it is left out, as the application leaves it out.
+func (r *reverser) keyField(f *field) {
+	name, src, written := f.name, f.src, f.rule == ruleKeyWritten
 	if !r.claim(name, src) {
 		return
 	}
@@ -353,10 +341,10 @@ func (r *reverser) keyField(name, src string) {
 		return
 	}
 	_, had := r.existing.propOf(src)
-	if s, isStr := v.(string); !had && !r.kind.keyWritten && isStr && s == r.keyFromRK {
+	if s, isStr := v.(string); !had && !written && isStr && s == r.keyFromRK {
 		return
 	}
-	if val, ok := r.plainValue(src, v); ok {
+	if val, ok := r.plainValue(src, v, f.stamp); ok {
 		r.props[src] = val
 	}
 }
@@ -380,44 +368,49 @@ func (r *reverser) derived(name string, want any) {
 	r.warn(ReasonFieldNotWritten, name)
 }
 
-// regular builds the row of every kind but executions.
-func (r *reverser) regular() {
+// decideFields decides the row's properties from the kind's fields, by
+// their rules, then from the doc's unlisted fields: written as properties,
+// or, for a kind whose rows carry only the listed properties, not
+// written (a warning when one holds a changed value).
+func (r *reverser) decideFields() {
 	k := r.kind
-	if k == &kindConfig {
-		r.derived("key", r.keyFromRK)
-		r.configValue()
-	}
-	for _, f := range k.fields {
-		switch f.enc {
-		case encPlain, encJSON:
-			r.field(f.name, f.src, f.enc)
-		case encKey:
-			r.keyField(f.name, f.src)
-		case encDerived:
-			r.derived(f.name, r.derivedValue(f.name))
+	for i := range k.fields {
+		switch f := &k.fields[i]; f.rule {
+		case rulePlain, ruleRawID, ruleJSON:
+			r.field(f)
+		case ruleKey, ruleKeyWritten:
+			r.keyField(f)
+		case ruleFromKey:
+			r.derived(f.name, r.keyFromRK)
+		case ruleDerived:
+			r.derived(f.name, f.derive(rowKeys{r.pk, r.rk, r.keyFromRK}))
+		case ruleGroup:
+			r.decideGroup(f.group)
+		case ruleLegacyBlob:
+			// Never written: the row keeps the inline property it had.
 		}
 	}
 	for _, f := range r.doc {
 		if k.has(f.Name) || reservedName(f.Name) {
 			continue
 		}
-		r.field(f.Name, r.sourceName(f.Name), encPlain)
+		if !k.closed {
+			src := r.sourceName(f.Name)
+			r.field(&field{name: f.Name, src: src, stamp: r.stamps[src]})
+		} else if f.Value != nil && !r.unchanged(f.Name) {
+			r.warn(ReasonFieldNotWritten, f.Name)
+		}
 	}
 }
 
-// derivedValue is what the keys or scope give a derived field.
-func (r *reverser) derivedValue(name string) any {
-	switch {
-	case r.kind == &kindForm && name == "isGlobal":
-		return r.pk == "GLOBAL"
-	case r.kind == &kindGlobalKey && name == "isGlobal":
-		return true
-	case r.kind == &kindSchedule && name == "workflowName":
-		return r.keyFromRK
-	case r.kind == &kindRelationship && name == "relationship":
-		return Kind(r.rk)
+// decideGroup decides the properties the fields of group g come from.
+func (r *reverser) decideGroup(g fieldGroup) {
+	switch g {
+	case groupConfigValue:
+		r.configValue()
+	case groupResult:
+		r.resultProps()
 	}
-	return nil
 }
 
 // sourceName is the source property of a doc field that is not listed for
@@ -471,7 +464,7 @@ func (r *reverser) configValue() {
 		}
 		return
 	}
-	r.field("configType", "Type", encPlain)
+	r.field(&field{name: "configType", src: "Type", stamp: r.stamps["Type"]})
 	typeName, _ := r.str("configType")
 	r.claimed["Value"] = true
 	value, _ := r.doc.Get("value")
@@ -481,7 +474,7 @@ func (r *reverser) configValue() {
 			r.warn(ReasonFieldNotWritten, "value")
 		}
 		if ref, _ := r.doc.Get("secretRef"); ref != nil {
-			if val, ok := r.plainValue("Value", ref); ok {
+			if val, ok := r.plainValue("Value", ref, r.stamps["Value"]); ok {
 				r.props["Value"] = val
 			}
 		}
@@ -504,7 +497,7 @@ func (r *reverser) configValue() {
 			}
 		}
 	}
-	r.field("secretRef", "SecretRef", encPlain)
+	r.field(&field{name: "secretRef", src: "SecretRef", stamp: r.stamps["SecretRef"]})
 }
 
 func (row *Row) hasProp(name string) bool {

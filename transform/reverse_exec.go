@@ -2,23 +2,6 @@ package transform
 
 import "strings"
 
-// execution builds an execution's Entities row: exactly the properties
-// the application writes (SPEC §15), the rest of the existing row kept.
-func (r *reverser) execution() {
-	for _, f := range kindExecution.fields {
-		r.field(f.name, f.src, f.enc)
-	}
-	r.resultProps()
-	// The application writes no other property: a doc field outside the
-	// list is not written (an unchanged one stays, with the existing row).
-	for _, f := range r.doc {
-		if kindExecution.has(f.Name) || reservedName(f.Name) || f.Value == nil || r.unchanged(f.Name) {
-			continue
-		}
-		r.warn(ReasonFieldNotWritten, f.Name)
-	}
-}
-
 // resultProps decides Result and ResultInBlob from result and resultInBlob,
 // which the forward transform derives together (SPEC §8). An inline
 // result longer than the blob threshold goes to a blob, create-only, and

@@ -221,7 +221,7 @@ func TestReverseRoundTripNoRow(t *testing.T) {
 			}
 			o.DocJSON = js
 			ro := reversed(t, o, nil, rtOpts())
-			if k, _ := classify(rr.row.Table, rr.row.RowKey); k == &kindUnknownConfig || k == &kindUnknownEntities {
+			if k, _ := defaultKinds.classify(rr.row.Table, rr.row.RowKey); k == kindUnknownConfig || k == kindUnknownEntities {
 				if ro.DeadLetter == nil || ro.DeadLetter.Reason != ReverseNoKeys {
 					t.Fatalf("unknown kind without _migration: %+v", ro.DeadLetter)
 				}
@@ -408,13 +408,7 @@ func checkUsed(t *testing.T, used map[string]int, want ...string) {
 }
 
 func isTimestampProp(table, name string) bool {
-	switch table {
-	case TableConfig:
-		return isConfigTimestamp(name)
-	case TableEntities:
-		return isEntitiesTimestamp(name)
-	}
-	return false
+	return defaultKinds.stamps[table][name]
 }
 
 // isJSONProp reports the JSON-valued properties of a row's kind.

@@ -17,14 +17,15 @@ import (
 // SDK (azure-data-tables 12.4.2) gives the Python value json.loads makes.
 
 // plainValue encodes doc value v for source property src. A timestamp
-// property (by the table's list, SPEC §6–§7) that parses becomes an
+// property (stamp: by the field, or by the table's list for an unlisted
+// property, SPEC §6–§7) that parses becomes an
 // Edm.DateTime when the existing row has one there, else the string the
 // application writes (datetime.isoformat() of naive UTC); one that does
 // not parse is written as it is, with a warning.
-func (r *reverser) plainValue(src string, v any) (Value, bool) {
+func (r *reverser) plainValue(src string, v any, stamp bool) (Value, bool) {
 	v = plainJSON(v)
 	et := r.existingType(src)
-	if r.isTimestamp(src) {
+	if stamp {
 		if s, isStr := v.(string); isStr {
 			tm, ok := ParseTimestamp(s)
 			switch {

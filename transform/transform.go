@@ -247,6 +247,11 @@ func Scope(partitionKey string) string {
 // with its reason. It does not detect id collisions, which need every
 // earlier row: pass doc outcomes through an IDSet in read order.
 func Transform(row Row, blobs BlobFacts, opts Options) Outcome {
+	return transformWith(defaultKinds, row, blobs, opts)
+}
+
+// transformWith is Transform by the kinds of kt.
+func transformWith(kt *kindTable, row Row, blobs BlobFacts, opts Options) Outcome {
 	out := Outcome{Table: row.Table, Kind: Kind(row.RowKey)}
 	if err := opts.Validate(); err != nil {
 		return out.deadLetter("invalid options: " + err.Error())
@@ -255,17 +260,12 @@ func Transform(row Row, blobs BlobFacts, opts Options) Outcome {
 		return out.deadLetter("undecodable row: " + row.DecodeError)
 	}
 	// One allocation for the builder and its scratch space.
-	b := &builder{row: row, opts: opts.WithDefaults(), blobs: blobs, out: out}
+	b := &builder{row: row, opts: opts.WithDefaults(), blobs: blobs, out: out, kinds: kt, stamps: kt.stamps[row.Table]}
 	b.used = b.usedBuf[:0]
 	switch row.Table {
-	case TableConfig:
-		b.isTimestamp = isConfigTimestamp
-		b.config()
-	case TableEntities:
-		b.isTimestamp = isEntitiesTimestamp
-		b.entities()
+	case TableConfig, TableEntities:
+		b.kindDoc(kt.classify(row.Table, row.RowKey))
 	case TableRelationships:
-		b.isTimestamp = func(string) bool { return false }
 		b.relationships()
 	default:
 		return out.deadLetter(fmt.Sprintf("unknown table %q", row.Table))
@@ -282,24 +282,93 @@ func Transform(row Row, blobs BlobFacts, opts Options) Outcome {
 	return b.out
 }
 
-// isConfigTimestamp reports the Config table's timestamp properties (§6).
-func isConfigTimestamp(src string) bool {
-	switch src {
-	case "UpdatedAt", "CreatedAt", "ExpiresAt", "LastUsedAt", "RevokedAt", "NextRunAt",
-		"LastRunAt", "StartTime", "EndTime", "LastRefreshAt", "LastTestAt":
-		return true
+// kindDoc builds the doc of a row of kind k whose RowKey holds key: id,
+// type and scope, the kind's fields in order, then the unlisted
+// properties.
+func (b *builder) kindDoc(k *kindSpec, key string) {
+	switch k.id {
+	case idUnknown:
+		b.unknownKind()
+		return
+	case idExecution:
+		b.execution(k, key)
+		return
 	}
-	return false
+	rawID, scope := b.idAndScope(k, key)
+	b.start(ContainerEntities, rawID, scope, k.typeValue)
+	b.writeFields(k, key)
+	b.extras()
 }
 
-// isEntitiesTimestamp reports the Entities table's timestamp properties:
-// every property in italics in §7 and the execution timestamps of §8.
-func isEntitiesTimestamp(src string) bool {
-	switch src {
-	case "CreatedAt", "UpdatedAt", "LastLogin", "LastEntraIdSync", "StartedAt", "CompletedAt":
-		return true
+// idAndScope are the raw id and scope of the doc of a row of kind k whose
+// RowKey holds key (SPEC §3, §6–§9); reverser.deriveRowKey is the
+// inverse.
+func (b *builder) idAndScope(k *kindSpec, key string) (rawID, scope string) {
+	switch k.id {
+	case idOrg:
+		// An organization's scope is its own id, whatever the PartitionKey.
+		id := key
+		if !strings.HasPrefix(id, "org-") {
+			id = "org-" + id
+		}
+		return id, id
+	case idRowKey:
+		return strings.ReplaceAll(b.row.RowKey, ":", "-"), "GLOBAL"
 	}
-	return false
+	scope = b.rowScope()
+	switch k.id {
+	case idScope:
+		return k.idPrefix + scope, scope
+	case idConfigKey:
+		return k.idPrefix + strings.ReplaceAll(key, "_", "-"), scope
+	}
+	return k.idPrefix + key, scope
+}
+
+// writeFields writes the fields of kind k in order, by their rules, from
+// the row whose RowKey holds key.
+func (b *builder) writeFields(k *kindSpec, key string) {
+	for i := range k.fields {
+		f := &k.fields[i]
+		if f.optional {
+			if _, ok := b.row.Props[f.src]; !ok {
+				b.use(f.src)
+				continue
+			}
+		}
+		switch f.rule {
+		case rulePlain:
+			b.fromField(f)
+		case ruleJSON:
+			b.json(f.name, f.src)
+		case ruleKey, ruleKeyWritten:
+			b.keyField(f.name, f.src, key)
+		case ruleFromKey:
+			b.set(f.name, key)
+		case ruleDerived:
+			if f.src != "" {
+				b.use(f.src)
+			}
+			b.set(f.name, f.derive(rowKeys{b.row.PartitionKey, b.row.RowKey, key}))
+		case ruleRawID:
+			b.use(f.src)
+			b.set(f.name, b.out.RawID)
+		case ruleLegacyBlob:
+			b.legacyBlob(f.name, f.src, f.blob)
+		case ruleGroup:
+			b.writeGroup(f.group)
+		}
+	}
+}
+
+// writeGroup writes the fields of group g.
+func (b *builder) writeGroup(g fieldGroup) {
+	switch g {
+	case groupConfigValue:
+		b.configValue()
+	case groupResult:
+		b.result()
+	}
 }
 
 // builder assembles one doc in SPEC order and tracks the source
@@ -307,14 +376,16 @@ func isEntitiesTimestamp(src string) bool {
 // options and outcome by value, and the first few entries of its slices,
 // so that one Transform allocates it once.
 type builder struct {
-	row         Row
-	opts        Options
-	blobs       BlobFacts
-	out         Outcome
-	doc         Doc
-	used        []string
-	isTimestamp func(string) bool
-	fail        string // first dead-letter reason
+	row   Row
+	opts  Options
+	blobs BlobFacts
+	out   Outcome
+	doc   Doc
+	used  []string
+	kinds *kindTable
+	// stamps are the table's timestamp properties.
+	stamps map[string]bool
+	fail   string // first dead-letter reason
 
 	usedBuf [48]string
 }
@@ -377,7 +448,12 @@ func (b *builder) set(name string, v any) {
 // value maps a property value by §2 (timestamps by the table's list),
 // adding warnings that name src.
 func (b *builder) value(src string, v Value) any {
-	if b.isTimestamp(src) {
+	return b.valueAs(src, v, b.stamps[src])
+}
+
+// valueAs is value for a property that is a timestamp when stamp is set.
+func (b *builder) valueAs(src string, v Value, stamp bool) any {
+	if stamp {
 		switch v.Type {
 		case EdmDateTime:
 			return FormatTimestamp(v.Time)
@@ -432,25 +508,17 @@ func (b *builder) from(name, src string) {
 	b.set(name, b.value(src, v))
 }
 
-// fields writes each listed doc property from the source property of the
-// same name with an upper-case first letter.
-func (b *builder) fields(names ...string) {
-	for _, name := range names {
-		src, ok := pascalNames[name]
-		if !ok {
-			src = pascal(name)
-		}
-		b.from(name, src)
+// fromField is from for a listed field, which says itself whether it is
+// a timestamp: the table's list, the union of its kinds' timestamp
+// fields, agrees (TestKindTableConsistent), and this saves a lookup per
+// field.
+func (b *builder) fromField(f *field) {
+	v, ok := b.prop(f.src)
+	if !ok {
+		b.set(f.name, nil)
+		return
 	}
-}
-
-// ifPresent writes name from src only when the row has src.
-func (b *builder) ifPresent(name, src string) {
-	if _, ok := b.row.Props[src]; ok {
-		b.from(name, src)
-	} else {
-		b.use(src)
-	}
+	b.set(f.name, b.valueAs(f.src, v, f.stamp))
 }
 
 // json writes name as the JSON-decoded text of src (null when absent). A
@@ -473,15 +541,6 @@ func (b *builder) json(name, src string) {
 			b.warn(ReasonJSONBigInt, src)
 		}
 		b.set(name, dv)
-	}
-}
-
-// jsonIfPresent is json, only when the row has src.
-func (b *builder) jsonIfPresent(name, src string) {
-	if _, ok := b.row.Props[src]; ok {
-		b.json(name, src)
-	} else {
-		b.use(src)
 	}
 }
 
@@ -619,29 +678,6 @@ func camel(s string) string {
 	}
 	return string(unicode.ToLower(r)) + s[n:]
 }
-
-// pascalNames maps the doc property names that fields writes to their
-// source names, so that fields needs no allocation per property. A name
-// missing here is only slower.
-var pascalNames = func() map[string]string {
-	m := make(map[string]string)
-	for _, name := range []string{
-		"accessLevel", "authorizationUrl", "completedAt", "createdAt", "createdBy", "cronExpression",
-		"description", "disableGlobalKey", "displayName", "domain", "durationMs", "durationSeconds",
-		"enabled", "endTime", "entraUserId", "errorMessage", "executedBy", "executedByName",
-		"executionCount", "expiresAt", "formId", "hashedKey", "isActive", "isPlatformAdmin",
-		"lastEntraIdSync", "lastExecutionId", "lastLogin", "lastRefreshAt", "lastRunAt", "lastTestAt",
-		"lastUsedAt", "launchWorkflowId", "linkedWorkflow", "name", "needsRefresh", "nextRunAt",
-		"primaryColor", "productionBranch", "rectangleLogoUrl", "redirectUri", "refreshFailed",
-		"refreshedSuccessfully", "repoUrl", "revoked", "revokedAt", "revokedBy", "scopes",
-		"secretRef", "squareLogoUrl", "startTime", "startedAt", "status", "statusMessage",
-		"tokenType", "tokenUrl", "totalConnections", "triggerType", "triggerUser", "updatedAt",
-		"updatedBy", "userType", "workflowId", "workflowName",
-	} {
-		m[name] = pascal(name)
-	}
-	return m
-}()
 
 // pascal upper-cases the first letter of a property name.
 func pascal(s string) string {
