@@ -22,7 +22,8 @@ type ReverseOutcome struct {
 	// status; empty for other docs.
 	Index []Row
 	// Delete are rows to delete when they exist (a missing one is not an
-	// error): the status index rows of an execution's other statuses, and
+	// error): the status index rows of an execution's other indexed
+	// statuses (Pending, Running: the only ones that have one), and
 	// index rows under keys that the existing row gave and the doc no
 	// longer gives.
 	Delete []RowRef
