@@ -173,7 +173,7 @@ check "reverse did not exit 0 with one execution synced"
 say "8. Verify again: the same 6 dead letters as in 5, and every other row matches."
 step -l --quiet verify --execution-ttl full
 [ "$code" = 3 ] && grep -qxF "$verdict" "$tmp/out"
-check "verify did not end with: $verdict"
+check "verify did not report: $verdict"
 
 say "9. The application, back on the tables, finds the execution completed."
 app show --org "$org" "$execution"
@@ -182,7 +182,12 @@ check "the Entities row is not Success, or the status:Running index still lists 
 
 printf '\n'
 if [ ${#failed[@]} -gt 0 ]; then
-	printf 'Rehearsal FAILED: %s.\n' "$(IFS=';' && printf '%s' "${failed[*]}" | sed 's/;/; /g')"
+	sep='Rehearsal FAILED: '
+	for f in "${failed[@]}"; do
+		printf '%s%s' "$sep" "$f"
+		sep='; '
+	done
+	printf '.\n'
 	exit 1
 fi
 printf '%s\n' "Rollback rehearsal checked: the completion is back in the tables (Success, no longer indexed as Running), and verify agrees."
