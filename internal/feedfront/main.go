@@ -17,9 +17,11 @@
 // (change feed of TARGET, N feed range(s))", and serves until SIGINT or
 // SIGTERM (exit 0). Exit 2 on a bad flag, 1 when it cannot listen.
 //
-// The simulation reads the stand-in's docs when a change feed is asked
-// for and keeps its modification log in memory: a restarted front starts
-// a new log (earlier continuations are refused), and
+// The simulation reads the stand-in's docs whenever a change feed is asked
+// for (so docs written straight to the stand-in come too) and keeps its
+// modification log in memory: a restarted front starts a new log, whose
+// continuations do not follow the old one's (a client holding an old
+// continuation misses changes: restart it from its start time).
 // internal/faultproxy/changefeed.go says what it does not model. The
 // emulators script (scripts/emulators.sh) starts it after the stand-in and
 // exports BIFROST_COSMOS_FEED_CONNECTION for it.
