@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # The bifrost-migrate demo: starts local emulators (Azurite for Table + Blob
 # Storage, @vercel/cosmosdb-server for Cosmos DB; installed from npm into a
-# cache folder on first use), loads the sample data in fixtures/, then runs
-# init, run --dry-run, run and verify, and stops the emulators it started.
-# Needs Go and Node.js. If BIFROST_TABLES_CONNECTION and CosmosDBConnection
-# point to running emulators, it uses those instead.
+# cache folder on first use) and the change-feed front before the Cosmos DB
+# stand-in (internal/feedfront), loads the sample data in fixtures/, then
+# runs init, run --dry-run, run and verify, and rehearses a rollback: a
+# demo application (internal/demoapp) completes an execution in Cosmos DB,
+# reverse writes it back to the tables, verify agrees. It stops what it
+# started. Needs Go and Node.js. If BIFROST_TABLES_CONNECTION and
+# CosmosDBConnection point to running emulators, it uses those instead.
 #
-# It prints about a hundred lines: each step is introduced, and long
-# summaries are cut to their totals. Colours only on a terminal. Its
-# temporary folder (the binary, the run's state, the emulators' logs) is
-# deleted on exit.
+# All its Cosmos DB traffic goes through the front
+# (BIFROST_COSMOS_FEED_CONNECTION), as an application's would on Azure: the
+# front serves the change feed that reverse reads.
+#
+# It prints about 140 lines: each step is introduced, and long summaries
+# are cut to their totals. Its last line says whether the rehearsal's
+# checks held (exit 0) or which failed (exit 1). Colours only on a
+# terminal. Its temporary folder (the binaries, the run's state, the
+# emulators' logs) is deleted on exit.
 set -uo pipefail
 cd "$(dirname "$0")"
 
@@ -27,7 +35,9 @@ else
 fi
 
 start_emulators || exit 1
+export CosmosDBConnection="$BIFROST_COSMOS_FEED_CONNECTION"
 go build -o "$tmp/bifrost-migrate" . || exit 1
+go build -o "$tmp/demoapp" ./internal/demoapp || exit 1
 # The run's state goes to .bifrost-migrate in the temporary folder, as it
 # would in the folder an operator runs from.
 cd "$tmp" || exit 1
@@ -53,24 +63,60 @@ summary() {
 		{ print }'
 }
 
-# step [-s|-S] ARGS...: shows the command, runs it (stderr with stdout, so
-# that error lines stay in place) and shows its exit status. -s cuts run's
-# table to its totals (summary), -S too and drops the warnings. Exit 130
+# changed keeps, of reverse's table (docs per container and kind), its
+# header, the kinds with a doc that is not UNCHANGED (not the per-container
+# "(all)" rows) and the total.
+changed() {
+	awk '
+		!seen && /^CONTAINER[ \t]/ { intable = 1; seen = 1; print; next }
+		intable {
+			if ($1 == "TOTAL") { print; intable = 0 } else if ($2 != "(all)" && $3 != $4) print
+			next
+		}
+		{ print }'
+}
+
+# last keeps the last two lines (verify's verdict and its error line).
+last() { tail -n 2; }
+
+# step [-s|-S|-c|-l] ARGS...: shows the command, runs it (stderr with
+# stdout, so that error lines stay in place) and shows its exit status,
+# also kept in $code, with its whole output in $tmp/out. -s cuts run's
+# table to its totals (summary), -S too and drops the warnings, -c keeps
+# the changed kinds of reverse's table, -l the last two lines. Exit 130
 # (Ctrl-C: bifrost-migrate handles the signal itself, so bash would go on)
 # ends the demo.
 step() {
-	local filter=(cat) code
+	local filter=(cat)
 	case "$1" in
 	-s) filter=(summary) && shift ;;
 	-S) filter=(summary -w) && shift ;;
+	-c) filter=(changed) && shift ;;
+	-l) filter=(last) && shift ;;
 	esac
 	printf '%s$ bifrost-migrate %s%s\n' "$bold" "$*" "$reset"
-	"$tmp/bifrost-migrate" "$@" 2>&1 | "${filter[@]}"
+	"$tmp/bifrost-migrate" "$@" 2>&1 | tee "$tmp/out" | "${filter[@]}"
 	code=${PIPESTATUS[0]}
 	printf '%s(exit %d)%s\n' "$dim" "$code" "$reset"
 	if [ "$code" = 130 ]; then
 		exit 130
 	fi
+}
+
+# app ARGS...: shows and runs the demo application (internal/demoapp), as
+# step does for bifrost-migrate.
+app() {
+	printf '%s$ demoapp %s%s\n' "$bold" "$*" "$reset"
+	"$tmp/demoapp" "$@" 2>&1 | tee "$tmp/out"
+	code=${PIPESTATUS[0]}
+	printf '%s(exit %d)%s\n' "$dim" "$code" "$reset"
+}
+
+# check MESSAGE: records MESSAGE as a failed check unless the last
+# command's status ($?) was 0.
+failed=()
+check() {
+	[ $? = 0 ] || failed+=("$1")
 }
 
 say "The fixtures hold rows that cannot be migrated, on purpose: run reports them" \
@@ -101,3 +147,47 @@ say "5. Verify: compare every row with what Cosmos DB and Blob Storage hold now.
 	"   The bad rows are not there (DEAD-LETTER); every other row must match its" \
 	"   doc: MISSING, DIFFERENT and ORPHANS 0."
 step -s --quiet verify --execution-ttl full
+
+# The rollback rehearsal: the Running execution of the fixtures, completed
+# by the application in Cosmos DB after the cutover.
+org=2f1a9c4e-8b3d-4e6f-a1c2-5d7e9f0b3a68
+execution=0c537813-4b06-5b2c-8e7c-f7706176ae40
+verdict='verify: 6 row(s) not migrated; 0 missing, 0 different, 0 orphan doc(s)'
+
+# reverse --since rounds down to the second: wait for the next one, so
+# that the docs run wrote are all older than the cutover.
+sleep 1
+cutover=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+say "6. Rollback rehearsal. Cut over at $cutover: the application (demoapp, with the" \
+	"   Cosmos DB SDK) now writes to Cosmos DB; it completes the Running execution."
+app complete --org "$org" "$execution"
+[ "$code" = 0 ]
+check "demoapp could not complete the execution"
+
+say "7. Roll back: reverse reads Cosmos DB's change feed since the cutover and" \
+	"   writes back what changed, as the Table-based application would have."
+step -c --quiet reverse --since "$cutover" --execution-ttl full
+[ "$code" = 0 ] && grep -Eq '^executions +execution +[0-9]+ +[0-9]+ +1 ' "$tmp/out"
+check "reverse did not exit 0 with one execution synced"
+
+say "8. Verify again: the same 6 dead letters as in 5, and every other row matches."
+step -l --quiet verify --execution-ttl full
+[ "$code" = 3 ] && grep -qxF "$verdict" "$tmp/out"
+check "verify did not report: $verdict"
+
+say "9. The application, back on the tables, finds the execution completed."
+app show --org "$org" "$execution"
+[ "$code" = 0 ] && grep -q "^application on the tables: execution $execution is Success, .*; not in the status:Running index$" "$tmp/out"
+check "the Entities row is not Success, or the status:Running index still lists it"
+
+printf '\n'
+if [ ${#failed[@]} -gt 0 ]; then
+	sep='Rehearsal FAILED: '
+	for f in "${failed[@]}"; do
+		printf '%s%s' "$sep" "$f"
+		sep='; '
+	done
+	printf '.\n'
+	exit 1
+fi
+printf '%s\n' "Rollback rehearsal checked: the completion is back in the tables (Success, no longer indexed as Running), and verify agrees."

@@ -5,6 +5,9 @@
 # It installs the emulators into a cache folder, starts them on free
 # loopback ports, and stops them on any exit. If BIFROST_TABLES_CONNECTION
 # and CosmosDBConnection already point to running emulators, it uses those.
+# The change-feed front the emulators script also starts
+# (BIFROST_COSMOS_FEED_CONNECTION) is not used by the tests: they put their
+# own fault proxy before the stand-in where they need a change feed.
 # Extra arguments are passed to `go test` (e.g. ./test.sh -run TestReader, or
 # ./test.sh -run TestInit ./cmd/); without a package argument it tests ./...
 set -euo pipefail

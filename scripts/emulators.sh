@@ -4,14 +4,25 @@
 # start_emulators installs Azurite (Table + Blob) and @vercel/cosmosdb-server
 # from npm into a cache folder (pinned versions), starts them on free
 # loopback ports and exports the connection settings bifrost-migrate reads:
-# BIFROST_TABLES_CONNECTION and CosmosDBConnection. When both are already
-# set and answer, it reuses them and starts nothing. stop_emulators stops
+# BIFROST_TABLES_CONNECTION and CosmosDBConnection (the stand-in itself,
+# which has no change feed). It then starts the change-feed front
+# (internal/feedfront, built with go) before the stand-in and exports
+# BIFROST_COSMOS_FEED_CONNECTION for it: Cosmos DB traffic sent there
+# reaches the same stand-in, and the change feed that `reverse` reads is
+# served too. When BIFROST_TABLES_CONNECTION and CosmosDBConnection are
+# already set and answer, it reuses them and starts no emulator; it reuses
+# BIFROST_COSMOS_FEED_CONNECTION too when it is set and answers, and
+# otherwise starts a front before the reused stand-in (an https:// Cosmos
+# DB endpoint, the Linux emulator's or Azure's, serves a change feed of its
+# own: the feed connection is then CosmosDBConnection). stop_emulators stops
 # only what start_emulators started; callers run it from an EXIT trap.
 
 AZURITE_VERSION=3.37.0
 COSMOSDB_SERVER_VERSION=1.0.1
 EMULATOR_CACHE=${BIFROST_EMULATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bifrost-migrate/emulators-$AZURITE_VERSION-$COSMOSDB_SERVER_VERSION}
 EMULATOR_PIDS=()
+EMULATOR_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+FEED_FRONT_DIR=
 EMULATOR_LOGS=${EMULATOR_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/bifrost-emulators.XXXXXX")}
 
 # The published well-known keys of the emulators (not secrets).
@@ -73,14 +84,63 @@ reachable() {
 	node -e 'const u=new URL(process.argv[1]);const m=u.protocol==="https:"?require("https"):require("http");const r=m.get(u,{rejectUnauthorized:false,timeout:3000},x=>{process.exit(0)});r.on("error",()=>process.exit(1));r.on("timeout",()=>process.exit(1))' "$1" 2>/dev/null
 }
 
+# conn_value CONNECTION NAME prints the value of NAME=… in a connection
+# string.
+conn_value() {
+	printf '%s' "$1" | tr ';' '\n' | sed -n "s/^$2=//p"
+}
+
+# start_feed_front builds internal/feedfront and starts it on a free port
+# before the Cosmos DB stand-in of CosmosDBConnection, and exports
+# BIFROST_COSMOS_FEED_CONNECTION: CosmosDBConnection with the front's
+# endpoint (the same key: the front forwards the client's signature).
+start_feed_front() {
+	local cosmos_ep port
+	cosmos_ep=$(conn_value "$CosmosDBConnection" AccountEndpoint)
+	command -v go >/dev/null || { log "go not found: the change-feed front (internal/feedfront) is a Go program"; return 1; }
+	FEED_FRONT_DIR=$(mktemp -d "${TMPDIR:-/tmp}/bifrost-feedfront.XXXXXX") || return 1
+	if ! (cd "$EMULATOR_REPO" && go build -o "$FEED_FRONT_DIR/feedfront" ./internal/feedfront) >&2; then
+		log "building the change-feed front (internal/feedfront) failed"
+		return 1
+	fi
+	port=$(free_port) || return 1
+	"$FEED_FRONT_DIR/feedfront" --target "$cosmos_ep" --addr "127.0.0.1:$port" >"$EMULATOR_LOGS/feedfront.log" 2>&1 &
+	EMULATOR_PIDS+=($!)
+	wait_port 127.0.0.1 "$port" feedfront || return 1
+	export BIFROST_COSMOS_FEED_CONNECTION="${CosmosDBConnection/"AccountEndpoint=$cosmos_ep"/AccountEndpoint=http://127.0.0.1:$port/}"
+	log "change-feed front: http://127.0.0.1:$port/ before $cosmos_ep (BIFROST_COSMOS_FEED_CONNECTION)"
+}
+
+# reuse_feed_front keeps a BIFROST_COSMOS_FEED_CONNECTION that answers;
+# otherwise, before a reused http:// stand-in, it starts a front, and for
+# an https:// endpoint (the Linux emulator, Azure: a change feed of their
+# own) it exports CosmosDBConnection as the feed connection.
+reuse_feed_front() {
+	local feed_ep cosmos_ep
+	feed_ep=$(conn_value "${BIFROST_COSMOS_FEED_CONNECTION:-}" AccountEndpoint)
+	if [ -n "$feed_ep" ] && reachable "$feed_ep"; then
+		log "reusing the change-feed connection the environment points to ($feed_ep)"
+		return 0
+	fi
+	cosmos_ep=$(conn_value "$CosmosDBConnection" AccountEndpoint)
+	case "$cosmos_ep" in
+	http://*) start_feed_front ;;
+	*)
+		export BIFROST_COSMOS_FEED_CONNECTION="$CosmosDBConnection"
+		log "$cosmos_ep serves its own change feed: BIFROST_COSMOS_FEED_CONNECTION is CosmosDBConnection"
+		;;
+	esac
+}
+
 start_emulators() {
 	if [ -n "${BIFROST_TABLES_CONNECTION:-}" ] && [ -n "${CosmosDBConnection:-}" ]; then
 		local table_ep cosmos_ep
-		table_ep=$(printf '%s' "$BIFROST_TABLES_CONNECTION" | tr ';' '\n' | sed -n 's/^TableEndpoint=//p')
-		cosmos_ep=$(printf '%s' "$CosmosDBConnection" | tr ';' '\n' | sed -n 's/^AccountEndpoint=//p')
+		table_ep=$(conn_value "$BIFROST_TABLES_CONNECTION" TableEndpoint)
+		cosmos_ep=$(conn_value "$CosmosDBConnection" AccountEndpoint)
 		if [ -n "$table_ep" ] && [ -n "$cosmos_ep" ] && reachable "$table_ep" && reachable "$cosmos_ep"; then
 			log "reusing the emulators the environment points to ($table_ep, $cosmos_ep)"
-			return 0
+			reuse_feed_front
+			return
 		fi
 		log "the emulators the environment points to do not answer; starting our own"
 	fi
@@ -102,6 +162,7 @@ start_emulators() {
 	export BIFROST_TABLES_CONNECTION="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$DEV_STORAGE_KEY;BlobEndpoint=http://127.0.0.1:$blob_port/devstoreaccount1;TableEndpoint=http://127.0.0.1:$table_port/devstoreaccount1;"
 	export CosmosDBConnection="AccountEndpoint=http://127.0.0.1:$cosmos_port/;AccountKey=$EMULATOR_COSMOS_KEY;"
 	log "emulators: blob 127.0.0.1:$blob_port, table 127.0.0.1:$table_port, cosmos http://127.0.0.1:$cosmos_port (logs in $EMULATOR_LOGS)"
+	start_feed_front
 }
 
 stop_emulators() {
@@ -121,4 +182,8 @@ stop_emulators() {
 		wait "$pid" 2>/dev/null || true
 	done
 	EMULATOR_PIDS=()
+	if [ -n "$FEED_FRONT_DIR" ]; then
+		rm -rf "$FEED_FRONT_DIR"
+		FEED_FRONT_DIR=
+	fi
 }

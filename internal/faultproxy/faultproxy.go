@@ -108,6 +108,9 @@ type Rule struct {
 type Config struct {
 	// Target is the upstream base URL, e.g. http://127.0.0.1:8081/.
 	Target string
+	// Addr is the address to listen on, host:port; empty means
+	// 127.0.0.1 on a free port.
+	Addr string
 	// Seed makes the Share draws deterministic.
 	Seed uint64
 	// Rules are tried in order for every matching request that is not
@@ -216,9 +219,10 @@ type Proxy struct {
 	feeds     map[string]*feedLog // by the path of a container's docs; with Config.ChangeFeed
 }
 
-// Start listens on 127.0.0.1 on a free port and serves until Close. It
-// returns an error when Target is not an absolute URL, ChangeFeed.Ranges is
-// out of range, or the listener cannot be opened.
+// Start listens on Config.Addr (default: 127.0.0.1 on a free port) and
+// serves until Close. It returns an error when Target is not an absolute
+// URL, ChangeFeed.Ranges is out of range, or the listener cannot be opened
+// (the address is in use).
 func Start(cfg Config) (*Proxy, error) {
 	t, err := url.Parse(cfg.Target)
 	if err != nil || t.Scheme == "" || t.Host == "" {
@@ -233,7 +237,11 @@ func Start(cfg Config) (*Proxy, error) {
 	if cfg.DocKey == nil {
 		cfg.DocKey = CosmosDocKey
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := cfg.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
@@ -260,7 +268,8 @@ func Start(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// URL is the proxy's base URL, http://127.0.0.1:PORT/.
+// URL is the proxy's base URL, http://HOST:PORT/ (HOST as it listens,
+// e.g. 127.0.0.1).
 func (p *Proxy) URL() string { return p.url }
 
 // Close stops accepting, closes every connection, waits for the server

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -315,5 +316,32 @@ func TestConcurrentUseAndClose(t *testing.T) {
 	}
 	if _, err := client().Get(p.URL()); err == nil {
 		t.Errorf("proxy still answers after Close")
+	}
+}
+
+// With Config.Addr the proxy listens where it is told, announces that
+// address, and a second proxy on the same address is refused.
+func TestListensOnTheGivenAddress(t *testing.T) {
+	u := newUpstream(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	p := start(t, faultproxy.Config{Target: u.srv.URL, Addr: addr})
+	if p.URL() != "http://"+addr+"/" {
+		t.Errorf("URL %q, want http://%s/", p.URL(), addr)
+	}
+	if got := outcome(client(), "http://"+addr+"/", "on-addr"); got != "201" || u.writesFor("on-addr") != 1 {
+		t.Errorf("write through %s: %s, %d upstream writes; want 201, 1", addr, got, u.writesFor("on-addr"))
+	}
+	second, err := faultproxy.Start(faultproxy.Config{Target: u.srv.URL, Addr: addr})
+	if err == nil {
+		second.Close()
+		t.Fatalf("a second proxy on %s started", addr)
+	}
+	if !strings.Contains(err.Error(), "faultproxy: listen: ") || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("second proxy on %s: %v, want faultproxy: listen: … address already in use", addr, err)
 	}
 }
