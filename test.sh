@@ -31,4 +31,4 @@ pkgs=(./...)
 for a in "$@"; do
 	case "$a" in ./* | github.com/*) pkgs=() ;; esac
 done
-go test -count=1 -timeout 60m "$@" "${pkgs[@]}"
+go test -count=1 -timeout 60m -parallel 8 "$@" "${pkgs[@]}"

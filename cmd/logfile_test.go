@@ -16,10 +16,13 @@ import (
 // --log-file keeps a timestamped line per page, retry, dead letter and
 // checkpoint, and never a piece of a key.
 func TestRunLogFile(t *testing.T) {
+	t.Parallel()
 	src := newResSource(t, 200, 5, resNow, 1)
+	// A few 429s make retry lines; the pacer is tested against the
+	// simulated account (run_ru_test.go), not here.
 	proxy, err := faultproxy.Start(faultproxy.Config{
 		Target: src.cosmos.Endpoint, Seed: 3,
-		Rules: []faultproxy.Rule{{Kind: faultproxy.Throttle, Share: 0.05, RetryAfter: 5 * time.Millisecond}},
+		Rules: []faultproxy.Rule{{Kind: faultproxy.Throttle, Share: 1, Count: 3, RetryAfter: 5 * time.Millisecond}},
 	})
 	if err != nil {
 		t.Fatal(err)

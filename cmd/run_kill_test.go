@@ -226,6 +226,7 @@ func tableRows(st *migrate.State, table string) int64 {
 // Then it interrupts a run with SIGINT: exit 130, the state saved, and a
 // rerun that says it resumes and ends the same way.
 func TestRunKillAndResume(t *testing.T) {
+	t.Parallel()
 	const n = 3000
 	type scenario struct {
 		name string
@@ -302,6 +303,8 @@ func TestRunKillAndResume(t *testing.T) {
 
 	for i, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			p := newResProc(t, src, bin) // its own trigger
 			db := src.newDatabase()
 			stateDir := filepath.Join(t.TempDir(), "state")
 			args := src.runArgs(db, i+1, stateDir, extra...)
@@ -341,6 +344,8 @@ func TestRunKillAndResume(t *testing.T) {
 	}
 
 	t.Run("SIGINT exits 130 with the state saved, and a rerun resumes", func(t *testing.T) {
+		t.Parallel()
+		p := newResProc(t, src, bin)
 		db := src.newDatabase()
 		blobs := len(scenarios) + 1
 		stateDir := filepath.Join(t.TempDir(), "state")

@@ -101,6 +101,7 @@ func (s *resSource) farEnv(t *testing.T, latency time.Duration) (map[string]stri
 // the adaptive pacer's first seconds (finding the account), not the
 // window, which is what latency tests.
 func TestRunAtLatency(t *testing.T) {
+	t.Parallel()
 	n := latencyExecutions()
 	s := newLatencySource(t, n)
 	var flags []string

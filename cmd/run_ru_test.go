@@ -109,9 +109,11 @@ func (s *resSource) runAndVerify(t *testing.T, p *faultproxy.Proxy, extra ...str
 // Every run is verified clean. The figures it logs are the README's RU
 // benchmark.
 func TestRunUnderAnRUBudget(t *testing.T) {
+	t.Parallel()
 	s := newRUSource(t)
 
 	t.Run("max-ru beside the application", func(t *testing.T) {
+		t.Parallel()
 		p := budgetProxy(t, s, 2000)
 		stop := p.StartApplication(200, 10)
 		s.runAndVerify(t, p, "--max-ru", "1000")
@@ -131,6 +133,7 @@ func TestRunUnderAnRUBudget(t *testing.T) {
 	})
 
 	t.Run("adaptive", func(t *testing.T) {
+		t.Parallel()
 		p := budgetProxy(t, s, 2000)
 		s.runAndVerify(t, p)
 		run := figures(p, "client")
@@ -144,6 +147,7 @@ func TestRunUnderAnRUBudget(t *testing.T) {
 	})
 
 	t.Run("outage", func(t *testing.T) {
+		t.Parallel()
 		p := budgetProxy(t, s, 2000)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

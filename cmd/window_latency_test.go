@@ -28,6 +28,7 @@ import (
 // (with --max-ru at the budget, as TestRunAtLatency) — use ≥ 0.8 of the
 // budget over the command's requests, and apply every change.
 func TestWindowAtLatency(t *testing.T) {
+	t.Parallel()
 	n := latencyExecutions() / 2
 	s := newLatencySource(t, n)
 	var flags []string
