@@ -100,7 +100,7 @@ func connect(ctx context.Context, f *Factory, n needs) (conn, error) {
 }
 
 // resolve parses the settings of the accounts n uses and builds the
-// Cosmos DB client; it sends no request.
+// Cosmos DB client and its reader; it sends no request.
 func resolve(f *Factory, n needs) (conn, error) {
 	c := conn{target: target{database: n.database, blobName: n.blobContainer, azopts: f.azureOptions()}}
 	c.azopts.Pacer = n.pacer
@@ -123,8 +123,14 @@ func resolve(f *Factory, n needs) (conn, error) {
 			return c, err
 		}
 	}
-	if n.has(anyCosmos) {
-		c.cosmos, c.client, err = connectCosmos(f, n.pacer)
+	if !n.has(anyCosmos) {
+		return c, nil
+	}
+	if c.cosmos, c.client, err = connectCosmos(f, n.pacer); err != nil {
+		return c, err
+	}
+	if n.has(cosmosRead | changeFeed) {
+		c.docReader, err = azure.NewDocReader(c.client, n.database)
 	}
 	return c, err
 }
@@ -138,7 +144,12 @@ func (c conn) probes(n needs) []probe {
 	if n.has(anyBlobs) {
 		ps = append(ps, blobsProbe(c.blobs, c.azopts, n.blobContainer))
 	}
-	if n.has(anyCosmos) {
+	switch {
+	case n.has(changeFeed):
+		// It proves what the Cosmos DB check does, and that the account
+		// serves the change feed, which the local stand-in does not.
+		ps = append(ps, changeFeedProbe(c.cosmos, c.docReader))
+	case n.has(anyCosmos):
 		ps = append(ps, cosmosProbe(c.cosmos, c.client, n.database))
 	}
 	return ps
@@ -169,8 +180,5 @@ func (c *conn) build(n needs) error {
 	if n.has(cosmosWrite) {
 		c.docs = azure.NewCosmosDocs(c.client, n.database, &c.azopts.Retry)
 	}
-	if n.has(cosmosRead | changeFeed) {
-		c.docReader, err = azure.NewDocReader(c.client, n.database)
-	}
-	return err
+	return nil
 }

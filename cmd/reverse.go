@@ -85,7 +85,7 @@ var reverseColumns = countColumns[migrate.ReverseCounts]{
 func reverseView(s migrate.ReverseSummary) windowView[migrate.ReverseConflict] {
 	c := s.Totals
 	v := windowView[migrate.ReverseConflict]{
-		ran: true, s: s.WindowSummary, list: s.Conflicts, forced: fmt.Sprintf("%d written with --force", c.Forced),
+		ran: s.Containers != nil, s: s.WindowSummary, list: s.Conflicts, forced: fmt.Sprintf("%d written with --force", c.Forced),
 		tally: tally{read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Synced, newest: s.Newest},
 		table: func(w io.Writer) error {
 			groups := make([]countGroup[migrate.ReverseCounts], 0, len(s.Containers))

@@ -139,7 +139,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if bars != nil {
 		bars.finish()
 	}
-	if s.Tables != nil {
+	if s.Tables != nil && (err == nil || rowsCounted(s) > 0) {
 		var ru *ruReport
 		if !m.DryRun && !s.AlreadyComplete {
 			r := newRUReport(opts.pacer, s.DocsWritten)
@@ -319,6 +319,17 @@ func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64, e
 		_, err = fmt.Fprintf(w, "run %s not complete: stopped by the error reported on stderr (the state is saved)\n", s.RunID)
 	}
 	return err
+}
+
+// rowsCounted is the number of rows s counts, those of earlier sessions
+// of a resumed run included: none when run failed before doing any work,
+// and then the error alone is printed.
+func rowsCounted(s migrate.Summary) int64 {
+	var n int64
+	for _, ts := range s.Tables {
+		n += ts.Rows
+	}
+	return n
 }
 
 func sumDisposition(kinds map[string]map[string]int64, d string) int64 {

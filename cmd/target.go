@@ -170,6 +170,15 @@ func cosmosProbe(acct azure.CosmosAccount, client *azcosmos.Client, database str
 	}}
 }
 
+// changeFeedProbe reads the feed ranges of the container entities
+// through r (a missing database or container is fine): the account
+// answers, accepts our credentials and serves the change feed.
+func changeFeedProbe(acct azure.CosmosAccount, r *azure.DocReader) probe {
+	return probe{"Cosmos DB", acct.Endpoint, cosmosSettings, func(ctx context.Context) error {
+		return r.CheckChangeFeed(ctx, transform.ContainerEntities)
+	}}
+}
+
 // firstTable is the first of the selected tables in read order (all
 // three when none is selected): the one the tables check reads.
 func firstTable(selected []string) string {
@@ -280,6 +289,10 @@ func probeCause(err error) string {
 		return fmt.Sprintf("it answered %d %s", re.StatusCode, http.StatusText(re.StatusCode))
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("no answer within %s", probeTimeout)
+	case errors.Is(err, azure.ErrNoChangeFeed):
+		return "it does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse reads it; use Azure Cosmos DB or its emulator"
+	case isDecodeError(err):
+		return "it answered in a form that is not the service's"
 	case errors.As(err, &dns):
 		return "no such host " + dns.Name
 	case errors.As(err, &errno):

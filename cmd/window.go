@@ -215,6 +215,10 @@ type tally struct {
 	newest *time.Time
 }
 
+// counted reports whether t counts anything: something was read, written
+// or left.
+func (t tally) counted() bool { return t.read+t.written+t.conflicts+t.deadLetters > 0 }
+
 // add adds the counts of o to t.
 func (t *tally) add(o tally) {
 	t.read += o.read
@@ -320,7 +324,8 @@ func windowRun[D, S, C, T any](ctx context.Context, opts *windowOptions, c *migr
 	end := endingOf(err, ctx.Err() != nil)
 	var werr error
 	switch {
-	case !v.ran:
+	case !v.ran || err != nil && !v.counted():
+		// Nothing was done: the error alone says what happened.
 	case o.json():
 		werr = o.lines.emit(lineSummary, windowLine{end == endedDone, s, ru})
 	default:
