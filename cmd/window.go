@@ -32,6 +32,9 @@ type windowFlags struct {
 	// watermark less Skew, until SIGINT or SIGTERM.
 	Follow         bool
 	Interval, Skew time.Duration
+	// now is the time the services stamp changes with (a --since later
+	// than it, by more than Skew, is refused).
+	now func() time.Time
 }
 
 // windowHelp is what the help of a replay's or reverse's flags says it
@@ -68,6 +71,7 @@ func newWindowOptions(c *migrate.Common, w *migrate.WindowOptions, help windowHe
 // more, then the engine's, and does run (runF in tests) once they are
 // valid.
 func newWindowCmd[O any](f *Factory, opts O, w *windowOptions, doc cmdDoc, runF, run func(context.Context, O) error, more ...flagGroup) *cobra.Command {
+	w.window.now = f.serviceNow
 	c := newCommand(doc, func(c *cobra.Command) error {
 		w.from(f)
 		return runWith(c, opts, runF, run)
@@ -93,7 +97,10 @@ func (w *windowFlags) validate() error {
 		return UsageError(err)
 	}
 	w.w.Since = since
+	now := w.now().UTC()
 	switch {
+	case since.After(now.Add(max(w.Skew, 0))):
+		return UsageError(futureSince(w.Since, since, now))
 	case w.Follow && (*w.dryRun || w.w.Prune):
 		return UsageError(errors.New("--follow cannot be combined with --dry-run or --prune (run them once, before or after following)"))
 	case w.Follow && (w.Interval <= 0 || w.Skew < 0):
@@ -112,6 +119,48 @@ func parseSince(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("--since %q is not an RFC 3339 time such as %s", s, sinceExample)
 	}
 	return t.UTC(), nil
+}
+
+// futureSince is the error of a --since (given, which is since) later
+// than now: a mistyped year, or local time typed as UTC, would read
+// nothing and end "OK".
+func futureSince(given string, since, now time.Time) error {
+	value := given
+	if utc := since.Format(time.RFC3339Nano); utc != given {
+		value += " (" + utc + ")"
+	}
+	return fmt.Errorf("--since %s is later than now (%s, UTC): no change is that recent, so nothing would be read; give a time in the past, in UTC or with its offset",
+		value, now.Format(time.RFC3339))
+}
+
+// warnReach warns, in one line, when since is more than a day before the
+// start of the migration whose state is in dir (state.json): the window
+// then reaches back further than the migration, which is seldom what was
+// meant. It only reads state.json (no lock, nothing written, in a dry run
+// too), and says so when it cannot.
+func warnReach(o *output, dir string, since time.Time) {
+	st, err := migrate.LoadState(dir)
+	switch {
+	case err != nil:
+		o.warning("%s cannot be read, so --since is not checked against when the migration started", filepath.Join(dir, migrate.StateFile))
+	case st == nil || st.Started.IsZero():
+	case st.Started.Sub(since) > 24*time.Hour:
+		o.warning("--since %s reaches %s before the migration started (run %s at %s): every change since then is in the window; check that it is the time you meant",
+			since.Format(time.RFC3339Nano), days(st.Started.Sub(since)), st.RunID, st.Started.UTC().Format(time.RFC3339))
+	}
+}
+
+// days says d, a day or more, in days and hours ("3 days 4 h").
+func days(d time.Duration) string {
+	h := int(d.Hours())
+	unit := "days"
+	if h/24 == 1 {
+		unit = "day"
+	}
+	if h%24 == 0 {
+		return fmt.Sprintf("%d %s", h/24, unit)
+	}
+	return fmt.Sprintf("%d %s %d h", h/24, unit, h%24)
 }
 
 // ready prints where the command works (c's accounts), then fails when
@@ -311,6 +360,7 @@ func windowRun[D, S, C, T any](ctx context.Context, opts *windowOptions, c *migr
 		return err
 	}
 	wf.startStatus(o, w.words.reads, wf.w.Since, c.DryRun)
+	warnReach(o, c.StateDir, wf.w.Since)
 	if wf.Follow {
 		return windowFollow(ctx, o, e, wf, c.StateDir, svc.deps, w)
 	}
