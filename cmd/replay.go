@@ -91,17 +91,13 @@ func replayView(s migrate.ReplaySummary) windowView[migrate.Conflict] {
 			return writeCountTable(w, "TABLE", replayColumns, groups, c)
 		},
 		writes: func(w io.Writer) {
-			verb, written := "uploaded", "docs written"
-			if s.DryRun {
-				verb, written = "to upload", "docs that would be written"
-			}
-			fmt.Fprintf(w, "blobs %s: %d (%d bytes)\n", verb, s.BlobsUploaded, s.BlobBytes)
+			fmt.Fprintf(w, "%s: %d (%d bytes)\n", whatIsDone(s.DryRun, "blobs", "uploaded"), s.BlobsUploaded, s.BlobBytes)
 			fmt.Fprintf(w, "%s: %d (created %d, replaced %d, forced %d, pruned %d) in %.1fs\n",
-				written, c.Writes(), c.Created, c.Replaced, c.Forced, c.Pruned, s.ElapsedSeconds)
+				whatIsDone(s.DryRun, "docs", "written"), c.Writes(), c.Created, c.Replaced, c.Forced, c.Pruned, s.ElapsedSeconds)
 			fmt.Fprintf(w, "start-overs: %d after 412 (changed since read), %d after 409 (created meanwhile), %d after 404 (deleted meanwhile)\n",
 				c.PreconditionFailed, c.CreateConflicts, c.DocVanished)
 		},
-		forced: fmt.Sprintf("%d overwritten or deleted with --force", c.Forced+c.ForcedPrunes),
+		forced: fmt.Sprintf("%d %s with --force", c.Forced+c.ForcedPrunes, would(s.DryRun, "overwritten or deleted")),
 	}
 }
 

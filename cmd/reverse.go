@@ -85,7 +85,7 @@ var reverseColumns = countColumns[migrate.ReverseCounts]{
 func reverseView(s migrate.ReverseSummary) windowView[migrate.ReverseConflict] {
 	c := s.Totals
 	v := windowView[migrate.ReverseConflict]{
-		ran: s.Containers != nil, s: s.WindowSummary, list: s.Conflicts, forced: fmt.Sprintf("%d written with --force", c.Forced),
+		ran: s.Containers != nil, s: s.WindowSummary, list: s.Conflicts, forced: fmt.Sprintf("%d %s with --force", c.Forced, would(s.DryRun, "written")),
 		tally: tally{read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Synced, newest: s.Newest},
 		table: func(w io.Writer) error {
 			groups := make([]countGroup[migrate.ReverseCounts], 0, len(s.Containers))
@@ -95,9 +95,9 @@ func reverseView(s migrate.ReverseSummary) windowView[migrate.ReverseConflict] {
 			return writeCountTable(w, "CONTAINER", reverseColumns, groups, c)
 		},
 		writes: func(w io.Writer) {
-			fmt.Fprintf(w, "rows written: %d (%d rows, %d index rows, %d index rows deleted, %d pruned) in %.1fs\n",
-				c.Writes(), c.RowsWritten, c.IndexWritten, c.IndexDeleted, c.Pruned, s.ElapsedSeconds)
-			fmt.Fprintf(w, "blobs uploaded: %d (%d bytes)\n", s.BlobsUploaded, s.BlobBytes)
+			fmt.Fprintf(w, "%s: %d (%d rows, %d index rows, %d index rows deleted, %d pruned) in %.1fs\n",
+				whatIsDone(s.DryRun, "rows", "written"), c.Writes(), c.RowsWritten, c.IndexWritten, c.IndexDeleted, c.Pruned, s.ElapsedSeconds)
+			fmt.Fprintf(w, "%s: %d (%d bytes)\n", whatIsDone(s.DryRun, "blobs", "uploaded"), s.BlobsUploaded, s.BlobBytes)
 		},
 	}
 	if s.DryRun && len(s.Plan) > 0 {

@@ -273,11 +273,7 @@ func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64, e
 		return err
 	}
 	fmt.Fprintln(w)
-	verb := "uploaded"
-	if s.DryRun {
-		verb = "to upload"
-	}
-	fmt.Fprintf(w, "blobs %s: %d (%d bytes)\n", verb, s.BlobsUploaded, s.BlobBytes)
+	fmt.Fprintf(w, "%s: %d (%d bytes)\n", whatIsDone(s.DryRun, "blobs", "uploaded"), s.BlobsUploaded, s.BlobBytes)
 	if !s.DryRun {
 		fmt.Fprintf(w, "request units (whole run, writes): %.2f\n", s.RequestCharge)
 		fmt.Fprintf(w, "docs written this session: %d in %.1fs (%.0f docs/s)\n", s.DocsWritten, s.ElapsedSeconds, s.DocsPerSecond)

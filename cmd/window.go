@@ -243,7 +243,7 @@ func windowExit(err error, interrupted, dryRun bool, t tally, deadLetterFile str
 	case err != nil:
 		return err
 	case t.conflicts > 0:
-		return ConflictError(fmt.Errorf("%s%d conflict(s) left unresolved: %s", dry, t.conflicts, words.conflictsLeft))
+		return ConflictError(fmt.Errorf("%s%d conflict(s) %s: %s", dry, t.conflicts, would(dryRun, "left unresolved"), words.conflictsLeft))
 	case t.deadLetters > 0 && dryRun:
 		return PartialError(fmt.Errorf("dry run: %d %s would be dead-lettered", t.deadLetters, words.deadLettered))
 	case t.deadLetters > 0:
@@ -484,17 +484,19 @@ func writeWindowText[C any](w io.Writer, words wayWords, v windowView[C], confli
 			fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
 		}
 	}
-	fmt.Fprintf(w, "conflicts: %d left unresolved, %s\n", v.tally.conflicts, v.forced)
+	fmt.Fprintf(w, "conflicts: %d %s, %s\n", v.tally.conflicts, would(v.s.DryRun, "left unresolved"), v.forced)
 	writeConflicts(w, v.list, conflict.write)
 	if v.plan != nil {
 		v.plan(w)
 	}
-	return writeWindowEnd(w, words.name, end, v.tally)
+	return writeWindowEnd(w, words, end, v.tally, v.s.DryRun)
 }
 
-// writeWindowEnd prints the last line of the summary of the command
-// name: how it ended (end) and, when it finished, what t it left.
-func writeWindowEnd(w io.Writer, name string, end ending, t tally) error {
+// writeWindowEnd prints the last line of the summary of a replay or
+// reverse: how it ended (end) and, when it finished, what t it left (in a
+// dry run: would leave).
+func writeWindowEnd(w io.Writer, words wayWords, end ending, t tally, dryRun bool) error {
+	name := words.name
 	var err error
 	switch {
 	case end == endedInterrupted || end == endedTransient:
@@ -502,13 +504,32 @@ func writeWindowEnd(w io.Writer, name string, end ending, t tally) error {
 	case end == endedFailed:
 		_, err = fmt.Fprintf(w, "%s: not complete: stopped by the error reported on stderr\n", name)
 	case t.conflicts > 0:
-		_, err = fmt.Fprintf(w, "%s: %d conflict(s) left unresolved\n", name, t.conflicts)
+		_, err = fmt.Fprintf(w, "%s: %d conflict(s) %s\n", name, t.conflicts, would(dryRun, "left unresolved"))
+	case t.deadLetters > 0 && dryRun:
+		_, err = fmt.Fprintf(w, "%s: %d %s would be dead-lettered\n", name, t.deadLetters, words.deadLettered)
 	case t.deadLetters > 0:
 		_, err = fmt.Fprintf(w, "%s: %d dead letter(s)\n", name, t.deadLetters)
 	default:
 		_, err = fmt.Fprintf(w, "%s: OK\n", name)
 	}
 	return err
+}
+
+// would is done ("written") as a dry run says it: "would be written".
+func would(dryRun bool, done string) string {
+	if dryRun {
+		return "would be " + done
+	}
+	return done
+}
+
+// whatIsDone says what was done ("docs written") as a dry run says it:
+// "docs that would be written".
+func whatIsDone(dryRun bool, what, done string) string {
+	if dryRun {
+		return what + " that would be " + done
+	}
+	return what + " " + done
 }
 
 // writeConflicts prints the first maxConflictsShown of conflicts, each
