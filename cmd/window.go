@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -360,12 +361,14 @@ func windowRun[D, S, C, T any](ctx context.Context, opts *windowOptions, c *migr
 		return err
 	}
 	wf.startStatus(o, w.words.reads, wf.w.Since, c.DryRun)
-	warnReach(o, c.StateDir, wf.w.Since)
+	// Said once the engine is at work: a command refused at its start (the
+	// state directory in use) prints only its error.
+	atWork := sync.OnceFunc(func() { warnReach(o, c.StateDir, wf.w.Since) })
 	if wf.Follow {
-		return windowFollow(ctx, o, e, wf, c.StateDir, svc.deps, w)
+		return windowFollow(ctx, o, e, wf, c.StateDir, svc.deps, w, atWork)
 	}
 	p, bars, counted := newProgress(o, e.ErrIsTerminal, time.Now, recentRU(e.pacer))
-	s, err := w.pass(ctx, svc.deps, wf.w.Since, p, counted, false)
+	s, err := w.pass(ctx, svc.deps, wf.w.Since, workingProgress{p, atWork}, counted, false)
 	if bars != nil {
 		bars.finish()
 	}
@@ -390,8 +393,9 @@ func windowRun[D, S, C, T any](ctx context.Context, opts *windowOptions, c *migr
 // windowFollow runs the passes of w until ctx ends (SPEC §16), each from
 // the previous pass's watermark less --skew, then prints the totals and
 // the conflicts of every pass; exit 4 when any conflict was left, else 3
-// when there were dead letters (in stateDir).
-func windowFollow[D, S, C, T any](ctx context.Context, o *output, e *engineOptions, wf windowFlags, stateDir string, deps D, w way[D, S, C, T]) error {
+// when there were dead letters (in stateDir). atWork is called at the
+// first pass's first report.
+func windowFollow[D, S, C, T any](ctx context.Context, o *output, e *engineOptions, wf windowFlags, stateDir string, deps D, w way[D, S, C, T], atWork func()) error {
 	var (
 		sum   tally
 		total T
@@ -399,7 +403,7 @@ func windowFollow[D, S, C, T any](ctx context.Context, o *output, e *engineOptio
 	keep := false
 	f, err := followPasses(ctx, o, migrate.FollowOptions{Since: wf.w.Since, Interval: wf.Interval, Skew: wf.Skew},
 		func(pctx context.Context, since time.Time) (pass[C], error) {
-			s, err := w.pass(pctx, deps, since, nil, false, keep)
+			s, err := w.pass(pctx, deps, since, workingProgress{nil, atWork}, false, keep)
 			keep = true // the passes after the first add to the dead-letter file
 			if err != nil {
 				return pass[C]{}, err
@@ -415,6 +419,49 @@ func windowFollow[D, S, C, T any](ctx context.Context, o *output, e *engineOptio
 	}
 	return followedSummary(o, f, total, newRUReport(e.pacer, sum.ruDocs), fmt.Sprintf(w.words.followed, sum.read, sum.written),
 		w.conflict.write, stateDir, w.words.deadLetterFile)
+}
+
+// workingProgress is the progress p (nil: none) of an engine that calls
+// atWork at each report, first: what the command says only once the
+// engine is at work.
+type workingProgress struct {
+	p      migrate.Progress
+	atWork func()
+}
+
+func (w workingProgress) Total(table string, rows int64) {
+	w.atWork()
+	if w.p != nil {
+		w.p.Total(table, rows)
+	}
+}
+
+func (w workingProgress) Resumed(table string, n int64) {
+	w.atWork()
+	if w.p != nil {
+		w.p.Resumed(table, n)
+	}
+}
+
+func (w workingProgress) Advance(table string, n int64) {
+	w.atWork()
+	if w.p != nil {
+		w.p.Advance(table, n)
+	}
+}
+
+func (w workingProgress) TableDone(table string) {
+	w.atWork()
+	if w.p != nil {
+		w.p.TableDone(table)
+	}
+}
+
+func (w workingProgress) Message(msg string) {
+	w.atWork()
+	if w.p != nil {
+		w.p.Message(msg)
+	}
 }
 
 // windowLine is the summary line of a replay or reverse with --output
