@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/bifrost/bifrost-migrate/store"
@@ -121,18 +123,9 @@ func (r *DocReader) Changes(ctx context.Context, container, from string, pageSiz
 		return "", fmt.Errorf("container %s: %w", container, err)
 	}
 	if len(pos.Ranges) == 0 {
-		frs, err := c.ReadFeedRanges(ctx, nil)
+		frs, err := r.feedRanges(ctx, c, container)
 		if err != nil {
-			var syntax *json.SyntaxError
-			var typ *json.UnmarshalTypeError
-			if errors.As(err, &syntax) || errors.As(err, &typ) {
-				// The npm Cosmos DB stand-in answers in its own format.
-				err = fmt.Errorf("%w: the account does not serve the change feed as Azure Cosmos DB does (%v); reverse needs Azure Cosmos DB or its emulator", ErrNoChangeFeed, err)
-			}
-			return "", r.fail(container, "read the feed ranges of container "+container, ScrubError(err))
-		}
-		if len(frs) == 0 {
-			return "", r.fail(container, "read the feed ranges of container "+container, errors.New("the service announced no feed range"))
+			return "", err
 		}
 		for _, fr := range frs {
 			pos.Ranges = append(pos.Ranges, rangePosition{Min: fr.MinInclusive, Max: fr.MaxExclusive})
@@ -151,6 +144,47 @@ func (r *DocReader) Changes(ctx context.Context, container, from string, pageSiz
 		return "", fmt.Errorf("container %s: change feed position: %w", name, err)
 	}
 	return string(b), nil
+}
+
+// feedRanges reads the feed ranges of container c (named container), the
+// first request of the change feed. An account that answers in a format
+// that is not the service's (the local Cosmos DB stand-in has no change
+// feed) is an error wrapping ErrNoChangeFeed, whose text carries no
+// decoder message; a failed request a *ResourceError naming the
+// container.
+func (r *DocReader) feedRanges(ctx context.Context, c *azcosmos.ContainerClient, container string) ([]azcosmos.FeedRange, error) {
+	op := "read the feed ranges of container " + container
+	frs, err := c.ReadFeedRanges(ctx, nil)
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax) || errors.As(err, &typ):
+		return nil, r.fail(container, op, fmt.Errorf("%w: the account does not serve the change feed as Azure Cosmos DB does; reverse needs Azure Cosmos DB or its emulator", ErrNoChangeFeed))
+	case err != nil:
+		return nil, r.fail(container, op, ScrubError(err))
+	case len(frs) == 0:
+		return nil, r.fail(container, op, errors.New("the service announced no feed range"))
+	}
+	return frs, nil
+}
+
+// CheckChangeFeed tells, with one request, whether the account serves the
+// change feed of container, as Changes needs: nil when it does, and when
+// the container (or its database) does not exist, which is the caller's
+// to report; an error wrapping ErrNoChangeFeed when the account answers
+// in a format that is not the service's (the local Cosmos DB stand-in);
+// else the request's *ResourceError. It is safe for concurrent use.
+func (r *DocReader) CheckChangeFeed(ctx context.Context, container string) error {
+	c, err := r.db.NewContainer(container)
+	if err != nil {
+		return fmt.Errorf("container %s: %w", container, err)
+	}
+	_, err = r.feedRanges(ctx, c, container)
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
+		return nil
+	}
+	return err
 }
 
 // drainRange reads the change feed of one feed range from rp until the

@@ -257,3 +257,31 @@ func TestChangesErrors(t *testing.T) {
 		t.Errorf("again after fn's error: %v, want [b2]", ids)
 	}
 }
+
+// CheckChangeFeed: through the proxy that serves a change feed it finds
+// one; on the stand-in itself (no change feed) it says so with an error
+// wrapping ErrNoChangeFeed that names the container and carries no Go
+// decoder message; a container that does not exist is not its to
+// report.
+func TestCheckChangeFeed(t *testing.T) {
+	f := newFeedFixture(t, faultproxy.Config{})
+	ctx := context.Background()
+	if err := f.reader.CheckChangeFeed(ctx, "entities"); err != nil {
+		t.Errorf("through the change-feed proxy: %v", err)
+	}
+	direct, err := azure.NewDocReader(f.direct, f.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = direct.CheckChangeFeed(ctx, "entities")
+	var re *azure.ResourceError
+	if !errors.Is(err, azure.ErrNoChangeFeed) || !errors.As(err, &re) || re.Name != f.db+"/entities" {
+		t.Fatalf("on the stand-in: %v, want ErrNoChangeFeed naming %s/entities", err, f.db)
+	}
+	if msg := err.Error(); strings.Contains(msg, "json") || strings.Contains(msg, "Go struct") || strings.Contains(msg, "unmarshal") {
+		t.Errorf("the error shows a decoder message: %s", msg)
+	}
+	if err := direct.CheckChangeFeed(ctx, "no-such-container"); err != nil {
+		t.Errorf("a missing container: %v, want nil", err)
+	}
+}

@@ -6,10 +6,11 @@ import (
 	"text/tabwriter"
 )
 
-// countColumn is one count column of a summary table.
-type countColumn[C any] struct {
-	name string
-	get  func(C) int64
+// countColumns are the count columns of a summary table: their names,
+// and the counts of a C, in the same order.
+type countColumns[C any] struct {
+	names  []string
+	counts func(C) []int64
 }
 
 // countGroup is a table's or a container's counts: per kind, and all.
@@ -22,17 +23,17 @@ type countGroup[C any] struct {
 // writeCountTable prints counts as a table: a line per group and kind
 // (kinds by name), the group's "(all)" line, and a TOTAL line; head names
 // the first column (TABLE, CONTAINER).
-func writeCountTable[C any](w io.Writer, head string, cols []countColumn[C], groups []countGroup[C], total C) error {
+func writeCountTable[C any](w io.Writer, head string, cols countColumns[C], groups []countGroup[C], total C) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s\tKIND\t", head)
-	for _, col := range cols {
-		fmt.Fprintf(tw, "%s\t", col.name)
+	for _, name := range cols.names {
+		fmt.Fprintf(tw, "%s\t", name)
 	}
 	fmt.Fprintln(tw)
 	line := func(group, kind string, c C) {
 		fmt.Fprintf(tw, "%s\t%s\t", group, kind)
-		for _, col := range cols {
-			fmt.Fprintf(tw, "%d\t", col.get(c))
+		for _, n := range cols.counts(c) {
+			fmt.Fprintf(tw, "%d\t", n)
 		}
 		fmt.Fprintln(tw)
 	}

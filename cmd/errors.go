@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -278,6 +279,9 @@ func explain(err error) string {
 	}
 	var res *azure.ResourceError
 	hasRes := errors.As(err, &res)
+	if errors.Is(err, azure.ErrNoChangeFeed) || isDecodeError(err) {
+		return unreadable(err, res)
+	}
 	var re *azcore.ResponseError
 	hasResp := errors.As(err, &re)
 	exhausted := errors.Is(err, store.ErrRetriesExhausted)
@@ -326,6 +330,32 @@ func explain(err error) string {
 		return fmt.Sprintf("%s %s refused access to %s (%s): %s", r.Service, r.Endpoint, r, statusText(re), accessAdvice(r.Service))
 	}
 	return fmt.Sprintf("%s %s answered %s for %s (run with --verbose for its whole answer)", r.Service, r.Endpoint, statusText(re), r)
+}
+
+// isDecodeError reports whether err comes from decoding an answer that
+// is not in the form the SDK expects (a Go decoder's error, whose text
+// names Go types: never shown but with --verbose).
+func isDecodeError(err error) bool {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	return errors.As(err, &syntax) || errors.As(err, &typ)
+}
+
+// unreadable is the sentence for an answer the tool cannot use: an
+// account without a change feed (azure.ErrNoChangeFeed), or any answer
+// in a form that is not the service's (isDecodeError); res, when not
+// nil, is the resource it was about.
+func unreadable(err error, res *azure.ResourceError) string {
+	where, about, service := "a service", "", azure.ServiceCosmos
+	if res != nil {
+		where, about, service = string(res.Service)+" "+res.Endpoint, " about "+res.Resource.String(), res.Service
+	}
+	if errors.Is(err, azure.ErrNoChangeFeed) {
+		return where + " does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse reads it: point " +
+			connectionSetting(azure.ServiceCosmos) + " at Azure Cosmos DB or its emulator"
+	}
+	return fmt.Sprintf("%s answered%s in a form that is not the service's: check that %s points at the service (run with --verbose for the details)",
+		where, about, connectionSetting(service))
 }
 
 // networkCause describes a transport failure ("connect: connection

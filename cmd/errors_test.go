@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -274,6 +275,39 @@ func TestErrInputErrorHasNoFlagsHint(t *testing.T) {
 		code := exitCode(tc.err, false)
 		if got := errorText(f, tc.err, code); code != ExitUsage || got != tc.want {
 			t.Errorf("%v: exit %d, %q; want exit 2, %q", tc.err, code, got, tc.want)
+		}
+	}
+}
+
+// TestErrNoDecoderMessages: an answer the tool cannot read becomes a
+// sentence that names the service and what to check; the Go decoder's
+// message (Go types, struct fields) shows only with --verbose.
+func TestErrNoDecoderMessages(t *testing.T) {
+	var typ *json.UnmarshalTypeError
+	decodeErr := json.Unmarshal([]byte(`{"PartitionKeyRanges":[1]}`), &struct{ PartitionKeyRanges []string }{})
+	if !errors.As(decodeErr, &typ) {
+		t.Fatalf("not a type error: %v", decodeErr)
+	}
+	feed := fmt.Errorf("read the changes of container entities: %w", &azure.ResourceError{Resource: entitiesCont,
+		Op: "read the feed ranges of container entities", Err: fmt.Errorf("%w: the account does not serve the change feed", azure.ErrNoChangeFeed)})
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"no change feed", feed, "Cosmos DB " + cosmosEP + " does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), " +
+			"and reverse reads it: point the Cosmos DB connection at Azure Cosmos DB or its emulator"},
+		{"decoder", &azure.ResourceError{Resource: entitiesCont, Op: "query", Err: decodeErr},
+			"Cosmos DB " + cosmosEP + " answered about container bifrost/entities in a form that is not the service's: check that the Cosmos DB connection points at the service (run with --verbose for the details)"},
+		{"decoder, no resource", fmt.Errorf("read: %w", decodeErr),
+			"a service answered in a form that is not the service's: check that the Cosmos DB connection points at the service (run with --verbose for the details)"},
+	} {
+		if got := explain(tc.err); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+		f, _, _ := newTestFactory(nil)
+		if text := errorText(f, tc.err, ExitFatal); strings.Contains(text, "Go struct") || strings.Contains(text, "json:") || strings.Count(text, "\n") != 1 {
+			t.Errorf("%s: stderr %q, want one line without the decoder's message", tc.name, text)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
@@ -20,11 +20,7 @@ import (
 // FixturesLoadOptions are the flags and dependencies of
 // `bifrost-migrate fixtures load`.
 type FixturesLoadOptions struct {
-	Out    io.Writer // what was written: a table; or with JSON every line (output.go)
-	ErrOut io.Writer // status and progress (text); the error (JSON)
-	JSON   bool
-	Quiet  bool
-	Now    func() time.Time
+	IO
 
 	// Generate, when > 0, loads that many generated executions (with their
 	// index rows) instead of the fixture files.
@@ -69,107 +65,58 @@ func NewCmdFixtures(f *Factory) *cobra.Command {
 // the command's work in tests; nil means fixturesLoadRun.
 func NewCmdFixturesLoad(f *Factory, runF func(context.Context, *FixturesLoadOptions) error) *cobra.Command {
 	opts := &FixturesLoadOptions{}
-	var baseTime, tables string
-	c := &cobra.Command{
-		Use:   "load [--generate N [--seed S] [--base-time TIME]] [--tables LIST]",
-		Short: "Load the sample data (or generated executions) into Table and Blob Storage",
-		Long: `Load Bifrost sample data into Table Storage (tables Config, Entities,
-Relationships) and Blob Storage (container execution-data), creating the
-tables and the container when missing. Rows are upserted in entity-group
-transactions, so loading twice changes nothing.
-
-Without --generate it loads the fixtures embedded from fixtures/: realistic
-rows of every kind, including the awkward ones (see fixtures/inventory.json).
-With --generate N it loads N generated executions into Entities, each with
-its four index rows in Relationships (userexec, workflowexec, formexec,
-status) and, rarely, result blobs; Config is created empty, so that run
-finds all three tables. The data is deterministic for a given --seed and
---base-time; the executions start within the 13 days before --base-time
-(RFC 3339; default: the start of the current UTC day).
-
-It writes only into the emulator's storage account devstoreaccount1. Any
-other account, for the tables or the blobs (BIFROST_BLOB_CONNECTION may
-name another one), is refused before any request unless you repeat its
-name with --account NAME, so that sample data never lands in a production
-account by accident.
-
-What was written goes to stdout; progress to stderr. With --output json,
-stdout gets {"type":"progress"} lines (rows per table) and "status" lines,
-then one {"type":"summary"} object (or a {"type":"error"} line).`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Out, opts.ErrOut = f.Out, f.ErrOut
-			opts.JSON, opts.Quiet = f.Global.JSON(), f.Global.Quiet
-			opts.Now = f.Now
-			if opts.Generate < 0 {
-				return UsageError(fmt.Errorf("--generate must not be negative, got %d", opts.Generate))
-			}
-			if opts.Generate == 0 && (c.Flags().Changed("seed") || c.Flags().Changed("base-time")) {
-				return UsageError(errors.New("--seed and --base-time need --generate"))
-			}
-			if baseTime != "" {
-				t, err := time.Parse(time.RFC3339Nano, baseTime)
-				if err != nil {
-					return UsageError(fmt.Errorf("--base-time %q is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)", baseTime))
-				}
-				opts.BaseTime = t
-			}
-			if tables != "" {
-				opts.Tables = nil
-				for _, t := range strings.Split(tables, ",") {
-					t = strings.TrimSpace(t)
-					if !slices.Contains(fixtures.Tables(), t) {
-						return UsageError(fmt.Errorf("--tables: unknown table %q (want Config, Entities, Relationships)", t))
-					}
-					opts.Tables = append(opts.Tables, t)
-				}
-			}
-			opts.Writers = func(ctx context.Context) (fixtures.TableWriter, fixtures.BlobWriter, string, error) {
-				acct, err := f.Storage()
-				if err != nil {
-					return nil, nil, "", err
-				}
-				blobAcct, err := f.BlobStorage()
-				if err != nil {
-					return nil, nil, "", err
-				}
-				if err := checkFixturesAccounts(acct, blobAcct, opts.Accounts); err != nil {
-					return nil, nil, "", err
-				}
-				first := fixtures.Tables()[0]
-				if len(opts.Tables) > 0 {
-					first = opts.Tables[0]
-				}
-				if err := checkEndpoints(ctx, tablesProbe(acct, f.azureOptions(), opts.TablePrefix+first),
-					blobsProbe(blobAcct, f.azureOptions(), fixtures.BlobContainer)); err != nil {
-					return nil, nil, "", err
-				}
-				tw, err := azure.NewTableWriter(acct, f.azureOptions())
-				if err != nil {
-					return nil, nil, "", err
-				}
-				bw, err := azure.NewBlobWriter(blobAcct, fixtures.BlobContainer, f.azureOptions())
-				if err != nil {
-					return nil, nil, "", err
-				}
-				return tw, bw, describeTables(acct) + " and " + describeBlobs(blobAcct, fixtures.BlobContainer), nil
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return fixturesLoadRun(c.Context(), opts)
-		},
+	opts.Writers = func(ctx context.Context) (fixtures.TableWriter, fixtures.BlobWriter, string, error) {
+		c, err := connect(ctx, f, needs{uses: tablesWrite | blobsCreate, blobContainer: fixtures.BlobContainer,
+			probeTable: opts.TablePrefix + firstTable(opts.Tables),
+			refuse: func(tables, blobs azure.StorageAccount) error {
+				return checkFixturesAccounts(tables, blobs, opts.Accounts)
+			}})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return c.rowWriter, c.blobWriter, describeTables(c.tables) + " and " + describeBlobs(c.blobs, fixtures.BlobContainer), nil
 	}
-	fl := c.Flags()
-	fl.IntVar(&opts.Generate, "generate", 0, "load `N` generated executions (and their index rows) instead of the fixtures")
-	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the generated data")
-	fl.StringVar(&baseTime, "base-time", "", "generated executions start within the 13 days before this RFC 3339 `time` (default: start of today, UTC)")
-	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to write (default: Config,Entities,Relationships; blobs go with Entities)")
-	fl.IntVar(&opts.Concurrency, "concurrency", 8, "transactions and uploads in flight")
-	fl.StringSliceVar(&opts.Accounts, "account", nil, "write into the storage account `NAME` although it is not the emulator's devstoreaccount1 (repeat for the blob account)")
-	fl.StringVar(&opts.TablePrefix, "table-prefix", "", "put this before every table name (benchmarks side by side)")
-	_ = fl.MarkHidden("table-prefix")
+	c := newCommand(fixturesLoadDoc, func(c *cobra.Command) error {
+		opts.IO = f.IO()
+		return runWith(c, opts, runF, fixturesLoadRun)
+	})
+	addFlags(c, &fixturesFlags{o: opts}, &tablesFlag{what: "write", more: "; blobs go with Entities", tables: &opts.Tables})
 	return c
+}
+
+// fixturesFlags are the flags of fixtures load but --tables.
+type fixturesFlags struct {
+	o        *FixturesLoadOptions
+	baseTime string
+	fs       *pflag.FlagSet
+}
+
+func (x *fixturesFlags) bind(fl *pflag.FlagSet) {
+	x.fs = fl
+	fl.IntVar(&x.o.Generate, "generate", 0, "load `N` generated executions (and their index rows) instead of the fixtures")
+	fl.Uint64Var(&x.o.Seed, "seed", 1, "seed of the generated data")
+	fl.StringVar(&x.baseTime, "base-time", "", "generated executions start within the 13 days before this RFC 3339 `time` (default: start of today, UTC)")
+	fl.IntVar(&x.o.Concurrency, "concurrency", 8, "transactions and uploads in flight")
+	fl.StringSliceVar(&x.o.Accounts, "account", nil, "write into the storage account `NAME` although it is not the emulator's devstoreaccount1 (repeat for the blob account)")
+	fl.StringVar(&x.o.TablePrefix, "table-prefix", "", "put this before every table name (benchmarks side by side)")
+	_ = fl.MarkHidden("table-prefix")
+}
+
+func (x *fixturesFlags) validate() error {
+	if x.o.Generate < 0 {
+		return UsageError(fmt.Errorf("--generate must not be negative, got %d", x.o.Generate))
+	}
+	if x.o.Generate == 0 && (x.fs.Changed("seed") || x.fs.Changed("base-time")) {
+		return UsageError(errors.New("--seed and --base-time need --generate"))
+	}
+	if x.baseTime != "" {
+		t, err := time.Parse(time.RFC3339Nano, x.baseTime)
+		if err != nil {
+			return UsageError(fmt.Errorf("--base-time %q is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)", x.baseTime))
+		}
+		x.o.BaseTime = t
+	}
+	return nil
 }
 
 // fixturesSummary is the JSON form of what fixtures load wrote (its
@@ -186,7 +133,7 @@ type fixturesSummary struct {
 }
 
 func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
-	o := newOutput("fixtures load", opts.Out, opts.ErrOut, opts.JSON, opts.Quiet)
+	o := opts.output("fixtures load")
 	tw, bw, where, err := opts.Writers(ctx)
 	if err != nil {
 		return err
@@ -419,4 +366,33 @@ func pluralize(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// fixturesLoadDoc is the help of `bifrost-migrate fixtures load`.
+var fixturesLoadDoc = cmdDoc{
+	use:   "load [--generate N [--seed S] [--base-time TIME]] [--tables LIST]",
+	short: "Load the sample data (or generated executions) into Table and Blob Storage",
+	long: `Load Bifrost sample data into Table Storage (tables Config, Entities,
+Relationships) and Blob Storage (container execution-data), creating the
+tables and the container when missing. Rows are upserted in entity-group
+transactions, so loading twice changes nothing.
+
+Without --generate it loads the fixtures embedded from fixtures/: realistic
+rows of every kind, including the awkward ones (see fixtures/inventory.json).
+With --generate N it loads N generated executions into Entities, each with
+its four index rows in Relationships (userexec, workflowexec, formexec,
+status) and, rarely, result blobs; Config is created empty, so that run
+finds all three tables. The data is deterministic for a given --seed and
+--base-time; the executions start within the 13 days before --base-time
+(RFC 3339; default: the start of the current UTC day).
+
+It writes only into the emulator's storage account devstoreaccount1. Any
+other account, for the tables or the blobs (BIFROST_BLOB_CONNECTION may
+name another one), is refused before any request unless you repeat its
+name with --account NAME, so that sample data never lands in a production
+account by accident.
+
+What was written goes to stdout; progress to stderr. With --output json,
+stdout gets {"type":"progress"} lines (rows per table) and "status" lines,
+then one {"type":"summary"} object (or a {"type":"error"} line).`,
 }

@@ -86,8 +86,7 @@ func TestFixturesLoadGenerate2000(t *testing.T) {
 	writers, prefix := testWriters(t)
 	var out, errOut bytes.Buffer
 	opts := &FixturesLoadOptions{
-		Out: &out, ErrOut: &errOut, JSON: true,
-		Now:      func() time.Time { return time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) },
+		IO:       IO{Out: &out, ErrOut: &errOut, JSON: true, Now: func() time.Time { return time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) }},
 		Generate: 2000, Seed: 5, TablePrefix: prefix, Writers: writers,
 	}
 	if err := fixturesLoadRun(context.Background(), opts); err != nil {

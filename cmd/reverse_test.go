@@ -675,3 +675,33 @@ func TestReverseFollow(t *testing.T) {
 		t.Errorf("%d pass lines, %d docs synced (%v); want one line per pass (at least 4 in 8 s) and the 16 changes written back", len(passes), s.Totals.Synced, err)
 	}
 }
+
+// TestReverseWithoutChangeFeed: reverse against the Cosmos DB stand-in
+// itself, which has no change feed, fails at its start-up check: exactly
+// one error line on stderr that says what to do (no Go type, no decoder
+// message, no status line), nothing on stdout (no summary), exit 1, and
+// nothing written; with --output json, stdout holds only the error line.
+func TestReverseWithoutChangeFeed(t *testing.T) {
+	e := &reverseEnv{replayEnv: newReplayEnv(t)} // no proxy: CosmosDBConnection is the stand-in's
+	since := e.since()
+	before := e.snapshot()
+	args := []string{"reverse", "--since", since, "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs, "--state-dir", e.stateDir}
+	want := "bifrost-migrate: cannot use Cosmos DB at " + hostPort(testenv.Cosmos(t).Endpoint) +
+		": it does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse reads it; use Azure Cosmos DB or its emulator; check " + cosmosSettings + "\n"
+
+	code, stdout, stderr := e.cli(args...)
+	if code != ExitFatal || stdout != "" || stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 1, no stdout and exactly:\n%s", code, stdout, stderr, want)
+	}
+	code, stdout, stderr = e.cli(append([]string{"--output", "json"}, args...)...)
+	lines := checkJSONRun(t, "reverse --output json", code, stdout, stderr, false)
+	if code != ExitFatal || stderr != want || len(lines) != 1 || "bifrost-migrate: "+lines[0].str("message")+"\n" != want {
+		t.Errorf("--output json: exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if got := changedRows(before, e.snapshot()); len(got) > 0 {
+		t.Errorf("rows changed: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(e.stateDir, migrate.ReverseDeadLetterFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s was written: %v", migrate.ReverseDeadLetterFile, err)
+	}
+}

@@ -31,8 +31,15 @@ type Factory struct {
 	ErrOut io.Writer // status, progress, errors
 	// ErrIsTerminal reports whether ErrOut is a terminal (progress bars).
 	ErrIsTerminal func() bool
-	Now           func() time.Time
-	Getenv        func(string) string
+	// Now is the command's clock: the time it computes with (ttls, the
+	// start of a run, the UpdatedAt of a status row).
+	Now func() time.Time
+	// ServiceNow, when not nil, replaces time.Now as the time the services
+	// stamp their changes with (a row's Timestamp, a doc's _ts): a --since
+	// later than it reads nothing. Tests fix Now in the past while the
+	// emulators stamp the real time, so the two are apart.
+	ServiceNow func() time.Time
+	Getenv     func(string) string
 	// Transport, when not nil, carries every HTTP request (tests: recording
 	// or fault-injecting transports).
 	Transport http.RoundTripper
@@ -65,6 +72,15 @@ type GlobalOptions struct {
 	RetryTimeout time.Duration
 	// LogFile receives a timestamped log of the command (--log-file).
 	LogFile string
+}
+
+// serviceNow is the time the services stamp changes with now
+// (Factory.ServiceNow).
+func (f *Factory) serviceNow() time.Time {
+	if f.ServiceNow != nil {
+		return f.ServiceNow()
+	}
+	return time.Now()
 }
 
 // JSON reports whether --output json was chosen.

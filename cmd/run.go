@@ -13,166 +13,76 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
 // RunOptions are the flags and dependencies of `bifrost-migrate run`.
 type RunOptions struct {
-	Out    io.Writer // the summary: a table; or with JSON every line (output.go)
-	ErrOut io.Writer // status and progress bars (text); bars and the error (JSON)
-	JSON   bool
-	Quiet  bool
-	// ErrIsTerminal says whether ErrOut is a terminal (progress bars).
-	ErrIsTerminal bool
-	Now           func() time.Time
-
-	Database string
-	// Migrate carries the pipeline's options; its Transform is filled
-	// from the fields below.
+	engineOptions
+	// Migrate carries the pipeline's options: the flags fill them, runRun
+	// their Transform and Target.
 	Migrate migrate.RunOptions
-	TransformFlags
-	// BlobContainer is the container of execution blobs (a hidden flag for
-	// tests; execution-data otherwise).
-	BlobContainer string
-	// RU is --max-ru; pacer, made from it, paces every Cosmos DB request.
-	RU    ruFlags
-	pacer *azure.Pacer
 
 	// Connect connects to the accounts. It returns the pipeline's
-	// services, a description of the targets without secrets, and the
-	// database or containers that are missing.
+	// services with where they are (for the status line and the state's
+	// fingerprint, without secrets) and what of init's resources is
+	// missing.
 	Connect func(ctx context.Context) (runServices, error)
 }
 
-// runServices is what Connect returns.
-type runServices struct {
-	deps    migrate.Deps
-	where   string           // for status output, no secrets
-	target  string           // for the state fingerprint, no secrets
-	missing []azure.Resource // the database or containers that do not exist
-	// noBlobContainer: the blob container is missing, so a dry run lists
-	// nothing.
-	noBlobContainer bool
+// runServices is what RunOptions.Connect returns.
+type runServices = services[migrate.Deps]
+
+// runFlags are the flags of run alone, into migrate.RunOptions:
+// --restart, --max-errors and --show.
+type runFlags struct{ m *migrate.RunOptions }
+
+func (r runFlags) bind(fl *pflag.FlagSet) {
+	fl.BoolVar(&r.m.Restart, "restart", false, "discard the saved state and dead letters and start over")
+	fl.IntVar(&r.m.MaxErrors, "max-errors", 0, "stop after `N` dead-lettered rows (0: never)")
+	fl.IntVar(&r.m.Show, "show", 0, "with --dry-run, print `N` redacted sample docs per kind")
+}
+
+func (r runFlags) validate() error {
+	m := r.m
+	switch {
+	case m.MaxErrors < 0:
+		return UsageError(fmt.Errorf("--max-errors must not be negative, got %d", m.MaxErrors))
+	case m.Show < 0:
+		return UsageError(fmt.Errorf("--show must not be negative, got %d", m.Show))
+	case m.Show > 0 && !m.DryRun:
+		return UsageError(errors.New("--show needs --dry-run"))
+	case m.DryRun && m.Restart:
+		return UsageError(errors.New("--restart and --dry-run exclude each other (a dry run never reads or writes the state)"))
+	}
+	return nil
 }
 
 // NewCmdRun builds `bifrost-migrate run`. runF replaces the command's
 // work in tests; nil means runRun.
 func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra.Command {
 	opts := &RunOptions{}
-	var tables string
-	c := &cobra.Command{
-		Use:   "run [--dry-run] [flags]",
-		Short: "Stream the tables into Cosmos DB (resumable)",
-		Long: `Migrate the tables Config, Entities and Relationships (--tables to choose;
-always read in that order, rows in key order) into the Cosmos DB containers
-entities and executions, page by page. Every row ends in one disposition:
-doc, dropped-index, kept-in-tables, expired or dead-letter. Inline results
-above --blob-threshold and legacy inline logs, variables and snapshots are
-uploaded to the blob container execution-data first (create-only; an
-existing blob with other content dead-letters the row). Docs are upserted
-through --concurrency workers; throttling, timeouts, 5xx and dropped
-connections are retried.
-
-State: --state-dir (default .bifrost-migrate) holds state.json, replaced
-atomically after every page whose writes are all acknowledged, and
-dead-letter.jsonl, one JSON line per dead-lettered row
-{table, partitionKey, rowKey, reason, row} with the row in the Table
-service's annotated JSON and secrets shown as "***". A run that finds an
-unfinished state with the same options resumes where it stopped (it reads
-the rows before the checkpoint again, without writing, so that id
-collisions and dangling indexes are judged as in one run); other options
-are refused; --restart discards the state and the dead letters and starts
-over. A run whose state is complete does nothing and says so.
-
-One process per state directory: a run holds an exclusive lock on the file
-lock in --state-dir (an operating-system lock, released when the run ends
-or its process dies, even by SIGKILL) from before it reads the state to
-its end. A second run or replay on the same directory exits 1 right after
-its start-up checks, naming the holder's PID, and leaves the state and the
-dead letters as they are (--restart removes nothing).
-
---dry-run reads and transforms everything and writes nothing: not to Cosmos
-DB, not to Blob Storage, not to the state directory (it takes no lock, so
-it may run beside a run on the same directory). It prints the same
-summary plus the plan: id collisions, sanitized ids, results that would
-move to blobs, dead letters with reasons, estimated request units (5 RU per
-started KB of each doc) and stored size, and with --show N, N redacted
-sample docs per kind.
-
-Progress bars (one per table) appear on stderr when it is a terminal,
-unless --quiet; with --output json, stdout gets {"type":"progress"},
-"status" and "warning" lines, then one {"type":"summary"} object (and a
-{"type":"error"} line when run fails). The summary counts rows per table, kind
-and disposition, warnings by reason, blobs uploaded, request units, elapsed
-time and docs/s.
-
-Exit 3 when rows were dead-lettered (a dry run too: it predicts them),
-1 when --max-errors stopped the run, when another process holds the state
-directory, or on any fatal error, 130 when
-interrupted. The checkpoint survives every failure: after an interruption or a
-transient failure (throttling or 5xx beyond the retries) a rerun resumes;
-after any other error, fix what the error says first. Options that differ
-from those of the saved run exit 2, naming the options. The containers and
-the selected tables must exist (run 'bifrost-migrate init' first); run
-checks them before it reads or writes anything.`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Out, opts.ErrOut = f.Out, f.ErrOut
-			opts.JSON, opts.Quiet = f.Global.JSON(), f.Global.Quiet
-			opts.ErrIsTerminal = f.ErrIsTerminal != nil && f.ErrIsTerminal()
-			opts.Now = f.Now
-			opts.Database = f.Global.Database
-			if tables != "" {
-				var err error
-				if opts.Migrate.Tables, err = parseTables(tables); err != nil {
-					return UsageError(err)
-				}
-			}
-			opts.Connect = func(ctx context.Context) (runServices, error) { return connectRun(ctx, f, opts) }
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return runRun(c.Context(), opts)
-		},
-	}
-	fl := c.Flags()
-	opts.TransformFlags.bind(fl, true)
-	fl.BoolVar(&opts.Migrate.DryRun, "dry-run", false, "read and transform everything, write nothing, print the plan")
-	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to migrate (default: Config,Entities,Relationships)")
-	fl.IntVar(&opts.Migrate.Concurrency, "concurrency", migrate.DefaultConcurrency, "the most rows written at once: below it, the requests in flight follow the RU budget × the latency measured")
-	opts.RU.bind(fl)
-	fl.StringVar(&opts.Migrate.StateDir, "state-dir", migrate.DefaultStateDir, "`directory` of state.json, dead-letter.jsonl and the lock of the run")
-	fl.BoolVar(&opts.Migrate.Restart, "restart", false, "discard the saved state and dead letters and start over")
-	fl.IntVar(&opts.Migrate.MaxErrors, "max-errors", 0, "stop after `N` dead-lettered rows (0: never)")
-	fl.IntVar(&opts.Migrate.Show, "show", 0, "with --dry-run, print `N` redacted sample docs per kind")
-	bindTestNames(fl, &opts.Migrate.TablePrefix, &opts.BlobContainer)
+	opts.engineFlags = newEngineFlags(&opts.Migrate.Common, engineHelp{
+		concurrency: "rows written at once",
+		stateDir:    "state.json, dead-letter.jsonl and the lock of the run",
+		dryRun:      "read and transform everything, write nothing, print the plan",
+	}, true)
+	opts.Connect = func(ctx context.Context) (runServices, error) { return connectRun(ctx, f, opts) }
+	c := newCommand(runDoc, func(c *cobra.Command) error {
+		opts.from(f)
+		return runWith(c, opts, runF, runRun)
+	})
+	addFlags(c, &tablesFlag{what: "migrate", tables: &opts.Migrate.Tables}, &opts.engineFlags, runFlags{&opts.Migrate})
 	return c
 }
 
-// connectRun builds the pipeline's services for the accounts of f and
-// checks that the containers exist.
+// connectRun builds the pipeline's services for the accounts of f.
 func connectRun(ctx context.Context, f *Factory, opts *RunOptions) (runServices, error) {
-	var s runServices
-	t, err := connectTarget(f, opts.Database, opts.BlobContainer, opts.pacer)
-	if err != nil {
-		return s, err
-	}
-	if err := checkEndpoints(ctx, t.probes(opts.Migrate.TablePrefix+firstTable(opts.Migrate.Tables))...); err != nil {
-		return s, err
-	}
-	s.deps = migrate.Deps{
-		Source: azure.NewTableReader(t.tables, f.azureOptions()),
-		Docs:   azure.NewCosmosDocs(t.client, opts.Database, &t.azopts.Retry),
-		Blobs:  azure.NewBlobStore(t.blobContainer), Env: migrate.Env{Now: opts.Now, Flow: opts.RU.flow(),
-			Log: f.log.logf()},
-	}
-	s.where = t.where()
-	s.target = t.fingerprint()
-	s.missing, s.noBlobContainer, err = t.missing(ctx)
-	return s, err
+	c, err := opts.connect(ctx, f, tablesRead|blobsRead|cosmosWrite, firstTable(opts.Migrate.Tables))
+	return runServices{conn: c, deps: migrate.Deps{Source: c.rowReader, Docs: c.docs, Blobs: c.blobStore, Env: opts.env(f)}}, err
 }
 
 // emptyBlobs is the blob container of a dry run when it does not exist
@@ -188,37 +98,15 @@ func (emptyBlobs) PutIfAbsent(context.Context, string, []byte, string) (bool, er
 // summary. Dead letters return a PartialError (exit 3).
 func runRun(ctx context.Context, opts *RunOptions) error {
 	m := opts.Migrate
-	switch {
-	case strings.TrimSpace(opts.Database) == "":
-		return UsageError(errors.New("--database must not be empty"))
-	case m.Concurrency < 1:
-		return UsageError(fmt.Errorf("--concurrency must be at least 1, got %d", m.Concurrency))
-	case m.MaxErrors < 0:
-		return UsageError(fmt.Errorf("--max-errors must not be negative, got %d", m.MaxErrors))
-	case m.Show < 0:
-		return UsageError(fmt.Errorf("--show must not be negative, got %d", m.Show))
-	case m.Show > 0 && !m.DryRun:
-		return UsageError(errors.New("--show needs --dry-run"))
-	case m.DryRun && m.Restart:
-		return UsageError(errors.New("--restart and --dry-run exclude each other (a dry run never reads or writes the state)"))
-	case strings.TrimSpace(m.StateDir) == "":
-		return UsageError(errors.New("--state-dir must not be empty"))
-	}
-	if err := opts.RU.validate(); err != nil {
+	o, err := opts.start("run", &m.Common)
+	if err != nil {
 		return err
 	}
-	var err error
-	if m.Transform, err = opts.TransformFlags.options(opts.Now()); err != nil {
-		return err
-	}
-
-	o := newOutput("run", opts.Out, opts.ErrOut, opts.JSON, opts.Quiet)
-	opts.pacer = opts.RU.pacer()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	o.status("%s", svc.where)
+	o.status("%s", svc.where())
 	if len(svc.missing) > 0 {
 		if !m.DryRun {
 			return &notProvisionedError{Missing: svc.missing}
@@ -235,7 +123,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if err := probeTables(ctx, svc.deps.Source, m.TablePrefix, m.Tables); err != nil {
 		return err
 	}
-	m.Target = svc.target
+	m.Target = svc.fingerprint()
 
 	var ru ruRecent
 	if !m.DryRun {
@@ -251,7 +139,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if bars != nil {
 		bars.finish()
 	}
-	if s.Tables != nil {
+	if s.Tables != nil && (err == nil || rowsCounted(s) > 0) {
 		var ru *ruReport
 		if !m.DryRun && !s.AlreadyComplete {
 			r := opts.RU.report(s.DocsWritten)
@@ -385,11 +273,7 @@ func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64, e
 		return err
 	}
 	fmt.Fprintln(w)
-	verb := "uploaded"
-	if s.DryRun {
-		verb = "to upload"
-	}
-	fmt.Fprintf(w, "blobs %s: %d (%d bytes)\n", verb, s.BlobsUploaded, s.BlobBytes)
+	fmt.Fprintf(w, "%s: %d (%d bytes)\n", whatIsDone(s.DryRun, "blobs", "uploaded"), s.BlobsUploaded, s.BlobBytes)
 	if !s.DryRun {
 		fmt.Fprintf(w, "request units (whole run, writes): %.2f\n", s.RequestCharge)
 		fmt.Fprintf(w, "docs written this session: %d in %.1fs (%.0f docs/s)\n", s.DocsWritten, s.ElapsedSeconds, s.DocsPerSecond)
@@ -431,6 +315,17 @@ func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64, e
 		_, err = fmt.Fprintf(w, "run %s not complete: stopped by the error reported on stderr (the state is saved)\n", s.RunID)
 	}
 	return err
+}
+
+// rowsCounted is the number of rows s counts, those of earlier sessions
+// of a resumed run included: none when run failed before doing any work,
+// and then the error alone is printed.
+func rowsCounted(s migrate.Summary) int64 {
+	var n int64
+	for _, ts := range s.Tables {
+		n += ts.Rows
+	}
+	return n
 }
 
 func sumDisposition(kinds map[string]map[string]int64, d string) int64 {
@@ -513,4 +408,62 @@ func writeRunJSON(lines *jsonLines, s migrate.Summary, ru *ruReport) error {
 		migrate.Summary
 		RU *ruReport `json:"ru,omitempty"`
 	}{s, ru})
+}
+
+// runDoc is the help of `bifrost-migrate run`.
+var runDoc = cmdDoc{
+	use:   "run [--dry-run] [flags]",
+	short: "Stream the tables into Cosmos DB (resumable)",
+	long: `Migrate the tables Config, Entities and Relationships (--tables to choose;
+always read in that order, rows in key order) into the Cosmos DB containers
+entities and executions, page by page. Every row ends in one disposition:
+doc, dropped-index, kept-in-tables, expired or dead-letter. Inline results
+above --blob-threshold and legacy inline logs, variables and snapshots are
+uploaded to the blob container execution-data first (create-only; an
+existing blob with other content dead-letters the row). Docs are upserted
+through --concurrency workers; throttling, timeouts, 5xx and dropped
+connections are retried.
+
+State: --state-dir (default .bifrost-migrate) holds state.json, replaced
+atomically after every page whose writes are all acknowledged, and
+dead-letter.jsonl, one JSON line per dead-lettered row
+{table, partitionKey, rowKey, reason, row} with the row in the Table
+service's annotated JSON and secrets shown as "***". A run that finds an
+unfinished state with the same options resumes where it stopped (it reads
+the rows before the checkpoint again, without writing, so that id
+collisions and dangling indexes are judged as in one run); other options
+are refused; --restart discards the state and the dead letters and starts
+over. A run whose state is complete does nothing and says so.
+
+One process per state directory: a run holds an exclusive lock on the file
+lock in --state-dir (an operating-system lock, released when the run ends
+or its process dies, even by SIGKILL) from before it reads the state to
+its end. A second run or replay on the same directory exits 1 right after
+its start-up checks, naming the holder's PID, and leaves the state and the
+dead letters as they are (--restart removes nothing).
+
+--dry-run reads and transforms everything and writes nothing: not to Cosmos
+DB, not to Blob Storage, not to the state directory (it takes no lock, so
+it may run beside a run on the same directory). It prints the same
+summary plus the plan: id collisions, sanitized ids, results that would
+move to blobs, dead letters with reasons, estimated request units (5 RU per
+started KB of each doc) and stored size, and with --show N, N redacted
+sample docs per kind.
+
+Progress bars (one per table) appear on stderr when it is a terminal,
+unless --quiet; with --output json, stdout gets {"type":"progress"},
+"status" and "warning" lines, then one {"type":"summary"} object (and a
+{"type":"error"} line when run fails). The summary counts rows per table, kind
+and disposition, warnings by reason, blobs uploaded, request units, elapsed
+time and docs/s.
+
+Exit 3 when rows were dead-lettered (a dry run too: it predicts them),
+1 when --max-errors stopped the run, when another process holds the state
+directory, or on any fatal error, 130 when
+interrupted. The checkpoint survives every failure: after an interruption or a
+transient failure (throttling or 5xx beyond the retries) a rerun resumes;
+after any other error, fix what the error says first. Options that differ
+from those of the saved run exit 2, naming the options. The containers and
+the selected tables must exist (run 'bifrost-migrate init' first); run
+checks them before it reads or writes anything.`,
 }

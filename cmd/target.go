@@ -21,9 +21,9 @@ import (
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// target is what run, replay and verify read from and write to: the three
-// accounts, a Cosmos DB client and the client of the blob container of
-// execution data. It holds no open connection; a copy is as good as the
+// target is where a command works (connect fills it): the accounts, the
+// Cosmos DB client, the client of the blob container of execution data,
+// and their names. It holds no open connection; a copy is as good as the
 // original.
 type target struct {
 	tables, blobs azure.StorageAccount
@@ -36,30 +36,6 @@ type target struct {
 	// azopts are the options of every client: f's transport and retry
 	// rule, and the pacer of the Cosmos DB client.
 	azopts azure.Options
-}
-
-// connectTarget resolves the accounts of f (tables, blobs, then Cosmos DB)
-// and builds the clients for database and the blob container blobName;
-// pacer, when not nil, paces every Cosmos DB request. It sends no request.
-// It returns the first error: a usage error for a bad connection setting,
-// else the client constructor's.
-func connectTarget(f *Factory, database, blobName string, pacer *azure.Pacer) (target, error) {
-	t := target{database: database, blobName: blobName, azopts: f.azureOptions()}
-	t.azopts.Pacer = pacer
-	var err error
-	if t.tables, err = f.Storage(); err != nil {
-		return t, err
-	}
-	if t.blobs, err = f.BlobStorage(); err != nil {
-		return t, err
-	}
-	if t.cosmos, t.client, err = connectCosmos(f, pacer); err != nil {
-		return t, err
-	}
-	if t.blobContainer, err = azure.NewBlobContainerClient(t.blobs, blobName, f.azureOptions()); err != nil {
-		return t, err
-	}
-	return t, nil
 }
 
 // connectCosmos resolves the Cosmos DB account of f and builds its client,
@@ -107,11 +83,11 @@ func (t target) fingerprint() string {
 }
 
 // missing checks that the database, its containers entities and
-// executions, and the blob container exist. It returns the missing ones in
-// that order (only the database when it is missing: it holds the
-// containers), and whether the blob container is among them; an error
-// when a check itself failed.
-func (t target) missing(ctx context.Context) (missing []azure.Resource, noBlobContainer bool, err error) {
+// executions, and (withBlobs) the blob container exist. It returns the
+// missing ones in that order (only the database when it is missing: it
+// holds the containers), and whether the blob container is among them;
+// an error when a check itself failed.
+func (t target) missing(ctx context.Context, withBlobs bool) (missing []azure.Resource, noBlobContainer bool, err error) {
 	cosmos := azure.NewProvisionCosmos(t.client)
 	ok, err := cosmos.DatabaseExists(ctx, t.database)
 	if err != nil {
@@ -131,6 +107,9 @@ func (t target) missing(ctx context.Context) (missing []azure.Resource, noBlobCo
 		if c == nil {
 			missing = append(missing, azure.Resource{Service: azure.ServiceCosmos, Kind: azure.KindContainer, Name: t.database + "/" + name, Endpoint: t.cosmos.Endpoint})
 		}
+	}
+	if !withBlobs {
+		return missing, false, nil
 	}
 	exists, err := azure.NewProvisionBlobs(t.blobs, t.azopts).ContainerExists(ctx, t.blobName)
 	if err != nil {
@@ -191,14 +170,13 @@ func cosmosProbe(acct azure.CosmosAccount, client *azcosmos.Client, database str
 	}}
 }
 
-// probes are the start-up checks of the three services of t; table is the
-// (prefixed) source table the tables check reads.
-func (t target) probes(table string) []probe {
-	return []probe{
-		tablesProbe(t.tables, t.azopts, table),
-		blobsProbe(t.blobs, t.azopts, t.blobName),
-		cosmosProbe(t.cosmos, t.client, t.database),
-	}
+// changeFeedProbe reads the feed ranges of the container entities
+// through r (a missing database or container is fine): the account
+// answers, accepts our credentials and serves the change feed.
+func changeFeedProbe(acct azure.CosmosAccount, r *azure.DocReader) probe {
+	return probe{"Cosmos DB", acct.Endpoint, cosmosSettings, func(ctx context.Context) error {
+		return r.CheckChangeFeed(ctx, transform.ContainerEntities)
+	}}
 }
 
 // firstTable is the first of the selected tables in read order (all
@@ -311,6 +289,10 @@ func probeCause(err error) string {
 		return fmt.Sprintf("it answered %d %s", re.StatusCode, http.StatusText(re.StatusCode))
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("no answer within %s", probeTimeout)
+	case errors.Is(err, azure.ErrNoChangeFeed):
+		return "it does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse reads it; use Azure Cosmos DB or its emulator"
+	case isDecodeError(err):
+		return "it answered in a form that is not the service's"
 	case errors.As(err, &dns):
 		return "no such host " + dns.Name
 	case errors.As(err, &errno):

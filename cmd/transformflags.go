@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -17,18 +16,20 @@ type TransformFlags struct {
 	BlobThreshold int
 	Relationships string
 	Strict        bool
+	// forRun chooses help that describes the choice (run) rather than
+	// asking for run's choice (verify, replay, reverse).
+	forRun bool
 }
 
-// bind adds the flags to fl; forRun chooses help that describes the
-// choice (run) rather than asking for run's choice (verify, replay).
-func (t *TransformFlags) bind(fl *pflag.FlagSet, forRun bool) {
+// bind adds the flags to fl.
+func (t *TransformFlags) bind(fl *pflag.FlagSet) {
 	help := [4]string{
 		"the inline result limit run used, in `bytes`",
 		"the ttl mode run used: remaining, full or none",
 		"the relationships mode run used: keep or migrate",
 		"run used --strict (unknown kinds were dead-lettered)",
 	}
-	if forRun {
+	if t.forRun {
 		help = [4]string{
 			"inline results longer than this many `bytes` move to a blob",
 			"execution ttl: remaining, full or none",
@@ -40,6 +41,13 @@ func (t *TransformFlags) bind(fl *pflag.FlagSet, forRun bool) {
 	fl.StringVar(&t.ExecutionTTL, "execution-ttl", string(transform.TTLRemaining), help[1])
 	fl.StringVar(&t.Relationships, "relationships", string(transform.RelationshipsKeep), help[2])
 	fl.BoolVar(&t.Strict, "strict", false, help[3])
+}
+
+// validate checks the flags' values: options at any time fails only for
+// them (the clock is the command's, given to options when it starts).
+func (t *TransformFlags) validate() error {
+	_, err := t.options(time.Unix(0, 0))
+	return err
 }
 
 // options returns the transform options at now, or a usage error naming
@@ -59,14 +67,4 @@ func (t TransformFlags) options(now time.Time) (transform.Options, error) {
 		return transform.Options{}, UsageError(err)
 	}
 	return o, nil
-}
-
-// bindTestNames adds the hidden flags with which tests and benchmarks
-// give a command names of their own: --table-prefix (put before every
-// table name) and --blob-container (the container of execution data).
-func bindTestNames(fl *pflag.FlagSet, tablePrefix, blobContainer *string) {
-	fl.StringVar(tablePrefix, "table-prefix", "", "put this before every table name (tests, benchmarks side by side)")
-	fl.StringVar(blobContainer, "blob-container", fixtures.BlobContainer, "the blob container of execution data (tests)")
-	_ = fl.MarkHidden("table-prefix")
-	_ = fl.MarkHidden("blob-container")
 }

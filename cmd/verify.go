@@ -5,18 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/azure"
-	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/verify"
@@ -24,12 +20,7 @@ import (
 
 // VerifyOptions are the flags and dependencies of `bifrost-migrate verify`.
 type VerifyOptions struct {
-	Out    io.Writer // the report: a table; or with JSON every line (output.go)
-	ErrOut io.Writer // status (text); the error (JSON)
-	JSON   bool
-	Quiet  bool
-	Now    func() time.Time
-
+	IO
 	Database string
 	// Sample is the fraction of rows checked (0 < Sample ≤ 1).
 	Sample float64
@@ -40,8 +31,8 @@ type VerifyOptions struct {
 	// Tables limits the tables checked; empty means all.
 	Tables      []string
 	TablePrefix string
-	// BlobContainer is the container holding execution blobs.
-	BlobContainer string
+	// testNames holds BlobContainer, the container of execution blobs.
+	testNames
 	// PageSize is the most docs per query page.
 	PageSize int
 	// StateDir is run's state directory, where verify looks for the
@@ -52,144 +43,51 @@ type VerifyOptions struct {
 	pacer *azure.Pacer
 
 	// Connect connects to the accounts and returns the engine with its
-	// sources, a description of the targets without secrets, and the
-	// database or containers that are missing.
+	// sources, where they are and what of init's resources is missing.
 	Connect func(ctx context.Context) (verifyServices, error)
 }
 
 // verifyServices is what VerifyOptions.Connect returns.
-type verifyServices struct {
-	verifier *verify.Verifier
-	where    string
-	missing  []azure.Resource
+type verifyServices = services[*verify.Verifier]
+
+// verifyFlags are the flags of verify alone: --sample, --report and the
+// hidden --page-size.
+type verifyFlags struct{ o *VerifyOptions }
+
+func (v verifyFlags) bind(fl *pflag.FlagSet) {
+	fl.Float64Var(&v.o.Sample, "sample", 1, "check only this `fraction` of the rows (0 < F <= 1), chosen by a hash of their keys")
+	fl.StringVar(&v.o.ReportFile, "report", "", "write the whole report as JSON to `FILE`")
+	fl.IntVar(&v.o.PageSize, "page-size", store.DefaultQueryPageSize, "docs per query page")
+	_ = fl.MarkHidden("page-size")
+}
+
+func (v verifyFlags) validate() error {
+	if !(v.o.Sample > 0 && v.o.Sample <= 1) {
+		return UsageError(fmt.Errorf("--sample must be in (0, 1], got %g", v.o.Sample))
+	}
+	return nil
 }
 
 // NewCmdVerify builds `bifrost-migrate verify`. runF replaces the command's
 // work in tests; nil means verifyRun.
 func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) *cobra.Command {
 	opts := &VerifyOptions{}
-	var tables string
-	c := &cobra.Command{
-		Use:   "verify [--sample F] [--report FILE]",
-		Short: "Compare every source row with what landed in Cosmos DB and Blob Storage",
-		Long: `Compare every source row with what the migration left in Cosmos DB and Blob
-Storage. For each row verify recomputes the disposition and the doc that
-run writes (pass the same --execution-ttl, --blob-threshold,
---relationships and --strict as run), reads the docs of both containers in
-bulk (a few large query pages, never one read per row), and compares them
-field by field, ignoring the system properties. A doc's ttl only has to
-be present under --execution-ttl remaining or full, with 0 < ttl <= 1209600;
-executions that are expired now may be present or absent. Every blob path
-a doc names must exist in execution-data.
-
-It also finds orphans (docs carrying _migration whose row no longer
-expects them) and counts docs without _migration (written by the
-application; not judged).
-
-Access patterns: the execution index rows of Relationships (userexec,
-workflowexec, formexec, status) are not migrated, since Cosmos DB answers
-their questions with queries on the execution docs. verify checks every
-index row against its execution: dangling (no such execution), stale (its
-user, workflow, partition, form or status differs from the execution's),
-and every migrated execution without a userexec or workflowexec row
-(unindexed). These are data-quality findings, not failures: the counts and
-the first 20 of each are printed, and --report lists every dangling and
-stale row (up to 1,000 of each) under "accessPatterns". The check needs
-both Entities and Relationships in --tables; with --sample it judges the
-sampled index rows and executions against every execution.
-
-Every source row must be accounted for: a row that run dead-letters is
-not in Cosmos DB, so it fails verify like a missing doc; verify counts
-these rows and names run's dead-letter file (dead-letter.jsonl in
---state-dir, default .bifrost-migrate), which lists them with their
-reasons. A selected table that does not exist is an error (exit 1), never
-an empty table; so is a missing database or container (run
-'bifrost-migrate init').
-
-Output: a table per table and kind (rows, expected docs, matched,
-missing, different, orphans, rows skipped by disposition), then the first
-20 differences with their field paths and both values (secrets redacted).
---report FILE writes everything as JSON. --sample F checks a deterministic
-fraction of the rows, chosen by a hash of their keys. With --output json,
-stdout gets {"type":"progress"} lines (the phases) and "status" lines, then
-one {"type":"summary"} object with the first 20 of each list (and a
-{"type":"error"} line when verify fails).
-
-Exit 0 ("verify: OK") only when no row is dead-lettered and no doc is
-missing, different or orphaned; else 3.`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Out, opts.ErrOut = f.Out, f.ErrOut
-			opts.JSON, opts.Quiet = f.Global.JSON(), f.Global.Quiet
-			opts.Now = f.Now
-			opts.Database = f.Global.Database
-			if !(opts.Sample > 0 && opts.Sample <= 1) {
-				return UsageError(fmt.Errorf("--sample must be in (0, 1], got %g", opts.Sample))
-			}
-			if tables != "" {
-				var err error
-				if opts.Tables, err = parseTables(tables); err != nil {
-					return UsageError(err)
-				}
-			}
-			opts.Connect = func(ctx context.Context) (verifyServices, error) { return connectVerify(ctx, f, opts) }
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return verifyRun(c.Context(), opts)
-		},
-	}
-	fl := c.Flags()
-	opts.TransformFlags.bind(fl, false)
-	fl.Float64Var(&opts.Sample, "sample", 1, "check only this `fraction` of the rows (0 < F <= 1), chosen by a hash of their keys")
-	fl.StringVar(&opts.ReportFile, "report", "", "write the whole report as JSON to `FILE`")
-	fl.StringVar(&tables, "tables", "", "comma-separated `list` of tables to check (default: Config,Entities,Relationships)")
-	bindTestNames(fl, &opts.TablePrefix, &opts.BlobContainer)
-	fl.IntVar(&opts.PageSize, "page-size", store.DefaultQueryPageSize, "docs per query page")
-	fl.StringVar(&opts.StateDir, "state-dir", migrate.DefaultStateDir, "run's state `directory`, whose dead-letter.jsonl lists the rows not migrated")
-	opts.RU.bind(fl)
-	_ = fl.MarkHidden("page-size")
+	opts.testNames.prefix = &opts.TablePrefix
+	opts.Connect = func(ctx context.Context) (verifyServices, error) { return connectVerify(ctx, f, opts) }
+	c := newCommand(verifyDoc, func(c *cobra.Command) error {
+		opts.IO, opts.Database = f.IO(), f.Global.Database
+		return runWith(c, opts, runF, verifyRun)
+	})
+	addFlags(c, verifyFlags{opts}, &tablesFlag{what: "check", tables: &opts.Tables}, &opts.TransformFlags, &opts.testNames,
+		stateDirFlag{&opts.StateDir, "run's state, whose dead-letter.jsonl lists the rows not migrated"}, &opts.RU)
 	return c
 }
 
-// parseTables checks a --tables list and returns it in read order.
-func parseTables(list string) ([]string, error) {
-	var out []string
-	for _, t := range strings.Split(list, ",") {
-		t = strings.TrimSpace(t)
-		if !slices.Contains(fixtures.Tables(), t) {
-			return nil, fmt.Errorf("--tables: unknown table %q (want Config, Entities, Relationships)", t)
-		}
-		out = append(out, t)
-	}
-	slices.SortFunc(out, func(a, b string) int { return slices.Index(fixtures.Tables(), a) - slices.Index(fixtures.Tables(), b) })
-	return slices.Compact(out), nil
-}
-
-// connectVerify connects the engine to the accounts of f, once each
-// endpoint answered its start-up check, and finds the database or
-// containers that are missing.
+// connectVerify connects the engine to the accounts of f.
 func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verifyServices, error) {
-	var s verifyServices
-	t, err := connectTarget(f, opts.Database, opts.BlobContainer, opts.pacer)
-	if err != nil {
-		return s, err
-	}
-	if err := checkEndpoints(ctx, t.probes(opts.TablePrefix+firstTable(opts.Tables))...); err != nil {
-		return s, err
-	}
-	docs, err := azure.NewDocReader(t.client, opts.Database)
-	if err != nil {
-		return s, err
-	}
-	s.verifier = &verify.Verifier{
-		Rows:  azure.NewTableReader(t.tables, f.azureOptions()),
-		Docs:  docs,
-		Blobs: azure.NewBlobStore(t.blobContainer),
-	}
-	s.where = t.where()
-	s.missing, _, err = t.missing(ctx)
-	return s, err
+	c, err := connect(ctx, f, needs{uses: tablesRead | blobsRead | cosmosRead, database: opts.Database, blobContainer: opts.BlobContainer,
+		probeTable: opts.TablePrefix + firstTable(opts.Tables), pacer: opts.pacer})
+	return verifyServices{conn: c, deps: &verify.Verifier{Rows: c.rowReader, Docs: c.docReader, Blobs: c.blobStore}}, err
 }
 
 // verifyProgress reports verify's phases to its output: "verify: step"
@@ -214,17 +112,8 @@ func (p verifyProgress) Step(msg string) {
 // mismatches return a PartialError (exit 3); a missing table, database or
 // container is an error (exit 1) before anything is compared.
 func verifyRun(ctx context.Context, opts *VerifyOptions) error {
-	switch {
-	case strings.TrimSpace(opts.Database) == "":
-		return UsageError(errors.New("--database must not be empty"))
-	case strings.TrimSpace(opts.StateDir) == "":
-		return UsageError(errors.New("--state-dir must not be empty"))
-	}
 	topts, err := opts.TransformFlags.options(opts.Now())
 	if err != nil {
-		return err
-	}
-	if err := opts.RU.validate(); err != nil {
 		return err
 	}
 	opts.pacer = opts.RU.pacer()
@@ -233,20 +122,16 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		// share of the budget, so that no 5-second window exceeds it.
 		opts.PageSize = min(opts.PageSize, max(100, int(opts.RU.MaxRU/10)))
 	}
-	o := newOutput("verify", opts.Out, opts.ErrOut, opts.JSON, opts.Quiet)
+	o := opts.output("verify")
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	v := svc.verifier
-	o.status("%s", svc.where)
+	v := svc.deps
 	if !opts.Quiet {
 		v.Progress = verifyProgress{o, opts.RU.recent()}
 	}
-	if len(svc.missing) > 0 {
-		return &notProvisionedError{Missing: svc.missing}
-	}
-	if err := probeTables(ctx, v.Rows, opts.TablePrefix, opts.Tables); err != nil {
+	if err := ready(ctx, o, svc.conn, opts.TablePrefix, opts.Tables); err != nil {
 		return err
 	}
 	r, err := v.Run(ctx, verify.Options{
@@ -333,4 +218,55 @@ func writeReportFile(name string, r *verify.Report) error {
 		return fmt.Errorf("--report: %w", err)
 	}
 	return nil
+}
+
+// verifyDoc is the help of `bifrost-migrate verify`.
+var verifyDoc = cmdDoc{
+	use:   "verify [--sample F] [--report FILE]",
+	short: "Compare every source row with what landed in Cosmos DB and Blob Storage",
+	long: `Compare every source row with what the migration left in Cosmos DB and Blob
+Storage. For each row verify recomputes the disposition and the doc that
+run writes (pass the same --execution-ttl, --blob-threshold,
+--relationships and --strict as run), reads the docs of both containers in
+bulk (a few large query pages, never one read per row), and compares them
+field by field, ignoring the system properties. A doc's ttl only has to
+be present under --execution-ttl remaining or full, with 0 < ttl <= 1209600;
+executions that are expired now may be present or absent. Every blob path
+a doc names must exist in execution-data.
+
+It also finds orphans (docs carrying _migration whose row no longer
+expects them) and counts docs without _migration (written by the
+application; not judged).
+
+Access patterns: the execution index rows of Relationships (userexec,
+workflowexec, formexec, status) are not migrated, since Cosmos DB answers
+their questions with queries on the execution docs. verify checks every
+index row against its execution: dangling (no such execution), stale (its
+user, workflow, partition, form or status differs from the execution's),
+and every migrated execution without a userexec or workflowexec row
+(unindexed). These are data-quality findings, not failures: the counts and
+the first 20 of each are printed, and --report lists every dangling and
+stale row (up to 1,000 of each) under "accessPatterns". The check needs
+both Entities and Relationships in --tables; with --sample it judges the
+sampled index rows and executions against every execution.
+
+Every source row must be accounted for: a row that run dead-letters is
+not in Cosmos DB, so it fails verify like a missing doc; verify counts
+these rows and names run's dead-letter file (dead-letter.jsonl in
+--state-dir, default .bifrost-migrate), which lists them with their
+reasons. A selected table that does not exist is an error (exit 1), never
+an empty table; so is a missing database or container (run
+'bifrost-migrate init').
+
+Output: a table per table and kind (rows, expected docs, matched,
+missing, different, orphans, rows skipped by disposition), then the first
+20 differences with their field paths and both values (secrets redacted).
+--report FILE writes everything as JSON. --sample F checks a deterministic
+fraction of the rows, chosen by a hash of their keys. With --output json,
+stdout gets {"type":"progress"} lines (the phases) and "status" lines, then
+one {"type":"summary"} object with the first 20 of each list (and a
+{"type":"error"} line when verify fails).
+
+Exit 0 ("verify: OK") only when no row is dead-lettered and no doc is
+missing, different or orphaned; else 3.`,
 }

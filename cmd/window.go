@@ -1,69 +1,113 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/migrate"
-	"github.com/bifrost/bifrost-migrate/store"
 )
 
-// windowFlags are the flags replay and reverse share: the window of
-// changes they read (--since) and how --follow repeats it (SPEC §16).
+// windowFlags are the flags replay and reverse share, into
+// migrate.WindowOptions: the window of changes they read (--since), what
+// they may do to the other side (--prune, --force) and how --follow
+// repeats it (SPEC §16).
 type windowFlags struct {
-	// Since is --since as given (RFC 3339).
+	w *migrate.WindowOptions
+	// dryRun is --dry-run, which --follow excludes.
+	dryRun *bool
+	help   windowHelp
+	// Since is --since as given (RFC 3339); validate parses it into w.
 	Since string
 	// Follow repeats passes every Interval, each from the previous pass's
 	// watermark less Skew, until SIGINT or SIGTERM.
 	Follow         bool
 	Interval, Skew time.Duration
+	// now is the time the services stamp changes with (a --since later
+	// than it, by more than Skew, is refused).
+	now func() time.Time
 }
 
-// bind adds --since, --follow, --interval and --skew to fl; since and
-// follow say what the command reads and what following does.
-func (w *windowFlags) bind(fl *pflag.FlagSet, since, follow string) {
-	fl.StringVar(&w.Since, "since", "", since+" at or after this RFC 3339 `TIME` (e.g. "+sinceExample+")")
-	fl.BoolVar(&w.Follow, "follow", false, follow+": a pass every --interval, until SIGINT or SIGTERM")
+// windowHelp is what the help of a replay's or reverse's flags says it
+// does: the engine's flags (but --dry-run, which both describe alike) and
+// the window's.
+type windowHelp struct {
+	engineHelp
+	// since: what is read at or after --since ("replay rows whose
+	// Timestamp is"); follow: what following does ("keep replaying").
+	since, follow string
+	// prune and force: what --prune and --force do.
+	prune, force string
+}
+
+// windowOptions are what replay's and reverse's options share: the
+// engine's options and the window's flags.
+type windowOptions struct {
+	engineOptions
+	window windowFlags
+}
+
+// newWindowOptions returns the options of a replay or reverse whose
+// engine options are c and w, with the flags' help.
+func newWindowOptions(c *migrate.Common, w *migrate.WindowOptions, help windowHelp) windowOptions {
+	help.dryRun = "read everything, write nothing, print what would happen"
+	return windowOptions{
+		engineOptions: engineOptions{engineFlags: newEngineFlags(c, help.engineHelp, false)},
+		window:        windowFlags{w: w, dryRun: &c.DryRun, help: help},
+	}
+}
+
+// newWindowCmd builds the command of a replay or reverse (doc) with the
+// options opts, whose shared part is w: it binds the window's flags,
+// more, then the engine's, and does run (runF in tests) once they are
+// valid.
+func newWindowCmd[O any](f *Factory, opts O, w *windowOptions, doc cmdDoc, runF, run func(context.Context, O) error, more ...flagGroup) *cobra.Command {
+	w.window.now = f.serviceNow
+	c := newCommand(doc, func(c *cobra.Command) error {
+		w.from(f)
+		return runWith(c, opts, runF, run)
+	})
+	addFlags(c, append(append([]flagGroup{&w.window}, more...), &w.engineFlags)...)
+	return c
+}
+
+func (w *windowFlags) bind(fl *pflag.FlagSet) {
+	fl.StringVar(&w.Since, "since", "", w.help.since+" at or after this RFC 3339 `TIME` (e.g. "+sinceExample+")")
+	fl.BoolVar(&w.Follow, "follow", false, w.help.follow+": a pass every --interval, until SIGINT or SIGTERM")
 	fl.DurationVar(&w.Interval, "interval", migrate.DefaultFollowInterval, "with --follow, the wait between passes")
 	fl.DurationVar(&w.Skew, "skew", migrate.DefaultFollowSkew, "with --follow, how far before the newest change read each next pass starts (clock skew between servers)")
+	fl.BoolVar(&w.w.Prune, "prune", false, w.help.prune)
+	fl.BoolVar(&w.w.Force, "force", false, w.help.force)
 }
 
-// windowCheck are the other flags replay and reverse check alike.
-type windowCheck struct {
-	database, stateDir string
-	concurrency        int
-	dryRun, prune      bool
-	ru                 ruFlags
-}
-
-// parse returns --since once the flags both commands share are valid;
-// otherwise a usage error that names the flag.
-func (w windowFlags) parse(c windowCheck) (time.Time, error) {
+// validate parses --since into the window's options and checks what
+// --follow excludes; errors are usage errors that name the flag.
+func (w *windowFlags) validate() error {
 	since, err := parseSince(w.Since)
 	if err != nil {
-		return time.Time{}, UsageError(err)
+		return UsageError(err)
 	}
+	w.w.Since = since
+	now := w.now().UTC()
 	switch {
-	case strings.TrimSpace(c.database) == "":
-		return since, UsageError(errors.New("--database must not be empty"))
-	case c.concurrency < 1:
-		return since, UsageError(fmt.Errorf("--concurrency must be at least 1, got %d", c.concurrency))
-	case strings.TrimSpace(c.stateDir) == "":
-		return since, UsageError(errors.New("--state-dir must not be empty"))
-	case w.Follow && (c.dryRun || c.prune):
-		return since, UsageError(errors.New("--follow cannot be combined with --dry-run or --prune (run them once, before or after following)"))
+	case since.After(now.Add(max(w.Skew, 0))):
+		return UsageError(futureSince(w.Since, since, now))
+	case w.Follow && (*w.dryRun || w.w.Prune):
+		return UsageError(errors.New("--follow cannot be combined with --dry-run or --prune (run them once, before or after following)"))
 	case w.Follow && (w.Interval <= 0 || w.Skew < 0):
-		return since, UsageError(fmt.Errorf("--interval must be positive and --skew not negative, got %s and %s", w.Interval, w.Skew))
+		return UsageError(fmt.Errorf("--interval must be positive and --skew not negative, got %s and %s", w.Interval, w.Skew))
 	}
-	return since, c.ru.validate()
+	return nil
 }
 
 // parseSince parses --since.
@@ -78,14 +122,57 @@ func parseSince(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// ready prints where the command works, then fails when the database or
-// containers are missing or the tables cannot be read.
-func ready(ctx context.Context, o *output, where string, missing []azure.Resource, rows store.PageReader, prefix string, tables []string) error {
-	o.status("%s", where)
-	if len(missing) > 0 {
-		return &notProvisionedError{Missing: missing}
+// futureSince is the error of a --since (given, which is since) later
+// than now: a mistyped year, or local time typed as UTC, would read
+// nothing and end "OK".
+func futureSince(given string, since, now time.Time) error {
+	value := given
+	if utc := since.Format(time.RFC3339Nano); utc != given {
+		value += " (" + utc + ")"
 	}
-	return probeTables(ctx, rows, prefix, tables)
+	return fmt.Errorf("--since %s is later than now (%s, UTC): no change is that recent, so nothing would be read; give a time in the past, in UTC or with its offset",
+		value, now.Format(time.RFC3339))
+}
+
+// warnReach warns, in one line, when since is more than a day before the
+// start of the migration whose state is in dir (state.json): the window
+// then reaches back further than the migration, which is seldom what was
+// meant. It only reads state.json (no lock, nothing written, in a dry run
+// too), and says so when it cannot.
+func warnReach(o *output, dir string, since time.Time) {
+	st, err := migrate.LoadState(dir)
+	switch {
+	case err != nil:
+		o.warning("%s cannot be read, so --since is not checked against when the migration started", filepath.Join(dir, migrate.StateFile))
+	case st == nil || st.Started.IsZero():
+	case st.Started.Sub(since) > 24*time.Hour:
+		o.warning("--since %s reaches %s before the migration started (run %s at %s): every change since then is in the window; check that it is the time you meant",
+			since.Format(time.RFC3339Nano), days(st.Started.Sub(since)), st.RunID, st.Started.UTC().Format(time.RFC3339))
+	}
+}
+
+// days says d, a day or more, in days and hours ("3 days 4 h").
+func days(d time.Duration) string {
+	h := int(d.Hours())
+	unit := "days"
+	if h/24 == 1 {
+		unit = "day"
+	}
+	if h%24 == 0 {
+		return fmt.Sprintf("%d %s", h/24, unit)
+	}
+	return fmt.Sprintf("%d %s %d h", h/24, unit, h%24)
+}
+
+// ready prints where the command works (c's accounts), then fails when
+// the database or containers are missing or the tables cannot be read
+// (prefix before their names; none given: all three).
+func ready(ctx context.Context, o *output, c conn, prefix string, tables []string) error {
+	o.status("%s", c.where())
+	if len(c.missing) > 0 {
+		return &notProvisionedError{Missing: c.missing}
+	}
+	return probeTables(ctx, c.rowReader, prefix, tables)
 }
 
 // startStatus prints what a replay or reverse reads (what: "rows" or
@@ -143,26 +230,416 @@ func followedSummary[C, T any](o *output, f followed[C], total T, ru ruReport, r
 }
 
 // windowExit is the error a replay or reverse (not --follow) ends with,
-// once its summary is printed: err as it is (interrupted: a sentence that
-// says to run the same command again, rerun), else exit 4 for conflicts
-// left (conflicts: what was not written and what --force does), else
-// exit 3 for dead letters of what ("row(s)", "doc(s)") in file.
-func windowExit(err error, interrupted bool, rerun string, dryRun bool, conflicts int64, conflictsLeft string, deadLetters int64, what, file string) error {
+// once its summary is printed: err as it is (interrupted: a sentence
+// that says to run the same command again, words.rerun), else exit 4 for
+// the conflicts t left, else exit 3 for its dead letters.
+func windowExit(err error, interrupted, dryRun bool, t tally, deadLetterFile string, words wayWords) error {
 	dry := ""
 	if dryRun {
 		dry = "dry run: "
 	}
 	switch {
 	case err != nil && interrupted:
-		return fmt.Errorf("%s (%w)", rerun, err)
+		return fmt.Errorf("%s (%w)", words.rerun, err)
 	case err != nil:
 		return err
-	case conflicts > 0:
-		return ConflictError(fmt.Errorf("%s%d conflict(s) left unresolved: %s", dry, conflicts, conflictsLeft))
-	case deadLetters > 0 && dryRun:
-		return PartialError(fmt.Errorf("dry run: %d %s would be dead-lettered", deadLetters, what))
-	case deadLetters > 0:
-		return PartialError(fmt.Errorf("%d %s dead-lettered; see %s", deadLetters, what, file))
+	case t.conflicts > 0:
+		return ConflictError(fmt.Errorf("%s%d conflict(s) %s: %s", dry, t.conflicts, would(dryRun, "left unresolved"), words.conflictsLeft))
+	case t.deadLetters > 0 && dryRun:
+		return PartialError(fmt.Errorf("dry run: %d %s would be dead-lettered", t.deadLetters, words.deadLettered))
+	case t.deadLetters > 0:
+		return PartialError(fmt.Errorf("%d %s dead-lettered; see %s", t.deadLetters, words.deadLettered, deadLetterFile))
 	}
 	return nil
+}
+
+// tally is what the code replay and reverse share reads of a summary.
+type tally struct {
+	// read counts the changes read; written the writes (in a dry run:
+	// those it would do); conflicts those left unresolved; deadLetters
+	// what was dead-lettered.
+	read, written, conflicts, deadLetters int64
+	// ruDocs are the docs the request units are spread over (ruReport).
+	ruDocs int64
+	// newest is the time of the newest change applied (nil: none).
+	newest *time.Time
+}
+
+// counted reports whether t counts anything: something was read, written
+// or left.
+func (t tally) counted() bool { return t.read+t.written+t.conflicts+t.deadLetters > 0 }
+
+// add adds the counts of o to t.
+func (t *tally) add(o tally) {
+	t.read += o.read
+	t.written += o.written
+	t.ruDocs += o.ruDocs
+}
+
+// way is one direction of a window of changes, replay (tables → Cosmos
+// DB) or reverse (Cosmos DB → tables), as windowRun drives it: what sets
+// the two apart. D are its engine's services, S its summary, C its
+// conflicts, T its counts.
+type way[D, S, C, T any] struct {
+	words wayWords
+	// tables are the tables the start-up check reads (nil: all three).
+	tables []string
+	// view is a summary as the shared code reads it.
+	view     func(S) windowView[C]
+	conflict conflictForm[C]
+	// pass runs the engine once from since with progress p (counted: p
+	// shows totals, which the engine then pre-counts); keep appends to the
+	// dead-letter file (the passes of --follow after the first).
+	pass func(ctx context.Context, deps D, since time.Time, p migrate.Progress, counted, keep bool) (S, error)
+	// totals are a summary's counts; add adds counts to others (the
+	// totals of --follow's passes).
+	totals func(S) T
+	add    func(*T, T)
+}
+
+// windowView is a summary of a replay or reverse as the code they share
+// reads it: its tally, its window, its conflicts and the parts of its
+// text that differ.
+type windowView[C any] struct {
+	tally
+	// ran says the engine got as far as its work: there is a summary to
+	// print.
+	ran bool
+	s   migrate.WindowSummary
+	// list are the conflicts.
+	list []C
+	// table prints the counts; writes the lines that say what was written
+	// (in a dry run: would be); forced is the conflicts line's count of
+	// what --force wrote ("2 written with --force"); plan, when not nil,
+	// lists a dry run's writes.
+	table  func(io.Writer) error
+	writes func(io.Writer)
+	forced string
+	plan   func(io.Writer)
+}
+
+// conflictForm is how a direction shows its conflicts: the doc each is
+// of (--follow keeps the latest conflict of each doc), and as text.
+type conflictForm[C any] struct {
+	doc   func(C) string
+	write func(io.Writer, C)
+}
+
+// wayWords are the words of a replay or reverse.
+type wayWords struct {
+	// name is the command; reads what its window holds ("rows", "docs").
+	name, reads string
+	// rerun says what to do after an interruption; conflictsLeft what
+	// the conflicts left mean and what --force does; deadLettered what
+	// the dead letters are of ("row(s)").
+	rerun, conflictsLeft, deadLettered string
+	// followed formats the totals of --follow: the changes read and the
+	// writes.
+	followed string
+	// deadLetterFile is the name of the dead-letter file in --state-dir.
+	deadLetterFile string
+}
+
+// windowRun runs a replay or reverse (w) once its flags are valid: it
+// takes the transform options and the pacer (start), connects, checks
+// that the containers and the tables are there and says where it works,
+// then runs the passes of --follow (windowFollow) or one pass with
+// progress, prints the summary and returns the error the command ends
+// with (windowExit).
+func windowRun[D, S, C, T any](ctx context.Context, opts *windowOptions, c *migrate.Common,
+	connect func(context.Context) (services[D], error), w way[D, S, C, T]) error {
+	e, wf := &opts.engineOptions, opts.window
+	o, err := e.start(w.words.name, c)
+	if err != nil {
+		return err
+	}
+	svc, err := connect(ctx)
+	if err != nil {
+		return err
+	}
+	if err := ready(ctx, o, svc.conn, c.TablePrefix, w.tables); err != nil {
+		return err
+	}
+	wf.startStatus(o, w.words.reads, wf.w.Since, c.DryRun)
+	// Said once the engine is at work: a command refused at its start (the
+	// state directory in use) prints only its error.
+	atWork := sync.OnceFunc(func() { warnReach(o, c.StateDir, wf.w.Since) })
+	if wf.Follow {
+		return windowFollow(ctx, o, e, wf, c.StateDir, svc.deps, w, atWork)
+	}
+	p, bars, counted := newProgress(o, e.ErrIsTerminal, time.Now, e.RU.recent())
+	s, err := w.pass(ctx, svc.deps, wf.w.Since, workingProgress{p, atWork}, counted, false)
+	if bars != nil {
+		bars.finish()
+	}
+	v := w.view(s)
+	ru := e.RU.report(v.ruDocs)
+	end := endingOf(err, ctx.Err() != nil)
+	var werr error
+	switch {
+	case !v.ran || err != nil && !v.counted():
+		// Nothing was done: the error alone says what happened.
+	case o.json():
+		werr = o.lines.emit(lineSummary, windowLine{end == endedDone, s, ru})
+	default:
+		werr = writeWindowText(e.Out, w.words, v, w.conflict, ru, end)
+	}
+	if err == nil {
+		err = werr
+	}
+	return windowExit(err, ctx.Err() != nil, c.DryRun, v.tally, v.s.DeadLetterFile, w.words)
+}
+
+// windowFollow runs the passes of w until ctx ends (SPEC §16), each from
+// the previous pass's watermark less --skew, then prints the totals and
+// the conflicts of every pass; exit 4 when any conflict was left, else 3
+// when there were dead letters (in stateDir). atWork is called at the
+// first pass's first report.
+func windowFollow[D, S, C, T any](ctx context.Context, o *output, e *engineOptions, wf windowFlags, stateDir string, deps D, w way[D, S, C, T], atWork func()) error {
+	var (
+		sum   tally
+		total T
+	)
+	keep := false
+	f, err := followPasses(ctx, o, migrate.FollowOptions{Since: wf.w.Since, Interval: wf.Interval, Skew: wf.Skew},
+		func(pctx context.Context, since time.Time) (pass[C], error) {
+			s, err := w.pass(pctx, deps, since, workingProgress{nil, atWork}, false, keep)
+			keep = true // the passes after the first add to the dead-letter file
+			if err != nil {
+				return pass[C]{}, err
+			}
+			v := w.view(s)
+			sum.add(v.tally)
+			w.add(&total, w.totals(s))
+			return newPass(migrate.PassResult{Read: v.read, Applied: v.written, Conflicts: v.tally.conflicts, Newest: deref(v.newest)},
+				v.deadLetters, v.list, w.conflict.doc), nil
+		})
+	if err != nil {
+		return err
+	}
+	return followedSummary(o, f, total, e.RU.report(sum.ruDocs), fmt.Sprintf(w.words.followed, sum.read, sum.written),
+		w.conflict.write, stateDir, w.words.deadLetterFile)
+}
+
+// workingProgress is the progress p (nil: none) of an engine that calls
+// atWork at each report, first: what the command says only once the
+// engine is at work.
+type workingProgress struct {
+	p      migrate.Progress
+	atWork func()
+}
+
+func (w workingProgress) Total(table string, rows int64) {
+	w.atWork()
+	if w.p != nil {
+		w.p.Total(table, rows)
+	}
+}
+
+func (w workingProgress) Resumed(table string, n int64) {
+	w.atWork()
+	if w.p != nil {
+		w.p.Resumed(table, n)
+	}
+}
+
+func (w workingProgress) Advance(table string, n int64) {
+	w.atWork()
+	if w.p != nil {
+		w.p.Advance(table, n)
+	}
+}
+
+func (w workingProgress) TableDone(table string) {
+	w.atWork()
+	if w.p != nil {
+		w.p.TableDone(table)
+	}
+}
+
+func (w workingProgress) Message(msg string) {
+	w.atWork()
+	if w.p != nil {
+		w.p.Message(msg)
+	}
+}
+
+// windowLine is the summary line of a replay or reverse with --output
+// json: "complete" (false when it stopped before the end), the summary's
+// own fields, then "ru", its request units.
+type windowLine struct {
+	complete bool
+	summary  any
+	ru       ruReport
+}
+
+func (l windowLine) MarshalJSON() ([]byte, error) {
+	summary, err := encodeJSON(l.summary)
+	if err != nil {
+		return nil, err
+	}
+	ru, err := encodeJSON(l.ru)
+	if err != nil {
+		return nil, err
+	}
+	if len(summary) < 2 || summary[0] != '{' {
+		return nil, fmt.Errorf("a summary must be a JSON object, not %.40s", summary)
+	}
+	out := fmt.Appendf(nil, `{"complete":%t`, l.complete)
+	if len(summary) > 2 {
+		out = append(append(out, ','), summary[1:len(summary)-1]...)
+	}
+	out = append(append(out, `,"ru":`...), ru...)
+	return append(out, '}'), nil
+}
+
+// encodeJSON is json.Marshal without escaping HTML characters, as
+// --output json writes its lines.
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// writeWindowText prints the text summary of a replay or reverse (v,
+// its conflicts shown as conflict says) with its request units ru, its
+// last line saying how it ended (end).
+func writeWindowText[C any](w io.Writer, words wayWords, v windowView[C], conflict conflictForm[C], ru ruReport, end ending) error {
+	if v.s.DryRun {
+		fmt.Fprintf(w, "DRY RUN: nothing was written; the counts say what %s would do.\n", words.name)
+	}
+	fmt.Fprintf(w, "%s of %s changed since %s\n\n", words.name, words.reads, v.s.Since)
+	if err := v.table(w); err != nil {
+		return err
+	}
+	if err := writeWarnings(w, v.s.Warnings); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	v.writes(w)
+	ru.writeText(w)
+	switch {
+	case v.deadLetters > 0 && v.s.DeadLetterFile != "":
+		fmt.Fprintf(w, "dead letters: %d in %s\n", v.deadLetters, v.s.DeadLetterFile)
+	default:
+		fmt.Fprintf(w, "dead letters: %d\n", v.deadLetters)
+		for _, dl := range v.s.DeadLetters {
+			fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
+		}
+	}
+	fmt.Fprintf(w, "conflicts: %d %s, %s\n", v.tally.conflicts, would(v.s.DryRun, "left unresolved"), v.forced)
+	writeConflicts(w, v.list, conflict.write)
+	if v.plan != nil {
+		v.plan(w)
+	}
+	return writeWindowEnd(w, words, end, v.tally, v.s.DryRun)
+}
+
+// writeWindowEnd prints the last line of the summary of a replay or
+// reverse: how it ended (end) and, when it finished, what t it left (in a
+// dry run: would leave).
+func writeWindowEnd(w io.Writer, words wayWords, end ending, t tally, dryRun bool) error {
+	name := words.name
+	var err error
+	switch {
+	case end == endedInterrupted || end == endedTransient:
+		_, err = fmt.Fprintf(w, "%s: not complete: run it again with the same --since to finish\n", name)
+	case end == endedFailed:
+		_, err = fmt.Fprintf(w, "%s: not complete: stopped by the error reported on stderr\n", name)
+	case t.conflicts > 0:
+		_, err = fmt.Fprintf(w, "%s: %d conflict(s) %s\n", name, t.conflicts, would(dryRun, "left unresolved"))
+	case t.deadLetters > 0 && dryRun:
+		_, err = fmt.Fprintf(w, "%s: %d %s would be dead-lettered\n", name, t.deadLetters, words.deadLettered)
+	case t.deadLetters > 0:
+		_, err = fmt.Fprintf(w, "%s: %d dead letter(s)\n", name, t.deadLetters)
+	default:
+		_, err = fmt.Fprintf(w, "%s: OK\n", name)
+	}
+	return err
+}
+
+// would is done ("written") as a dry run says it: "would be written".
+func would(dryRun bool, done string) string {
+	if dryRun {
+		return "would be " + done
+	}
+	return done
+}
+
+// whatIsDone says what was done ("docs written") as a dry run says it:
+// "docs that would be written".
+func whatIsDone(dryRun bool, what, done string) string {
+	if dryRun {
+		return what + " that would be " + done
+	}
+	return what + " " + done
+}
+
+// writeConflicts prints the first maxConflictsShown of conflicts, each
+// with write.
+func writeConflicts[C any](w io.Writer, conflicts []C, write func(io.Writer, C)) {
+	for i, c := range conflicts {
+		if i == maxConflictsShown {
+			fmt.Fprintf(w, "  … and %d more (--output json lists up to 1000)\n", len(conflicts)-maxConflictsShown)
+			break
+		}
+		write(w, c)
+	}
+}
+
+// What sets replay and reverse apart, side by side: the help of their
+// flags, their words, and how they show their conflicts.
+
+// replayHelp is what the help of replay's flags says.
+var replayHelp = windowHelp{
+	engineHelp: engineHelp{concurrency: "docs replayed at once", stateDir: "replay-dead-letter.jsonl, locked while replay runs"},
+	since:      "replay rows whose Timestamp is",
+	follow:     "keep replaying",
+	prune:      "also delete unchanged migrated docs whose source row no longer exists",
+	force:      "overwrite (and with --prune delete) docs the application changed, still with If-Match",
+}
+
+// reverseHelp is what the help of reverse's flags says.
+var reverseHelp = windowHelp{
+	engineHelp: engineHelp{concurrency: "docs written back at once", stateDir: "reverse-dead-letter.jsonl"},
+	since:      "write back docs changed",
+	follow:     "keep writing back",
+	prune:      "also delete the rows whose migrated doc is gone (unless it expired)",
+	force:      "write rows that changed in the tables too, still with If-Match",
+}
+
+// replayWords are the words of replay.
+var replayWords = wayWords{
+	name: "replay", reads: "rows",
+	rerun:          "replay interrupted; it keeps no checkpoint: run it again with the same --since to finish",
+	conflictsLeft:  "docs the application changed were not written; see the list, then rerun with --force to overwrite them with the tables' version",
+	deadLettered:   "row(s)",
+	followed:       "%d row(s) read, %d written",
+	deadLetterFile: migrate.ReplayDeadLetterFile,
+}
+
+// reverseWords are the words of reverse.
+var reverseWords = wayWords{
+	name: "reverse", reads: "docs",
+	rerun:          "reverse interrupted: run it again with the same --since to finish; docs already written back are skipped",
+	conflictsLeft:  "rows that changed in the tables too were not written; see the list, then rerun with --force to write the Cosmos DB version",
+	deadLettered:   "doc(s)",
+	followed:       "%d doc(s) read, %d row(s) written",
+	deadLetterFile: migrate.ReverseDeadLetterFile,
+}
+
+// replayConflict is how replay shows its conflicts.
+var replayConflict = conflictForm[migrate.Conflict]{
+	doc:   func(c migrate.Conflict) string { return c.Container + "/" + c.Scope + "/" + c.ID },
+	write: writeConflict,
+}
+
+// reverseConflict is how reverse shows its conflicts.
+var reverseConflict = conflictForm[migrate.ReverseConflict]{
+	doc:   func(c migrate.ReverseConflict) string { return c.Container + "/" + c.Scope + "/" + c.ID },
+	write: writeReverseConflict,
 }

@@ -1,0 +1,66 @@
+package cmd
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// IO is what every command's options embed: where its output goes, in
+// which form, and its clock (cli/cli's IOStreams). Factory.IO fills it;
+// tests fill it with buffers and a fixed clock. A copy is as good as the
+// original.
+type IO struct {
+	// Out gets the data: summaries, reports, plans; with --output json,
+	// every line (output.go).
+	Out io.Writer
+	// ErrOut gets status lines and progress bars (text), and the error.
+	ErrOut io.Writer
+	// JSON is --output json; Quiet is --quiet.
+	JSON, Quiet bool
+	// ErrIsTerminal says whether ErrOut is a terminal (progress bars).
+	ErrIsTerminal bool
+	Now           func() time.Time
+}
+
+// IO returns the streams, the output flags and the clock of f.
+func (f *Factory) IO() IO {
+	return IO{
+		Out: f.Out, ErrOut: f.ErrOut,
+		JSON: f.Global.JSON(), Quiet: f.Global.Quiet,
+		ErrIsTerminal: f.ErrIsTerminal != nil && f.ErrIsTerminal(),
+		Now:           f.Now,
+	}
+}
+
+// output returns the output of the command name through s.
+func (s IO) output(name string) *output {
+	return newOutput(name, s.Out, s.ErrOut, s.JSON, s.Quiet)
+}
+
+// runWith does a command's work with opts: runF when a test gave one,
+// else run.
+func runWith[O any](c *cobra.Command, opts O, runF, run func(context.Context, O) error) error {
+	if runF != nil {
+		return runF(c.Context(), opts)
+	}
+	return run(c.Context(), opts)
+}
+
+// cmdDoc is the help of a command: its usage line, its one-line
+// summary and its long description.
+type cmdDoc struct {
+	use, short, long string
+}
+
+// newCommand returns the command doc describes: it takes no arguments
+// and, once its flags are parsed and valid (addFlags), does run.
+func newCommand(doc cmdDoc, run func(c *cobra.Command) error) *cobra.Command {
+	return &cobra.Command{
+		Use: doc.use, Short: doc.short, Long: doc.long,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return run(c) },
+	}
+}
