@@ -150,6 +150,13 @@ func (f *Flow) done(elapsed, waited time.Duration, ru float64) {
 		f.writing += f.now().Sub(f.since)
 	}
 	f.items++
+	if ru <= 0 {
+		// An item that sent Cosmos DB nothing (a doc found unchanged, as
+		// reverse finds the tool's own sync records coming back in the
+		// change feed) took no round trip: sampled, it would shrink the
+		// latency, and the window, to nothing.
+		return
+	}
 	i := f.n % flowSamples
 	f.latencies[i], f.charges[i] = max(0, elapsed-waited), ru
 	f.n++

@@ -46,7 +46,7 @@ func TestFlowLittlesLaw(t *testing.T) {
 		{"waits for the budget are not latency", 10000, 1024, 230 * time.Millisecond, 150 * time.Millisecond, 10, 160},
 		{"--concurrency bounds it", 10000, 100, 80 * time.Millisecond, 0, 10, 100},
 		{"loopback: the floor", 10000, 1024, 100 * time.Microsecond, 0, 10, flowMin},
-		{"items that cost nothing: Max", 10000, 512, 80 * time.Millisecond, 0, 0, 512},
+		{"items that sent nothing are not sampled: the start", 10000, 512, 80 * time.Millisecond, 0, 0, flowStart},
 	} {
 		clock := newFakeClock()
 		f := NewFlow(fixedBudget{rate: tc.rate}, clock.now)
@@ -78,6 +78,17 @@ func TestFlowLittlesLaw(t *testing.T) {
 	itemsDone(f, flowSamples-flowSamples/5, 800*time.Millisecond, 0, 10)
 	if f.Limit() != 160 || f.Stats().LatencyP50 != 800*time.Millisecond {
 		t.Errorf("queued: window %d (want 160), p50 %s (want 800ms)", f.Limit(), f.Stats().LatencyP50)
+	}
+	// Items that sent Cosmos DB nothing (docs found unchanged, as half of
+	// reverse's feed is: its own sync records) do not shrink the window.
+	f = NewFlow(fixedBudget{rate: 10000}, clock.now)
+	f.bound(1024)
+	for range flowSamples {
+		itemsDone(f, 1, 80*time.Millisecond, 0, 10)
+		itemsDone(f, 3, 100*time.Microsecond, 0, 0)
+	}
+	if f.Limit() != 160 || f.Stats().Items != 4*flowSamples {
+		t.Errorf("with unchanged docs: window %d (want 160), %d items (want %d)", f.Limit(), f.Stats().Items, 4*flowSamples)
 	}
 	// No budget: the window is Max.
 	f = NewFlow(nil, clock.now)

@@ -307,9 +307,17 @@ func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
 	l := p.feed(r.URL.Path)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	upstream, err := p.observe(r, l)
-	if err != nil || upstream != nil {
-		return upstream, err
+	// The upstream is read again unless the log already holds a full page
+	// after the continuation: a client paging through a large feed would
+	// otherwise make the proxy read the whole container (and the
+	// stand-in scan it) for every page. What changed meanwhile comes once
+	// the pages the log holds are read, as in the service, where a feed
+	// read sends what it has.
+	if !q.hasFrom || q.maxItems <= 0 || l.after(q.rng, q.fromSeq) < q.maxItems {
+		upstream, err := p.observe(r, l)
+		if err != nil || upstream != nil {
+			return upstream, err
+		}
 	}
 	var sel []*feedEntry
 	if !q.fromNow {
@@ -344,6 +352,18 @@ func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
 	}
 	h.Set("x-ms-item-count", strconv.Itoa(len(docs)))
 	return madeAnswer(http.StatusOK, h, body), nil
+}
+
+// after counts the docs of range rng logged after seq (the caller holds
+// l.mu).
+func (l *feedLog) after(rng int, seq uint64) int {
+	n := 0
+	for _, e := range l.docs {
+		if e.rng == rng && e.seq > seq {
+			n++
+		}
+	}
+	return n
 }
 
 // observe reads every doc of the container from the upstream and records

@@ -475,3 +475,38 @@ func TestFeedConcurrentReads(t *testing.T) {
 		t.Errorf("etag %s after 40 changes, each seen once: want \"40\"", a.etag)
 	}
 }
+
+// A client paging through a feed the log already holds gets its full
+// pages from the log: the upstream is read again only for a page the log
+// cannot fill.
+func TestFeedPagesFromTheLog(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{}})
+	for i := range 10 {
+		u.put(fmt.Sprintf("d%d", i), 100)
+	}
+	var got []string
+	etag := ""
+	var reads []int // upstream requests before each page
+	for range 10 {
+		hdr := map[string]string{"x-ms-max-item-count": "2"}
+		if etag != "" {
+			hdr["If-None-Match"] = etag
+		}
+		reads = append(reads, p.Forwarded())
+		a := readFeed(t, p, "0", hdr)
+		etag = a.etag
+		if a.status == http.StatusNotModified {
+			break
+		}
+		got = append(got, a.ids...)
+	}
+	if fmt.Sprint(got) != "[d0 d1 d2 d3 d4 d5 d6 d7 d8 d9]" {
+		t.Errorf("docs %v, want d0 to d9", got)
+	}
+	// reads[i] is counted before request i: the first reads the
+	// upstream; the next four pages come from the log.
+	if len(reads) != 6 || reads[1] == reads[0] || reads[1] != reads[5] {
+		t.Errorf("upstream requests before each request: %v; want the first to read it, the next four not", reads)
+	}
+}
