@@ -237,4 +237,3 @@ func cmpErr(a, b error) error {
 	}
 	return b
 }
-
