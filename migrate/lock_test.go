@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
 )
 
 // lockHelperEnv, when set to a directory, makes the test binary a helper
@@ -212,7 +214,7 @@ func TestLockRunAndReplayRefuseAHeldStateDir(t *testing.T) {
 	e := newEnv(t, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	first := true
-	e.docs.before = func(ctx context.Context, container, scope, id string) error {
+	e.docs.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
 		if first {
 			first = false
 			cancel()
@@ -220,11 +222,11 @@ func TestLockRunAndReplayRefuseAHeldStateDir(t *testing.T) {
 		return ctx.Err()
 	}
 	opts := e.opts()
-	opts.Concurrency = 1 // e.docs.before is not safe for concurrent use
+	opts.Concurrency = 1 // e.docs.BeforeWrite is not safe for concurrent use
 	if _, err := e.run(ctx, opts); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	e.docs.before = nil
+	e.docs.BeforeWrite = nil
 	stateBefore, err := os.ReadFile(filepath.Join(e.dir, StateFile))
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +234,7 @@ func TestLockRunAndReplayRefuseAHeldStateDir(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.dir, DeadLetterFile)); err != nil {
 		t.Fatal(err)
 	}
-	docsBefore := e.docs.count()
+	docsBefore := e.docs.Writes()
 
 	since := goldenNow.Add(-time.Hour)
 	release, err := LockStateDir(e.dir, "replay", since)
@@ -258,7 +260,7 @@ func TestLockRunAndReplayRefuseAHeldStateDir(t *testing.T) {
 		t.Errorf("the refused run --restart removed the dead letters: %v", err)
 	}
 
-	f := &replayFixture{src: e.src, store: newFakeStore(), blobs: e.blobs, dir: e.dir} // replay over the run's source and blobs
+	f := &replayFixture{src: e.src, store: fakes.NewDocs(), blobs: e.blobs, dir: e.dir} // replay over the run's source and blobs
 	ropts := ReplayOptions{WindowOptions: WindowOptions{Since: migratedAt}, Common: Common{StateDir: e.dir, Concurrency: 3}}
 	_, err = Replay(context.Background(), ropts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Env: Env{Now: func() time.Time { return goldenNow }}})
 	if !errors.As(err, &busy) || err.Error() != want {
@@ -267,7 +269,7 @@ func TestLockRunAndReplayRefuseAHeldStateDir(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.dir, ReplayDeadLetterFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the refused replay created %s: %v", ReplayDeadLetterFile, err)
 	}
-	if e.docs.count() != docsBefore || len(f.store.docs) != 0 {
+	if e.docs.Writes() != docsBefore || len(f.store.Snapshot()) != 0 {
 		t.Errorf("a refused command wrote docs")
 	}
 

@@ -3,11 +3,9 @@ package migrate
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
-	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -131,31 +129,6 @@ func TestVerdictResolutions(t *testing.T) {
 	}
 }
 
-// fakeQuerier lists the docs of a fakeStore (replay --prune).
-type fakeQuerier struct{ s *fakeStore }
-
-func (q fakeQuerier) QueryAll(ctx context.Context, container, query string, params []store.QueryParam, pageSize int, fn func(doc []byte) error) error {
-	q.s.mu.Lock()
-	ids := make([]string, 0, len(q.s.docs))
-	for id := range q.s.docs {
-		ids = append(ids, id)
-	}
-	q.s.mu.Unlock()
-	sort.Strings(ids)
-	if container != transform.ContainerEntities {
-		return nil
-	}
-	for _, id := range ids {
-		q.s.mu.Lock()
-		doc := q.s.docs[id]
-		q.s.mu.Unlock()
-		if err := fn(doc); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // More forced prunes than conflicts are listed: every one is counted (the
 // count used to come from the at most 1,000 listed conflicts).
 func TestReplayCountsEveryForcedPrune(t *testing.T) {
@@ -163,10 +136,10 @@ func TestReplayCountsEveryForcedPrune(t *testing.T) {
 	const n = 1200
 	for i := range n {
 		row := configRow(fmt.Sprintf("gone%04d", i), "v", migratedAt)
-		f.store.put(fmt.Sprintf("config-gone%04d", i), edit(t, docOf(t, row), func(m map[string]any) { m["description"] = "app" }))
+		f.store.Put(transform.ContainerEntities, edit(t, docOf(t, row), func(m map[string]any) { m["description"] = "app" }))
 	}
 	opts := ReplayOptions{WindowOptions: WindowOptions{Prune: true, Force: true, Since: migratedAt}, Common: Common{StateDir: f.dir, Concurrency: 8}}
-	s, err := Replay(context.Background(), opts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Query: fakeQuerier{f.store}, Env: Env{Now: func() time.Time { return goldenNow }}})
+	s, err := Replay(context.Background(), opts, ReplayDeps{Source: f.src, Docs: f.store, Blobs: f.blobs, Query: f.store.Reader(), Env: Env{Now: func() time.Time { return goldenNow }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +147,7 @@ func TestReplayCountsEveryForcedPrune(t *testing.T) {
 		t.Errorf("pruned %d, forced %d, conflicts %d, listed %d; want %d, %d, 0, %d",
 			s.Totals.Pruned, s.Totals.ForcedPrunes, s.Totals.Conflicts, len(s.Conflicts), n, n, maxListed)
 	}
-	if len(f.store.docs) != 0 {
-		t.Errorf("%d docs left", len(f.store.docs))
+	if n := len(f.store.Snapshot()); n != 0 {
+		t.Errorf("%d docs left", n)
 	}
 }

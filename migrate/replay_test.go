@@ -4,107 +4,26 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// Unit tests of replay's decisions with an in-memory DocStore that keeps
-// etags like the service. The whole command runs against the emulators
-// in cmd/replay_test.go.
+// Unit tests of replay's decisions with the shared in-memory services,
+// whose docs keep etags like the service (internal/fakes). The whole
+// command runs against the emulators in cmd/replay_test.go.
 
-// fakeStore is a DocStore in memory: each write gives the doc a new etag;
-// Replace and Delete check If-Match. before, when set, runs before each
-// conditional write and may change the store (a concurrent writer).
-type fakeStore struct {
-	mu     sync.Mutex
-	docs   map[string][]byte
-	etags  map[string]int
-	next   int
-	writes int
-	before func(op, id string)
-}
-
-func newFakeStore() *fakeStore {
-	return &fakeStore{docs: map[string][]byte{}, etags: map[string]int{}}
-}
-
-func (s *fakeStore) put(id string, doc []byte) {
-	s.next++
-	s.docs[id], s.etags[id] = bytes.Clone(doc), s.next
-}
-
-func (s *fakeStore) Read(ctx context.Context, container, scope, id string) ([]byte, string, bool, float64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.docs[id]
-	if !ok {
-		return nil, "", false, 1, nil
-	}
-	return bytes.Clone(d), strconv.Itoa(s.etags[id]), true, 1, nil
-}
-
-func (s *fakeStore) Create(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.docs[id]; ok {
-		return store.WriteResult{}, fmt.Errorf("create %s: %w", id, store.ErrExists)
-	}
-	s.writes++
-	s.put(id, doc)
-	return store.WriteResult{RequestCharge: 5}, nil
-}
-
-func (s *fakeStore) check(op, id, ifMatch string) error {
-	if s.before != nil {
-		s.mu.Unlock()
-		s.before(op, id)
-		s.mu.Lock()
-	}
-	if _, ok := s.docs[id]; !ok {
-		return fmt.Errorf("%s %s: %w", op, id, store.ErrNotFound)
-	}
-	if ifMatch == "" || strconv.Itoa(s.etags[id]) != ifMatch {
-		return fmt.Errorf("%s %s: %w", op, id, store.ErrPreconditionFailed)
-	}
-	return nil
-}
-
-func (s *fakeStore) Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (store.WriteResult, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.check("replace", id, ifMatch); err != nil {
-		return store.WriteResult{}, err
-	}
-	s.writes++
-	s.put(id, doc)
-	return store.WriteResult{RequestCharge: 5}, nil
-}
-
-func (s *fakeStore) Delete(ctx context.Context, container, scope, id, ifMatch string) (store.WriteResult, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.check("delete", id, ifMatch); err != nil {
-		return store.WriteResult{}, err
-	}
-	s.writes++
-	delete(s.docs, id)
-	return store.WriteResult{RequestCharge: 5}, nil
-}
-
-func (s *fakeStore) doc(t *testing.T, id string) map[string]any {
+// doc returns the doc entities/GLOBAL/id decoded.
+func (f *replayFixture) doc(t *testing.T, id string) map[string]any {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, err := transform.DecodeDoc(s.docs[id])
+	raw, _ := f.store.Doc(transform.ContainerEntities, "GLOBAL", id)
+	m, err := transform.DecodeDoc(raw)
 	if err != nil {
 		t.Fatalf("doc %s: %v", id, err)
 	}
@@ -147,17 +66,16 @@ func edit(t *testing.T, doc []byte, fn func(map[string]any)) []byte {
 }
 
 type replayFixture struct {
-	src   *fakeSource
-	store *fakeStore
-	blobs *fakeBlobs
+	src   *fakes.Tables
+	store *fakes.Docs
+	blobs *fakes.Blobs
 	dir   string
 }
 
 func newReplayFixture(t *testing.T) *replayFixture {
-	return &replayFixture{
-		src:   &fakeSource{pageSize: 2, tables: map[string][]transform.Row{}, reads: map[string]int{}},
-		store: newFakeStore(), blobs: &fakeBlobs{blobs: map[string][]byte{}}, dir: filepath.Join(t.TempDir(), "state"),
-	}
+	src := fakes.NewTables(fixtures.Tables()...)
+	src.PageSize = 2
+	return &replayFixture{src: src, store: fakes.NewDocs(), blobs: fakes.NewBlobs(), dir: filepath.Join(t.TempDir(), "state")}
 }
 
 func (f *replayFixture) replay(t *testing.T, opts ReplayOptions) ReplaySummary {
@@ -175,9 +93,9 @@ func (f *replayFixture) replay(t *testing.T, opts ReplayOptions) ReplaySummary {
 func TestReplayDecisions(t *testing.T) {
 	f := newReplayFixture(t)
 	add := func(row transform.Row, doc []byte) {
-		f.src.add(row.Table, row)
+		f.src.Add(row.Table, row)
 		if doc != nil {
-			f.store.put("config-"+strings.TrimPrefix(row.RowKey, "config:"), doc)
+			f.store.Put(transform.ContainerEntities, doc)
 		}
 	}
 	// new: no doc → created.
@@ -202,48 +120,49 @@ func TestReplayDecisions(t *testing.T) {
 	other.PartitionKey = "SYSTEM"
 	add(configRow("collision", "v", changedAt), edit(t, docOf(t, other), func(m map[string]any) { m["scope"] = "GLOBAL" }))
 
-	appDoc := bytes.Clone(f.store.docs["config-appchanged"])
+	const appKey = "entities/GLOBAL/config-appchanged"
+	appDoc := f.store.Snapshot()[appKey]
 	s := f.replay(t, ReplayOptions{})
 	want := ReplayCounts{Rows: 7, Created: 1, Replaced: 2, Unchanged: 2, Conflicts: 1, DeadLetters: 1}
 	if s.Totals != want {
 		t.Errorf("totals\n got %+v\nwant %+v", s.Totals, want)
 	}
-	if !bytes.Equal(f.store.docs["config-appchanged"], appDoc) {
+	if !bytes.Equal(f.store.Snapshot()[appKey], appDoc) {
 		t.Errorf("the conflicting doc was changed")
 	}
-	if len(s.Conflicts) != 1 || jsonOf(s.Conflicts[0].Fields) != `[{"path":"description","tables":"d","cosmos":"app"},{"path":"value","tables":"***","cosmos":"***"}]` {
-		t.Errorf("conflicts %s", jsonOf(s.Conflicts))
+	if len(s.Conflicts) != 1 || fakes.JSON(s.Conflicts[0].Fields) != `[{"path":"description","tables":"d","cosmos":"app"},{"path":"value","tables":"***","cosmos":"***"}]` {
+		t.Errorf("conflicts %s", fakes.JSON(s.Conflicts))
 	}
 	if s.Warnings["doc differs but is not older than its row (other transform options?)"] != 1 {
 		t.Errorf("warnings %v", s.Warnings)
 	}
-	if got := f.store.doc(t, "config-older")["value"]; got != "v2" {
+	if got := f.doc(t, "config-older")["value"]; got != "v2" {
 		t.Errorf("older: value %v, want v2", got)
 	}
-	mig := f.store.doc(t, "config-reprov")["_migration"].(map[string]any)
+	mig := f.doc(t, "config-reprov")["_migration"].(map[string]any)
 	if mig["timestamp"] != transform.FormatTimestamp(changedAt) {
 		t.Errorf("reprov: provenance %v, want the row's Timestamp", mig)
 	}
 	dls := readReplayDeadLetters(t, f.dir)
 	if len(dls) != 1 || dls[0].RowKey != "config:collision" ||
 		!strings.Contains(dls[0].Reason, "the doc there was migrated from Config SYSTEM/config:collision") || strings.Contains(string(dls[0].Row), `"v"`) {
-		t.Errorf("dead letters %s", jsonOf(dls))
+		t.Errorf("dead letters %s", fakes.JSON(dls))
 	}
 
 	// Again: nothing to write.
-	writes := f.store.writes
+	writes := f.store.Writes()
 	s = f.replay(t, ReplayOptions{})
 	want = ReplayCounts{Rows: 7, Unchanged: 5, Conflicts: 1, DeadLetters: 1}
-	if s.Totals != want || f.store.writes != writes {
-		t.Errorf("second replay: %d writes, totals %+v, want none and %+v", f.store.writes-writes, s.Totals, want)
+	if s.Totals != want || f.store.Writes() != writes {
+		t.Errorf("second replay: %d writes, totals %+v, want none and %+v", f.store.Writes()-writes, s.Totals, want)
 	}
 
 	// --force overwrites the conflict only.
 	s = f.replay(t, ReplayOptions{WindowOptions: WindowOptions{Force: true}})
 	if s.Totals.Forced != 1 || s.Totals.Conflicts != 0 || s.Conflicts[0].Resolution != "overwritten (--force)" {
-		t.Errorf("--force: totals %+v conflicts %s", s.Totals, jsonOf(s.Conflicts))
+		t.Errorf("--force: totals %+v conflicts %s", s.Totals, fakes.JSON(s.Conflicts))
 	}
-	if got := f.store.doc(t, "config-appchanged")["value"]; got != "tables" {
+	if got := f.doc(t, "config-appchanged")["value"]; got != "tables" {
 		t.Errorf("--force: value %v", got)
 	}
 }
@@ -254,30 +173,31 @@ func TestReplayDecisions(t *testing.T) {
 func TestReplayGivesUpOnADocThatKeepsChanging(t *testing.T) {
 	f := newReplayFixture(t)
 	row := configRow("busy", "v2", changedAt)
-	f.src.add(row.Table, row)
-	f.store.put("config-busy", docOf(t, configRow("busy", "v1", migratedAt)))
-	f.store.before = func(op, id string) {
-		f.store.mu.Lock()
-		f.store.next++
-		f.store.etags[id] = f.store.next // same content, new etag
-		f.store.mu.Unlock()
+	f.src.Add(row.Table, row)
+	f.store.Put(transform.ContainerEntities, docOf(t, configRow("busy", "v1", migratedAt)))
+	f.store.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
+		if op.Name == "replace" || op.Name == "delete" {
+			f.store.Touch(op.Container, op.Partition, op.ID) // same content, new etag
+		}
+		return nil
 	}
 	s := f.replay(t, ReplayOptions{WindowOptions: WindowOptions{MaxAttempts: 3}})
 	if want := (ReplayCounts{Rows: 1, PreconditionFailed: 3, DeadLetters: 1}); s.Totals != want {
 		t.Errorf("totals\n got %+v\nwant %+v", s.Totals, want)
 	}
 	if dls := readReplayDeadLetters(t, f.dir); len(dls) != 1 || !strings.Contains(dls[0].Reason, "gave up after 3 attempts (3 × 412") {
-		t.Errorf("dead letters %s", jsonOf(dls))
+		t.Errorf("dead letters %s", fakes.JSON(dls))
 	}
 	// One concurrent change only: the second attempt succeeds.
 	n := 0
-	f.store.before = func(op, id string) {
-		if n++; n == 1 {
-			f.store.mu.Lock()
-			f.store.next++
-			f.store.etags[id] = f.store.next
-			f.store.mu.Unlock()
+	f.store.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
+		if op.Name != "replace" && op.Name != "delete" {
+			return nil
 		}
+		if n++; n == 1 {
+			f.store.Touch(op.Container, op.Partition, op.ID)
+		}
+		return nil
 	}
 	s = f.replay(t, ReplayOptions{})
 	if want := (ReplayCounts{Rows: 1, Replaced: 1, PreconditionFailed: 1}); s.Totals != want {
@@ -294,17 +214,17 @@ func TestReplayDryRunAndBlobs(t *testing.T) {
 	row := transform.Row{Table: transform.TableEntities, PartitionKey: "GLOBAL", RowKey: "execution:8204981199999_e1", Timestamp: changedAt,
 		Props: map[string]transform.Value{"ExecutionId": transform.String("e1"), "Status": transform.String("Success"),
 			"StartedAt": transform.String("2026-11-20T10:00:00"), "CompletedAt": transform.String("2026-11-20T10:00:01"), "Result": transform.String(big)}}
-	f.src.add(row.Table, row)
+	f.src.Add(row.Table, row)
 	old := row
 	old.Timestamp = migratedAt
 	old.Props = map[string]transform.Value{"ExecutionId": transform.String("e1"), "Status": transform.String("Running"), "StartedAt": transform.String("2026-11-20T10:00:00")}
 	appDoc := edit(t, docOf(t, old), func(m map[string]any) { m["status"] = "Cancelled" })
-	f.store.put("e1", appDoc)
+	f.store.Put(transform.ContainerExecutions, appDoc)
 
 	s := f.replay(t, ReplayOptions{Common: Common{DryRun: true}, WindowOptions: WindowOptions{Force: true}})
-	if s.Totals.Forced != 1 || s.BlobsUploaded != 1 || f.store.writes != 0 || len(f.blobs.blobs) != 0 {
+	if s.Totals.Forced != 1 || s.BlobsUploaded != 1 || f.store.Writes() != 0 || len(f.blobs.Snapshot()) != 0 {
 		t.Errorf("dry run: totals %+v blobs %d; store writes %d, blobs %d: want 1 forced and 1 blob predicted, nothing written",
-			s.Totals, s.BlobsUploaded, f.store.writes, len(f.blobs.blobs))
+			s.Totals, s.BlobsUploaded, f.store.Writes(), len(f.blobs.Snapshot()))
 	}
 	if s.DeadLetterFile != "" {
 		t.Errorf("dry run names a dead-letter file %q", s.DeadLetterFile)
@@ -314,12 +234,12 @@ func TestReplayDryRunAndBlobs(t *testing.T) {
 	}
 
 	s = f.replay(t, ReplayOptions{})
-	if s.Totals.Conflicts != 1 || len(f.blobs.blobs) != 0 {
-		t.Errorf("conflict: totals %+v, %d blobs uploaded, want 1 conflict and none", s.Totals, len(f.blobs.blobs))
+	if s.Totals.Conflicts != 1 || len(f.blobs.Snapshot()) != 0 {
+		t.Errorf("conflict: totals %+v, %d blobs uploaded, want 1 conflict and none", s.Totals, len(f.blobs.Snapshot()))
 	}
 	s = f.replay(t, ReplayOptions{WindowOptions: WindowOptions{Force: true}})
-	if s.Totals.Forced != 1 || s.BlobsUploaded != 1 || string(f.blobs.blobs["e1/result.txt"]) != big {
-		t.Errorf("--force: totals %+v, blobs %v", s.Totals, f.blobs.snapshot()["e1/result.txt"] == big)
+	if s.Totals.Forced != 1 || s.BlobsUploaded != 1 || f.blobs.Snapshot()["e1/result.txt"] != big {
+		t.Errorf("--force: totals %+v, blobs %v", s.Totals, f.blobs.Snapshot()["e1/result.txt"] == big)
 	}
 }
 
@@ -341,9 +261,4 @@ func readReplayDeadLetters(t *testing.T, dir string) []DeadLetter {
 		out = append(out, dl)
 	}
 	return out
-}
-
-func jsonOf(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }

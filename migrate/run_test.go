@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -25,16 +26,18 @@ import (
 var goldenNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 type env struct {
-	src      *fakeSource
-	docs     *fakeDocs
-	blobs    *fakeBlobs
+	src      *fakes.Tables
+	docs     *fakes.Docs
+	blobs    *fakes.Blobs
 	progress *recordingProgress
 	dir      string
 }
 
 func newEnv(t *testing.T, pageSize int) *env {
+	docs := fakes.NewDocs()
+	docs.Charge = 1.5
 	return &env{
-		src: newFakeSource(t, pageSize), docs: newFakeDocs(), blobs: newFakeBlobs(t),
+		src: fixtureTables(t, pageSize), docs: docs, blobs: fixtureBlobs(t),
 		progress: newRecordingProgress(), dir: filepath.Join(t.TempDir(), "state"),
 	}
 }
@@ -100,7 +103,7 @@ func TestRunFixturesMatchInventory(t *testing.T) {
 	if !s.Complete || s.DeadLetters != 6 {
 		t.Errorf("complete %v, dead letters %d; want true, 6", s.Complete, s.DeadLetters)
 	}
-	if n := len(e.docs.snapshot()); int64(n) != s.Dispositions["doc"] || n != 60 {
+	if n := len(e.docs.Snapshot()); int64(n) != s.Dispositions["doc"] || n != 60 {
 		t.Errorf("%d docs written, summary says %d, want 60", n, s.Dispositions["doc"])
 	}
 	if s.BlobsUploaded != 3 || s.Warnings[transform.ReasonDanglingIndex] != 1 {
@@ -117,16 +120,16 @@ func TestRunFixturesMatchInventory(t *testing.T) {
 		t.Fatalf("state after a complete run: %+v, %v", st, err)
 	}
 	for _, table := range fixtures.Tables() {
-		if e.progress.totals[table] != int64(len(e.src.tables[table])) || e.progress.advanced[table] != e.progress.totals[table] {
+		if e.progress.totals[table] != int64(len(e.src.Rows(table))) || e.progress.advanced[table] != e.progress.totals[table] {
 			t.Errorf("%s: progress total %d, advanced %d", table, e.progress.totals[table], e.progress.advanced[table])
 		}
 	}
 
 	// A rerun of a complete run does nothing and says so.
-	writes := e.docs.writes
+	writes := e.docs.Writes()
 	s2, err := e.run(context.Background(), e.opts())
-	if err != nil || !s2.AlreadyComplete || e.docs.writes != writes {
-		t.Errorf("rerun: already complete %v, err %v, %d more writes", s2.AlreadyComplete, err, e.docs.writes-writes)
+	if err != nil || !s2.AlreadyComplete || e.docs.Writes() != writes {
+		t.Errorf("rerun: already complete %v, err %v, %d more writes", s2.AlreadyComplete, err, e.docs.Writes()-writes)
 	}
 	if !strings.Contains(e.progress.text(), "already completed") {
 		t.Errorf("rerun message missing: %q", e.progress.text())
@@ -145,19 +148,21 @@ func TestRunDeadLetters(t *testing.T) {
 		big.Props[string(rune('A'+i))+"Blob"] = transform.String(strings.Repeat("\x01", 32000))
 	}
 	big.Props["SecretRef"] = transform.String("FAKE-SECRET-in-a-big-row")
-	e.src.add("Entities", big)
+	e.src.Add("Entities", big)
 	// A different blob where an inline result must go.
-	e.blobs.blobs["84999ecb-cfa4-5a6e-8ce7-d517dfb1372b/result.json"] = []byte(`{"other":"content"}`)
+	if err := e.blobs.Upload(context.Background(), "84999ecb-cfa4-5a6e-8ce7-d517dfb1372b/result.json", []byte(`{"other":"content"}`)); err != nil {
+		t.Fatal(err)
+	}
 	// A doc the service rejects: the first role.
 	var rejectID string
-	for _, row := range e.src.tables["Entities"] {
+	for _, row := range e.src.Rows("Entities") {
 		if strings.HasPrefix(row.RowKey, "role:") {
 			rejectID = transform.Transform(row, transform.BlobFacts{}, transform.Options{Now: goldenNow}).ID
 			break
 		}
 	}
-	e.docs.before = func(ctx context.Context, container, scope, id string) error {
-		if id == rejectID {
+	e.docs.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
+		if op.ID == rejectID {
 			return &store.PermanentError{StatusCode: 400, Reason: "One of the specified inputs is invalid"}
 		}
 		return nil
@@ -227,7 +232,7 @@ func TestRunDeadLetters(t *testing.T) {
 
 func TestRunDryRunWritesNothingAndPlansTheSame(t *testing.T) {
 	e := newEnv(t, 10)
-	blobsBefore := e.blobs.snapshot()
+	blobsBefore := e.blobs.Snapshot()
 	opts := e.opts()
 	opts.DryRun, opts.Show = true, 1
 	plan, err := e.run(context.Background(), opts)
@@ -237,7 +242,7 @@ func TestRunDryRunWritesNothingAndPlansTheSame(t *testing.T) {
 	if _, err := os.Stat(e.dir); !os.IsNotExist(err) {
 		t.Errorf("dry run touched the state directory: %v", err)
 	}
-	if len(e.docs.snapshot()) != 0 || !reflect.DeepEqual(e.blobs.snapshot(), blobsBefore) {
+	if len(e.docs.Snapshot()) != 0 || !reflect.DeepEqual(e.blobs.Snapshot(), blobsBefore) {
 		t.Errorf("dry run wrote docs or blobs")
 	}
 	p := plan.Plan
@@ -283,14 +288,14 @@ func TestRunCheckpointWaitsForAcks(t *testing.T) {
 	var blocked atomic.Bool
 	// The second page (rows 3–5 in key order) holds the blocked doc.
 	var blockID string
-	for _, row := range e.src.tables["Config"][3:6] {
+	for _, row := range e.src.Rows("Config")[3:6] {
 		if o := transform.Transform(row, transform.BlobFacts{}, transform.Options{Now: goldenNow}); o.Disposition == transform.DispositionDoc {
 			blockID = o.ID
 			break
 		}
 	}
-	e.docs.before = func(ctx context.Context, container, scope, id string) error {
-		if id == blockID {
+	e.docs.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
+		if op.ID == blockID {
 			blocked.Store(true)
 			select {
 			case <-release:
@@ -310,7 +315,7 @@ func TestRunCheckpointWaitsForAcks(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for last := -1; ; {
 		time.Sleep(100 * time.Millisecond)
-		n := e.docs.count()
+		n := e.docs.Writes()
 		if n == last && n > 6 {
 			break
 		}
@@ -326,7 +331,7 @@ func TestRunCheckpointWaitsForAcks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ts := st.table("Config"); ts.Rows != 3 || ts.Done || ts.LastRowKey != e.src.tables["Config"][2].RowKey {
+	if ts := st.table("Config"); ts.Rows != 3 || ts.Done || ts.LastRowKey != e.src.Rows("Config")[2].RowKey {
 		t.Errorf("checkpoint passed the unacknowledged page: %+v", ts)
 	}
 	close(release)
@@ -354,7 +359,7 @@ func TestRunResume(t *testing.T) {
 		e := newEnv(t, 4)
 		ctx, cancel := context.WithCancel(context.Background())
 		var n atomic.Int64
-		e.docs.before = func(ctx context.Context, container, scope, id string) error {
+		e.docs.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
 			if n.Add(1) > int64(stopAfter) {
 				cancel()
 				return ctx.Err()
@@ -365,7 +370,7 @@ func TestRunResume(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("stop after %d: err %v, want context.Canceled", stopAfter, err)
 		}
-		e.docs.before = nil
+		e.docs.BeforeWrite = nil
 		s, err := e.run(context.Background(), e.opts())
 		if err != nil {
 			t.Fatal(err)
@@ -376,7 +381,7 @@ func TestRunResume(t *testing.T) {
 		if !reflect.DeepEqual(kinds(s), kinds(refSummary)) || !reflect.DeepEqual(s.Warnings, refSummary.Warnings) {
 			t.Errorf("stop after %d: counts differ:\n got %v %v\nwant %v %v", stopAfter, kinds(s), s.Warnings, kinds(refSummary), refSummary.Warnings)
 		}
-		if !reflect.DeepEqual(e.docs.snapshot(), ref.docs.snapshot()) || !reflect.DeepEqual(e.blobs.snapshot(), ref.blobs.snapshot()) {
+		if !reflect.DeepEqual(e.docs.Snapshot(), ref.docs.Snapshot()) || !reflect.DeepEqual(e.blobs.Snapshot(), ref.blobs.Snapshot()) {
 			t.Errorf("stop after %d: docs or blobs differ", stopAfter)
 		}
 		dl, _ := os.ReadFile(filepath.Join(e.dir, DeadLetterFile))
@@ -390,14 +395,14 @@ func TestRunRestartAndFingerprint(t *testing.T) {
 	e := newEnv(t, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	var once sync.Once
-	e.docs.before = func(ctx context.Context, container, scope, id string) error {
+	e.docs.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
 		once.Do(cancel)
 		return ctx.Err()
 	}
 	if _, err := e.run(ctx, e.opts()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
-	e.docs.before = nil
+	e.docs.BeforeWrite = nil
 	opts := e.opts()
 	opts.Transform.Strict = true
 	_, err := e.run(context.Background(), opts)
