@@ -174,6 +174,15 @@ func (b *bench) binRunWith(bin string, args ...string) (migrate.Summary, time.Du
 // binRunEnv is binRunWith with env added to the test's environment.
 func (b *bench) binRunEnv(env map[string]string, bin string, args ...string) (migrate.Summary, time.Duration, int64, time.Duration) {
 	b.t.Helper()
+	wall, rss, cpu := b.binExec(env, bin, args...)
+	return resSummary(b.t, b.stdout), wall, rss, cpu
+}
+
+// binExec runs the binary bin with env added to the test's environment,
+// fails the test unless it exits 0, keeps its output in b.stdout and
+// returns its wall-clock time, peak RSS in bytes and CPU time.
+func (b *bench) binExec(env map[string]string, bin string, args ...string) (time.Duration, int64, time.Duration) {
+	b.t.Helper()
 	const gnuTime = "/usr/bin/time"
 	if _, err := os.Stat(gnuTime); err != nil {
 		b.t.Fatalf("the RSS figures need GNU time at %s: %v", gnuTime, err)
@@ -192,6 +201,9 @@ func (b *bench) binRunEnv(env map[string]string, bin string, args ...string) (mi
 	if err != nil {
 		b.t.Fatalf("%v: %v: %s", args[:2], err, errOut.String())
 	}
+	if f := os.Getenv("BIFROST_BENCH_STDERR"); f != "" {
+		_ = os.WriteFile(fmt.Sprintf("%s.%d", f, time.Now().UnixNano()), errOut.Bytes(), 0o644)
+	}
 	kb, err := os.ReadFile(rssFile)
 	if err != nil {
 		b.t.Fatal(err)
@@ -203,7 +215,7 @@ func (b *bench) binRunEnv(env map[string]string, bin string, args ...string) (mi
 	}
 	cpu := time.Duration((user + sys) * float64(time.Second))
 	b.stdout = out.String()
-	return resSummary(b.t, out.String()), wall, rss * 1024, cpu
+	return wall, rss * 1024, cpu
 }
 
 func (b *bench) runArgs(db, prefix, blobs string, extra ...string) []string {
@@ -390,6 +402,13 @@ func (b *bench) rawUpsert(ctx context.Context, db string, docs []benchDoc) time.
 // GETs, decoding only the list of rows, and returns the row count.
 func (b *bench) rawList(ctx context.Context, table string) int {
 	b.t.Helper()
+	return b.rawListAt(ctx, b.storage.TableEndpoint, table)
+}
+
+// rawListAt is rawList through the Table endpoint endpoint (a proxy
+// before the account).
+func (b *bench) rawListAt(ctx context.Context, endpoint, table string) int {
+	b.t.Helper()
 	key, err := base64.StdEncoding.DecodeString(b.storage.Key)
 	if err != nil {
 		b.t.Fatal(err)
@@ -405,7 +424,7 @@ func (b *bench) rawList(ctx context.Context, table string) int {
 		if nextRK != "" {
 			v.Set("NextRowKey", nextRK)
 		}
-		u := b.storage.TableEndpoint + "/" + table + "()?" + v.Encode()
+		u := endpoint + "/" + table + "()?" + v.Encode()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			b.t.Fatal(err)

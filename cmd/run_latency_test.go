@@ -143,7 +143,15 @@ func TestRunAtLatency(t *testing.T) {
 
 // newLatencySource loads n generated executions (with their index rows
 // and blobs) and an empty Config table: a run has nothing to dead-letter.
+// The executions are dated from resNow, the clock of the in-process runs.
 func newLatencySource(t *testing.T, n int) *resSource {
+	t.Helper()
+	return newLatencySourceAt(t, n, resNow)
+}
+
+// newLatencySourceAt is newLatencySource with the executions dated from
+// base (the built binary's runs use the real clock: time.Now()).
+func newLatencySourceAt(t *testing.T, n int, base time.Time) *resSource {
 	t.Helper()
 	s, tw, blobs := newResWriters(t, "lat", 1)
 	ctx := context.Background()
@@ -151,7 +159,7 @@ func newLatencySource(t *testing.T, n int) *resSource {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	if _, err := fixtures.LoadGenerated(ctx, tw, blobs, fixtures.GenerateOptions{N: n, Seed: 5, Base: resNow},
+	if _, err := fixtures.LoadGenerated(ctx, tw, blobs, fixtures.GenerateOptions{N: n, Seed: 5, Base: base},
 		fixtures.LoadOptions{TablePrefix: s.prefix}); err != nil {
 		t.Fatalf("load %d generated executions: %v", n, err)
 	}
