@@ -348,16 +348,16 @@ func TestAccessPatternsRun(t *testing.T) {
 		indexRow("userexec:alice@contoso.example:e2"),
 		indexRow("status:Success:e8"),
 	}
+	for i := range entities {
+		entities[i].Timestamp = accessNow.Add(-time.Hour) // as stored: the migrated doc records it
+	}
 	opts := transform.Options{Now: accessNow}
 	var docs [][]byte
 	for _, row := range entities {
 		docs = append(docs, transform.Transform(row, transform.BlobFacts{}, opts.WithDefaults()).DocJSON)
 	}
-	v := &Verifier{
-		Rows:  memRows{transform.TableEntities: entities, transform.TableRelationships: relationships},
-		Docs:  memDocs{transform.ContainerExecutions: docs},
-		Blobs: memBlobs{},
-	}
+	v := inMemory(map[string][]transform.Row{transform.TableEntities: entities, transform.TableRelationships: relationships},
+		map[string][][]byte{transform.ContainerExecutions: docs})
 	r, err := v.Run(context.Background(), Options{Transform: opts, Tables: []string{transform.TableEntities, transform.TableRelationships}})
 	if err != nil {
 		t.Fatal(err)
