@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/migrate"
@@ -413,11 +414,11 @@ func TestReverseConflictAndForce(t *testing.T) {
 	// JSON: the same conflict, and again nothing is written for it.
 	code, s, _ := e.reverse(since)
 	if code != ExitConflicts || s.Totals.Conflicts != 1 || len(s.Conflicts) != 1 || s.Totals.Writes() != 0 {
-		t.Fatalf("reverse --output json: exit %d totals %+v conflicts %s", code, s.Totals, jsonText(s.Conflicts))
+		t.Fatalf("reverse --output json: exit %d totals %+v conflicts %s", code, s.Totals, fakes.JSON(s.Conflicts))
 	}
 	if c := s.Conflicts[0]; c.ID != aliceID || c.Table != "Entities" || c.RowKey != aliceRK || c.Resolution != migrate.NotWritten ||
 		!slices.Equal(c.Properties, []string{"DisplayName"}) {
-		t.Errorf("conflict %s", jsonText(c))
+		t.Errorf("conflict %s", fakes.JSON(c))
 	}
 
 	// --force writes the Cosmos DB version.
