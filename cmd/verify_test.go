@@ -197,7 +197,7 @@ func (e *verifyEnv) migrate() {
 				row.Table = table
 				var f transform.BlobFacts
 				if table == transform.TableEntities {
-					f = facts[executionIDOf(row)]
+					f = facts[transform.ExecutionID(row)]
 				}
 				if o := ids.Check(transform.Transform(row, f, opts)); o.Disposition == transform.DispositionDoc {
 					outcomes = append(outcomes, o)
@@ -231,15 +231,6 @@ func (e *verifyEnv) migrate() {
 	if err := errors.Join(errs...); err != nil {
 		e.t.Fatal(err)
 	}
-}
-
-func executionIDOf(row transform.Row) string {
-	if v, ok := row.Props["ExecutionId"]; ok && v.Str != "" {
-		return v.Str
-	}
-	_, rest, _ := strings.Cut(row.RowKey, ":")
-	_, id, _ := strings.Cut(rest, "_")
-	return id
 }
 
 func (e *verifyEnv) container(name string) *azcosmos.ContainerClient {
