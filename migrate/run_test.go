@@ -50,27 +50,6 @@ func (e *env) run(ctx context.Context, opts RunOptions) (Summary, error) {
 	return Run(ctx, opts, Deps{Source: e.src, Docs: e.docs, Blobs: e.blobs, Env: Env{Progress: e.progress, Now: func() time.Time { return goldenNow }}})
 }
 
-// inventory is fixtures/inventory.json's counts: table → kind →
-// disposition → rows.
-func inventory(t *testing.T) map[string]map[string]map[string]int64 {
-	t.Helper()
-	var inv struct {
-		Tables map[string]map[string]map[string]int64 `json:"tables"`
-	}
-	if err := json.Unmarshal(fixtures.Inventory(), &inv); err != nil {
-		t.Fatal(err)
-	}
-	return inv.Tables
-}
-
-func kinds(s Summary) map[string]map[string]map[string]int64 {
-	out := map[string]map[string]map[string]int64{}
-	for _, ts := range s.Tables {
-		out[ts.Table] = ts.Kinds
-	}
-	return out
-}
-
 func readDeadLetters(t *testing.T, dir string) []DeadLetter {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, DeadLetterFile))
@@ -97,7 +76,11 @@ func TestRunFixturesMatchInventory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := kinds(s), inventory(t); !reflect.DeepEqual(got, want) {
+	want, err := fixtures.InventoryCounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Kinds(); !reflect.DeepEqual(got, want) {
 		t.Errorf("counts per table and kind:\n got %v\nwant %v", got, want)
 	}
 	if !s.Complete || s.DeadLetters != 6 {
@@ -134,7 +117,7 @@ func TestRunFixturesMatchInventory(t *testing.T) {
 	if !strings.Contains(e.progress.text(), "already completed") {
 		t.Errorf("rerun message missing: %q", e.progress.text())
 	}
-	if !reflect.DeepEqual(kinds(s2), kinds(s)) {
+	if !reflect.DeepEqual(s2.Kinds(), s.Kinds()) {
 		t.Errorf("rerun summary differs")
 	}
 }
@@ -274,7 +257,7 @@ func TestRunDryRunWritesNothingAndPlansTheSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(kinds(plan), kinds(real)) || !reflect.DeepEqual(plan.Warnings, real.Warnings) ||
+	if !reflect.DeepEqual(plan.Kinds(), real.Kinds()) || !reflect.DeepEqual(plan.Warnings, real.Warnings) ||
 		plan.BlobsUploaded != real.BlobsUploaded || plan.BlobBytes != real.BlobBytes {
 		t.Errorf("dry run and real run differ:\n dry %+v\nreal %+v", plan, real)
 	}
@@ -378,8 +361,8 @@ func TestRunResume(t *testing.T) {
 		if !s.Resumed || !strings.Contains(e.progress.text(), "resuming run") {
 			t.Errorf("stop after %d: not resumed (%q)", stopAfter, e.progress.text())
 		}
-		if !reflect.DeepEqual(kinds(s), kinds(refSummary)) || !reflect.DeepEqual(s.Warnings, refSummary.Warnings) {
-			t.Errorf("stop after %d: counts differ:\n got %v %v\nwant %v %v", stopAfter, kinds(s), s.Warnings, kinds(refSummary), refSummary.Warnings)
+		if !reflect.DeepEqual(s.Kinds(), refSummary.Kinds()) || !reflect.DeepEqual(s.Warnings, refSummary.Warnings) {
+			t.Errorf("stop after %d: counts differ:\n got %v %v\nwant %v %v", stopAfter, s.Kinds(), s.Warnings, refSummary.Kinds(), refSummary.Warnings)
 		}
 		if !reflect.DeepEqual(e.docs.Snapshot(), ref.docs.Snapshot()) || !reflect.DeepEqual(e.blobs.Snapshot(), ref.blobs.Snapshot()) {
 			t.Errorf("stop after %d: docs or blobs differ", stopAfter)
