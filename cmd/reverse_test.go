@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/bifrost/bifrost-migrate/azure"
@@ -105,14 +104,6 @@ func (e *reverseEnv) appWrite(container string, doc map[string]any) {
 	}
 	if err := e.upsert(container, doc["scope"].(string), b); err != nil {
 		e.t.Fatalf("the application's write of %s/%v: %v", container, doc["id"], err)
-	}
-}
-
-// appDelete deletes a doc as the application does.
-func (e *reverseEnv) appDelete(container, scope, id string) {
-	e.t.Helper()
-	if _, err := e.container(container).DeleteItem(context.Background(), azcosmos.NewPartitionKeyString(scope), id, nil); err != nil {
-		e.t.Fatalf("delete %s/%s/%s: %v", container, scope, id, err)
 	}
 }
 
@@ -446,8 +437,8 @@ func TestReverseConflictAndForce(t *testing.T) {
 func TestReversePrune(t *testing.T) {
 	e := newReverseEnv(t, nil)
 	since := e.since()
-	e.appDelete(transform.ContainerEntities, "org-"+roleOrg, roleID)
-	e.appDelete(transform.ContainerExecutions, "org-"+orgID, runningID)
+	e.deleteDoc(transform.ContainerEntities, "org-"+roleOrg, roleID)
+	e.deleteDoc(transform.ContainerExecutions, "org-"+orgID, runningID)
 	// A row written in the tables after --since has no doc, and is no
 	// prune's business.
 	e.mergeRow(transform.TableEntities, "GLOBAL", newRK, map[string]any{"Email": "new.hire@contoso.example", "DisplayName": "Tables Hire"})

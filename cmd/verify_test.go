@@ -273,6 +273,7 @@ func (e *verifyEnv) replaceDoc(container string, doc map[string]any) {
 	}
 }
 
+// deleteDoc deletes a doc through the SDK, as the application does.
 func (e *verifyEnv) deleteDoc(container, scope, id string) {
 	e.t.Helper()
 	if _, err := e.container(container).DeleteItem(context.Background(), azcosmos.NewPartitionKeyString(scope), id, nil); err != nil {
