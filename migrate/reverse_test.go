@@ -240,18 +240,19 @@ func TestReverseRefusedRowIsADeadLetter(t *testing.T) {
 	if s.Totals.DeadLetters != 1 || s.Totals.Synced != 0 {
 		t.Fatalf("totals %+v, want 1 dead letter", s.Totals)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, ReverseDeadLetterFile))
-	if err != nil {
-		t.Fatal(err)
+	dls := readDeadLetters(t, dir, ReverseDeadLetterFile)
+	if len(dls) != 1 {
+		t.Fatalf("dead letters %s, want 1", fakes.JSON(dls))
 	}
-	var dl DeadLetter
-	if err := json.Unmarshal(b, &dl); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
+	dl := dls[0]
 	want := "replace Entities GLOBAL/user:alice@contoso.example: Table Storage refused the row: 400 PropertyValueTooLarge"
 	if dl.Reason != want || dl.Table != "Entities" || dl.RowKey != revAliceRK ||
 		dl.Doc == nil || *dl.Doc != (DeadLetterDoc{Container: "entities", Scope: "GLOBAL", ID: revAliceID}) {
-		t.Errorf("dead letter %s, want reason %q and the doc named", b, want)
+		t.Errorf("dead letter %s, want reason %q and the doc named", fakes.JSON(dl), want)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ReverseDeadLetterFile))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if strings.Contains(string(b), "Alice Renamed") {
 		t.Errorf("the dead letter carries property values: %s", b)

@@ -50,9 +50,11 @@ func (e *env) run(ctx context.Context, opts RunOptions) (Summary, error) {
 	return Run(ctx, opts, Deps{Source: e.src, Docs: e.docs, Blobs: e.blobs, Env: Env{Progress: e.progress, Now: func() time.Time { return goldenNow }}})
 }
 
-func readDeadLetters(t *testing.T, dir string) []DeadLetter {
+// readDeadLetters reads the dead letters of file (DeadLetterFile,
+// ReplayDeadLetterFile or ReverseDeadLetterFile) in dir, one per line.
+func readDeadLetters(t *testing.T, dir, file string) []DeadLetter {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, DeadLetterFile))
+	f, err := os.Open(filepath.Join(dir, file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +65,12 @@ func readDeadLetters(t *testing.T, dir string) []DeadLetter {
 	for sc.Scan() {
 		var dl DeadLetter
 		if err := json.Unmarshal(sc.Bytes(), &dl); err != nil {
-			t.Fatalf("dead letter %q: %v", sc.Text(), err)
+			t.Fatalf("%s: dead letter %q: %v", file, sc.Text(), err)
 		}
 		out = append(out, dl)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
 	return out
 }
@@ -95,7 +100,7 @@ func TestRunFixturesMatchInventory(t *testing.T) {
 	if s.RequestCharge != 1.5*60 {
 		t.Errorf("request charge %v, want %v", s.RequestCharge, 1.5*60)
 	}
-	if len(readDeadLetters(t, e.dir)) != 6 {
+	if len(readDeadLetters(t, e.dir, DeadLetterFile)) != 6 {
 		t.Errorf("dead-letter file does not have 6 lines")
 	}
 	st, err := LoadState(e.dir)
@@ -154,7 +159,7 @@ func TestRunDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dls := readDeadLetters(t, e.dir)
+	dls := readDeadLetters(t, e.dir, DeadLetterFile)
 	reasons := map[string]string{}
 	for _, dl := range dls {
 		reasons[dl.RowKey] = dl.Reason
@@ -401,7 +406,7 @@ func TestRunRestartAndFingerprint(t *testing.T) {
 	if err != nil || s.Resumed || !s.Complete {
 		t.Fatalf("--restart: resumed %v complete %v err %v", s.Resumed, s.Complete, err)
 	}
-	if n := len(readDeadLetters(t, e.dir)); n != 8 { // --strict: two more
+	if n := len(readDeadLetters(t, e.dir, DeadLetterFile)); n != 8 { // --strict: two more
 		t.Errorf("%d dead letters after --restart --strict, want 8", n)
 	}
 }
@@ -457,7 +462,7 @@ func TestRunMaxErrors(t *testing.T) {
 	if !errors.Is(err, ErrTooManyDeadLetters) {
 		t.Fatalf("err %v, want ErrTooManyDeadLetters", err)
 	}
-	if n := len(readDeadLetters(t, e.dir)); n != 2 || s.DeadLetters != 2 {
+	if n := len(readDeadLetters(t, e.dir, DeadLetterFile)); n != 2 || s.DeadLetters != 2 {
 		t.Errorf("%d dead-letter lines, summary %d; want 2", n, s.DeadLetters)
 	}
 	// Raising the limit resumes without duplicating them.
@@ -466,7 +471,7 @@ func TestRunMaxErrors(t *testing.T) {
 	if err != nil || !s.Resumed {
 		t.Fatalf("resume: %v", err)
 	}
-	if n := len(readDeadLetters(t, e.dir)); n != 6 || s.DeadLetters != 6 {
+	if n := len(readDeadLetters(t, e.dir, DeadLetterFile)); n != 6 || s.DeadLetters != 6 {
 		t.Errorf("%d dead-letter lines, summary %d; want 6", n, s.DeadLetters)
 	}
 }
