@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 	"github.com/bifrost/bifrost-migrate/verify"
@@ -176,7 +177,7 @@ func TestVerifyAccessPatterns(t *testing.T) {
 		t.Fatalf("exit %d ok %v, want 0 (findings are not failures):\n%s", code, r.OK, stdout)
 	}
 	if got := r.AccessPatterns; !reflect.DeepEqual(got, want) {
-		t.Errorf("access patterns\n got %s\nwant %s", jsonText(got), jsonText(want))
+		t.Errorf("access patterns\n got %s\nwant %s", fakes.JSON(got), fakes.JSON(want))
 	}
 	if r.Warnings[transform.ReasonDanglingIndex] != want.Dangling {
 		t.Errorf("dangling-index warnings %d, want %d", r.Warnings[transform.ReasonDanglingIndex], want.Dangling)
@@ -203,7 +204,7 @@ func TestVerifyAccessPatterns(t *testing.T) {
 		t.Fatalf("--output json: exit %d, %v: %s", code, err, stderr)
 	}
 	if !reflect.DeepEqual(sum.AccessPatterns, want) {
-		t.Errorf("--output json access patterns\n got %s\nwant %s", jsonText(sum.AccessPatterns), jsonText(want))
+		t.Errorf("--output json access patterns\n got %s\nwant %s", fakes.JSON(sum.AccessPatterns), fakes.JSON(want))
 	}
 	// The JSON carries null where SPEC §12 says so.
 	var raw struct {
@@ -219,7 +220,7 @@ func TestVerifyAccessPatterns(t *testing.T) {
 	code, stdout, r = e.verify("--tables", "Config,Entities")
 	if code != ExitOK || r.AccessPatterns.Checked || len(r.AccessPatterns.Findings) != 0 ||
 		!strings.Contains(stdout, "access patterns: not checked (they need both Entities and Relationships; --tables left one out)\n") {
-		t.Errorf("--tables Config,Entities: exit %d, %s:\n%s", code, jsonText(r.AccessPatterns), stdout)
+		t.Errorf("--tables Config,Entities: exit %d, %s:\n%s", code, fakes.JSON(r.AccessPatterns), stdout)
 	}
 }
 
@@ -553,7 +554,7 @@ func TestAccessPatternsThroughCosmosQueries(t *testing.T) {
 		}
 		switch {
 		case f.Kind == verify.FindingUnindexed && f.ExecutionValue == nil:
-			t.Errorf("unindexed finding %s without a value: the seeds set every property", jsonText(f))
+			t.Errorf("unindexed finding %s without a value: the seeds set every property", fakes.JSON(f))
 		case f.Kind == verify.FindingUnindexed && f.Field == verify.FieldExecutedBy:
 			wantSide(t, diff1[[2]string{*f.ExecutionValue, f.ExecutionID}], "cosmos", f)
 		case f.Kind == verify.FindingUnindexed && f.Field == verify.FieldWorkflowName:
@@ -582,7 +583,7 @@ func TestAccessPatternsThroughCosmosQueries(t *testing.T) {
 func wantSide(t *testing.T, got, side string, f verify.Finding) {
 	t.Helper()
 	if got != side {
-		t.Errorf("finding %s changes no answer (want the execution listed only by %s)", jsonText(f), side)
+		t.Errorf("finding %s changes no answer (want the execution listed only by %s)", fakes.JSON(f), side)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
@@ -286,10 +287,10 @@ func TestReplayConflictsAndForce(t *testing.T) {
 	c := s.Conflicts[1] // in row key order: Config first, then alice, then new.hire
 	if c.ID != aliceID || !c.Migrated || c.Resolution != "not written" || len(c.Fields) != 1 || c.Fields[0].Path != "displayName" ||
 		string(c.Fields[0].Tables) != `"Alice (edited on tables)"` || string(c.Fields[0].Cosmos) != `"Alice (edited in Cosmos DB)"` {
-		t.Errorf("conflict %s", jsonText(c))
+		t.Errorf("conflict %s", fakes.JSON(c))
 	}
 	if c := s.Conflicts[2]; c.ID != newID || c.Migrated {
-		t.Errorf("conflict %s, want the app-written doc", jsonText(c))
+		t.Errorf("conflict %s, want the app-written doc", fakes.JSON(c))
 	}
 
 	// --force overwrites them, with If-Match, and verify is clean.
@@ -299,7 +300,7 @@ func TestReplayConflictsAndForce(t *testing.T) {
 	}
 	wantTotals(t, "replay --force", s.Totals, migrate.ReplayCounts{Rows: 3, Forced: 3})
 	if len(s.Conflicts) != 3 || s.Conflicts[0].Resolution != "overwritten (--force)" {
-		t.Errorf("forced conflicts %s", jsonText(s.Conflicts))
+		t.Errorf("forced conflicts %s", fakes.JSON(s.Conflicts))
 	}
 	code, stdout, r := e.verify()
 	wantOnlyDeadLetters(t, "verify after --force", code, stdout, r)
@@ -380,9 +381,9 @@ func TestReplayTakesThe412Path(t *testing.T) {
 	}
 	s := replaySummaryOf(t, out.String(), errOut.String())
 	wantTotals(t, "replay", s.Totals, migrate.ReplayCounts{Rows: 2, Replaced: 1, Conflicts: 1, PreconditionFailed: 2})
-	if len(s.Conflicts) != 1 || s.Conflicts[0].ID != smtpID || jsonText(s.Conflicts[0].Fields) !=
+	if len(s.Conflicts) != 1 || s.Conflicts[0].ID != smtpID || fakes.JSON(s.Conflicts[0].Fields) !=
 		`[{"path":"description","tables":"edited on tables","cosmos":"edited in Cosmos DB meanwhile"}]` {
-		t.Errorf("conflicts %s", jsonText(s.Conflicts))
+		t.Errorf("conflicts %s", fakes.JSON(s.Conflicts))
 	}
 	if d := e.readDoc("entities", "GLOBAL", smtpID); d["description"] != "edited in Cosmos DB meanwhile" {
 		t.Errorf("the application's change was overwritten: %v", d["description"])
@@ -390,7 +391,7 @@ func TestReplayTakesThe412Path(t *testing.T) {
 	// Everything but the application's change is as verify expects.
 	code, _, r := e.verify()
 	if code != ExitPartial || r.Totals.Different != 1 || r.Totals.Missing+r.Totals.Orphans != 0 || r.Differences[0].Doc.ID != smtpID {
-		t.Errorf("verify: exit %d totals %+v differences %s, want only %s different", code, r.Totals, jsonText(r.Differences), smtpID)
+		t.Errorf("verify: exit %d totals %+v differences %s, want only %s different", code, r.Totals, fakes.JSON(r.Differences), smtpID)
 	}
 }
 

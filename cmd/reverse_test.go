@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/migrate"
@@ -104,14 +104,6 @@ func (e *reverseEnv) appWrite(container string, doc map[string]any) {
 	}
 	if err := e.upsert(container, doc["scope"].(string), b); err != nil {
 		e.t.Fatalf("the application's write of %s/%v: %v", container, doc["id"], err)
-	}
-}
-
-// appDelete deletes a doc as the application does.
-func (e *reverseEnv) appDelete(container, scope, id string) {
-	e.t.Helper()
-	if _, err := e.container(container).DeleteItem(context.Background(), azcosmos.NewPartitionKeyString(scope), id, nil); err != nil {
-		e.t.Fatalf("delete %s/%s/%s: %v", container, scope, id, err)
 	}
 }
 
@@ -413,11 +405,11 @@ func TestReverseConflictAndForce(t *testing.T) {
 	// JSON: the same conflict, and again nothing is written for it.
 	code, s, _ := e.reverse(since)
 	if code != ExitConflicts || s.Totals.Conflicts != 1 || len(s.Conflicts) != 1 || s.Totals.Writes() != 0 {
-		t.Fatalf("reverse --output json: exit %d totals %+v conflicts %s", code, s.Totals, jsonText(s.Conflicts))
+		t.Fatalf("reverse --output json: exit %d totals %+v conflicts %s", code, s.Totals, fakes.JSON(s.Conflicts))
 	}
 	if c := s.Conflicts[0]; c.ID != aliceID || c.Table != "Entities" || c.RowKey != aliceRK || c.Resolution != migrate.NotWritten ||
 		!slices.Equal(c.Properties, []string{"DisplayName"}) {
-		t.Errorf("conflict %s", jsonText(c))
+		t.Errorf("conflict %s", fakes.JSON(c))
 	}
 
 	// --force writes the Cosmos DB version.
@@ -445,8 +437,8 @@ func TestReverseConflictAndForce(t *testing.T) {
 func TestReversePrune(t *testing.T) {
 	e := newReverseEnv(t, nil)
 	since := e.since()
-	e.appDelete(transform.ContainerEntities, "org-"+roleOrg, roleID)
-	e.appDelete(transform.ContainerExecutions, "org-"+orgID, runningID)
+	e.deleteDoc(transform.ContainerEntities, "org-"+roleOrg, roleID)
+	e.deleteDoc(transform.ContainerExecutions, "org-"+orgID, runningID)
 	// A row written in the tables after --since has no doc, and is no
 	// prune's business.
 	e.mergeRow(transform.TableEntities, "GLOBAL", newRK, map[string]any{"Email": "new.hire@contoso.example", "DisplayName": "Tables Hire"})

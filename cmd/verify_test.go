@@ -16,6 +16,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/store"
@@ -196,7 +197,7 @@ func (e *verifyEnv) migrate() {
 				row.Table = table
 				var f transform.BlobFacts
 				if table == transform.TableEntities {
-					f = facts[executionIDOf(row)]
+					f = facts[transform.ExecutionID(row)]
 				}
 				if o := ids.Check(transform.Transform(row, f, opts)); o.Disposition == transform.DispositionDoc {
 					outcomes = append(outcomes, o)
@@ -230,15 +231,6 @@ func (e *verifyEnv) migrate() {
 	if err := errors.Join(errs...); err != nil {
 		e.t.Fatal(err)
 	}
-}
-
-func executionIDOf(row transform.Row) string {
-	if v, ok := row.Props["ExecutionId"]; ok && v.Str != "" {
-		return v.Str
-	}
-	_, rest, _ := strings.Cut(row.RowKey, ":")
-	_, id, _ := strings.Cut(rest, "_")
-	return id
 }
 
 func (e *verifyEnv) container(name string) *azcosmos.ContainerClient {
@@ -281,6 +273,7 @@ func (e *verifyEnv) replaceDoc(container string, doc map[string]any) {
 	}
 }
 
+// deleteDoc deletes a doc through the SDK, as the application does.
 func (e *verifyEnv) deleteDoc(container, scope, id string) {
 	e.t.Helper()
 	if _, err := e.container(container).DeleteItem(context.Background(), azcosmos.NewPartitionKeyString(scope), id, nil); err != nil {
@@ -355,20 +348,15 @@ func wantDifferences(t *testing.T, code int, r *verify.Report, want ...verify.Di
 		t.Errorf("totals %+v ok=%v, want exactly 1 different doc", r.Totals, r.OK)
 	}
 	if len(r.Differences) != len(want) {
-		t.Fatalf("differences %s, want %d", jsonText(r.Differences), len(want))
+		t.Fatalf("differences %s, want %d", fakes.JSON(r.Differences), len(want))
 	}
 	for i, w := range want {
 		g := r.Differences[i]
 		if g.Path != w.Path || g.Problem != w.Problem || string(g.Expected) != string(w.Expected) || string(g.Actual) != string(w.Actual) ||
 			g.Doc.Container != w.Doc.Container || g.Doc.Scope != w.Doc.Scope || g.Doc.ID != w.Doc.ID {
-			t.Errorf("difference %d:\n got %s\nwant %s", i, jsonText(g), jsonText(w))
+			t.Errorf("difference %d:\n got %s\nwant %s", i, fakes.JSON(g), fakes.JSON(w))
 		}
 	}
-}
-
-func jsonText(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // TestVerifyCleanRunMatchesInventory: after a clean migration of the
@@ -402,8 +390,8 @@ func TestVerifyCleanRunMatchesInventory(t *testing.T) {
 		}
 		got[k.Table][k.Kind] = m
 	}
-	if jsonText(got) != jsonText(inv.Tables) {
-		t.Errorf("counts per table and kind\n got %s\nwant %s", jsonText(got), jsonText(inv.Tables))
+	if fakes.JSON(got) != fakes.JSON(inv.Tables) {
+		t.Errorf("counts per table and kind\n got %s\nwant %s", fakes.JSON(got), fakes.JSON(inv.Tables))
 	}
 	rows := 0
 	for _, tot := range inv.Totals {
@@ -417,7 +405,7 @@ func TestVerifyCleanRunMatchesInventory(t *testing.T) {
 	}
 	if ap := r.AccessPatterns; !ap.Checked || ap.Dangling != 1 || ap.Stale != 0 || ap.Unindexed != 0 || len(ap.Findings) != 1 ||
 		ap.Findings[0].ExecutionID != "5effe395-907c-5b5e-8c21-1a59b41c41f2" || ap.Findings[0].Kind != verify.FindingDangling {
-		t.Errorf("access patterns %s, want the fixtures' one dangling index", jsonText(ap))
+		t.Errorf("access patterns %s, want the fixtures' one dangling index", fakes.JSON(ap))
 	}
 	// No run wrote a dead-letter file into the env's state directory.
 	want := strings.Replace(cleanFixturesText, deadLettersListed, deadLettersNotFound(e.stateDir), 1)
@@ -631,7 +619,7 @@ func TestVerifyRedactsSecretsInDifferences(t *testing.T) {
 		Doc:  verify.DocRef{Container: "entities", Scope: "GLOBAL", ID: "config-graph-client-secret"},
 		Path: "secretRef", Problem: verify.ProblemValue, Expected: json.RawMessage(`"***"`), Actual: json.RawMessage(`"***"`),
 	})
-	if strings.Contains(stdout, "FAKE-SECRET") || strings.Contains(jsonText(r), "FAKE-SECRET") {
+	if strings.Contains(stdout, "FAKE-SECRET") || strings.Contains(fakes.JSON(r), "FAKE-SECRET") {
 		t.Errorf("a secret reached the output:\n%s", stdout)
 	}
 }
@@ -654,7 +642,7 @@ func TestVerifyTTLRule(t *testing.T) {
 	}
 	for _, d := range r.Differences {
 		if d.Path != "ttl" || d.Problem != verify.ProblemUnexpected {
-			t.Errorf("--execution-ttl none: difference %s, want only unexpected ttl", jsonText(d))
+			t.Errorf("--execution-ttl none: difference %s, want only unexpected ttl", fakes.JSON(d))
 		}
 	}
 }
@@ -664,7 +652,7 @@ func TestVerifySampleIsDeterministic(t *testing.T) {
 	e.deleteDoc("executions", e03Scope, e03ID)
 	_, _, a := e.verify("--sample", "0.5")
 	_, _, b := e.verify("--sample", "0.5")
-	if a.Totals.Rows == 0 || a.Totals.Rows >= 140 || jsonText(a.Totals) != jsonText(b.Totals) {
+	if a.Totals.Rows == 0 || a.Totals.Rows >= 140 || fakes.JSON(a.Totals) != fakes.JSON(b.Totals) {
 		t.Fatalf("two samples of 0.5: %+v and %+v, want the same strict subset", a.Totals, b.Totals)
 	}
 	inSample := verify.Sampled("Entities", "7c9e6679-7425-40de-944b-e07fc1f90ae7", "execution:8204981199999_"+e03ID, 0.5)
@@ -806,7 +794,7 @@ func TestVerifyAfterRunEndToEnd(t *testing.T) {
 	e.replaceDoc("entities", doc)
 	code, _, r = e.verify()
 	if code != ExitPartial || len(r.Differences) != 1 || r.Differences[0].Path != "description" {
-		t.Errorf("after tampering: exit %d differences %s, want 3 and the path description", code, jsonText(r.Differences))
+		t.Errorf("after tampering: exit %d differences %s, want 3 and the path description", code, fakes.JSON(r.Differences))
 	}
 }
 

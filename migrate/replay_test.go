@@ -143,7 +143,7 @@ func TestReplayDecisions(t *testing.T) {
 	if mig["timestamp"] != transform.FormatTimestamp(changedAt) {
 		t.Errorf("reprov: provenance %v, want the row's Timestamp", mig)
 	}
-	dls := readReplayDeadLetters(t, f.dir)
+	dls := readDeadLetters(t, f.dir, ReplayDeadLetterFile)
 	if len(dls) != 1 || dls[0].RowKey != "config:collision" ||
 		!strings.Contains(dls[0].Reason, "the doc there was migrated from Config SYSTEM/config:collision") || strings.Contains(string(dls[0].Row), `"v"`) {
 		t.Errorf("dead letters %s", fakes.JSON(dls))
@@ -185,7 +185,7 @@ func TestReplayGivesUpOnADocThatKeepsChanging(t *testing.T) {
 	if want := (ReplayCounts{Rows: 1, PreconditionFailed: 3, DeadLetters: 1}); s.Totals != want {
 		t.Errorf("totals\n got %+v\nwant %+v", s.Totals, want)
 	}
-	if dls := readReplayDeadLetters(t, f.dir); len(dls) != 1 || !strings.Contains(dls[0].Reason, "gave up after 3 attempts (3 × 412") {
+	if dls := readDeadLetters(t, f.dir, ReplayDeadLetterFile); len(dls) != 1 || !strings.Contains(dls[0].Reason, "gave up after 3 attempts (3 × 412") {
 		t.Errorf("dead letters %s", fakes.JSON(dls))
 	}
 	// One concurrent change only: the second attempt succeeds.
@@ -241,24 +241,4 @@ func TestReplayDryRunAndBlobs(t *testing.T) {
 	if s.Totals.Forced != 1 || s.BlobsUploaded != 1 || f.blobs.Snapshot()["e1/result.txt"] != big {
 		t.Errorf("--force: totals %+v, blobs %v", s.Totals, f.blobs.Snapshot()["e1/result.txt"] == big)
 	}
-}
-
-func readReplayDeadLetters(t *testing.T, dir string) []DeadLetter {
-	t.Helper()
-	var out []DeadLetter
-	b, err := os.ReadFile(filepath.Join(dir, ReplayDeadLetterFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var dl DeadLetter
-		if err := json.Unmarshal(line, &dl); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, dl)
-	}
-	return out
 }

@@ -3,204 +3,29 @@ package migrate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// Unit tests of reverse's engine with in-memory tables and docs that keep
-// ETags like the services, for the interleavings the emulators cannot
-// produce on demand: a doc changed between reverse's row write and its
-// sync, the change feed sending a doc twice (an older copy after a newer
-// one), the feed's _lsn, a row the Table service refuses. The command runs
-// against the emulators in cmd/reverse_test.go.
-
-// memRows is a RowStore in memory: each write stamps the row with the next
-// second of its clock and an ETag that carries it, as the Table service
-// does; Replace and Delete check If-Match. refuse, when set, fails writes
-// of the rows it names for good.
-type memRows struct {
-	mu     sync.Mutex
-	clock  time.Time
-	rows   map[string]transform.Row
-	refuse func(table, rowKey string) bool
-}
-
-func newMemRows() *memRows {
-	return &memRows{clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), rows: map[string]transform.Row{}}
-}
-
-func memKey(table, pk, rk string) string { return table + "|" + pk + "|" + rk }
-
-func (f *memRows) ReadPage(ctx context.Context, table string, q store.Query, from store.Cursor) (store.Page, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var p store.Page
-	for _, r := range f.rows {
-		if r.Table == table && (q.Key == nil || (q.Key.PartitionKey == r.PartitionKey && q.Key.RowKey == r.RowKey)) {
-			p.Rows = append(p.Rows, r)
-		}
-	}
-	return p, nil
-}
-
-// write stores entity as a new version of its row (the caller holds mu).
-func (f *memRows) write(table string, entity []byte) (string, error) {
-	r, err := transform.DecodeEntity(table, entity)
-	if err != nil {
-		return "", err
-	}
-	if f.refuse != nil && f.refuse(table, r.RowKey) {
-		return "", &store.PermanentError{StatusCode: 400, Reason: "400 PropertyValueTooLarge"}
-	}
-	f.clock = f.clock.Add(time.Second)
-	r.Table, r.Timestamp = table, f.clock
-	r.ETag = `W/"datetime'` + url.QueryEscape(f.clock.Format("2006-01-02T15:04:05.0000000Z")) + `'"`
-	f.rows[memKey(table, r.PartitionKey, r.RowKey)] = r
-	return r.ETag, nil
-}
-
-func (f *memRows) Insert(ctx context.Context, table string, entity []byte) (string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, _ := transform.DecodeEntity(table, entity)
-	if _, ok := f.rows[memKey(table, r.PartitionKey, r.RowKey)]; ok {
-		return "", store.ErrExists
-	}
-	return f.write(table, entity)
-}
-
-func (f *memRows) Replace(ctx context.Context, table string, entity []byte, ifMatch string) (string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, _ := transform.DecodeEntity(table, entity)
-	cur, ok := f.rows[memKey(table, r.PartitionKey, r.RowKey)]
-	switch {
-	case !ok:
-		return "", store.ErrNotFound
-	case cur.ETag != ifMatch:
-		return "", store.ErrPreconditionFailed
-	}
-	return f.write(table, entity)
-}
-
-func (f *memRows) Delete(ctx context.Context, table string, key store.Key, ifMatch string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	k := memKey(table, key.PartitionKey, key.RowKey)
-	cur, ok := f.rows[k]
-	switch {
-	case !ok:
-		return store.ErrNotFound
-	case cur.ETag != ifMatch:
-		return store.ErrPreconditionFailed
-	}
-	delete(f.rows, k)
-	return nil
-}
-
-func (f *memRows) row(table, pk, rk string) transform.Row {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.rows[memKey(table, pk, rk)]
-}
-
-// memDocs is a DocStore in memory whose docs carry _etag and _ts in their
-// JSON, as the service's do. beforeSync, when set, runs once, before the
-// first Replace is judged (the application writing meanwhile).
-type memDocs struct {
-	mu         sync.Mutex
-	n          int
-	docs       map[string]map[string]any
-	beforeSync func(d *memDocs)
-	syncs      int
-}
-
-func (d *memDocs) set(c string, doc map[string]any) {
-	d.n++
-	doc["_etag"] = fmt.Sprintf(`"e%d"`, d.n)
-	doc["_ts"] = float64(1800000000 + d.n)
-	d.docs[memKey(c, doc["scope"].(string), doc["id"].(string))] = doc
-}
-
-func (d *memDocs) get(c, scope, id string) map[string]any {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.docs[memKey(c, scope, id)]
-}
-
-func (d *memDocs) Read(ctx context.Context, c, scope, id string) ([]byte, string, bool, float64, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	doc, ok := d.docs[memKey(c, scope, id)]
-	if !ok {
-		return nil, "", false, 1, nil
-	}
-	b, err := json.Marshal(doc)
-	return b, doc["_etag"].(string), true, 1, err
-}
-
-func (d *memDocs) Create(context.Context, string, string, string, []byte) (store.WriteResult, error) {
-	return store.WriteResult{}, errors.New("reverse never creates a doc")
-}
-
-func (d *memDocs) Replace(ctx context.Context, c, scope, id string, raw []byte, ifMatch string) (store.WriteResult, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.syncs++
-	if f := d.beforeSync; f != nil {
-		d.beforeSync = nil
-		f(d)
-	}
-	cur, ok := d.docs[memKey(c, scope, id)]
-	switch {
-	case !ok:
-		return store.WriteResult{}, store.ErrNotFound
-	case cur["_etag"] != ifMatch:
-		return store.WriteResult{}, store.ErrPreconditionFailed
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return store.WriteResult{}, err
-	}
-	d.set(c, doc)
-	return store.WriteResult{}, nil
-}
-
-func (d *memDocs) Delete(context.Context, string, string, string, string) (store.WriteResult, error) {
-	return store.WriteResult{}, errors.New("reverse never deletes a doc")
-}
-
-// memFeed sends the same docs for entities, nothing for executions.
-type memFeed struct{ docs [][]byte }
-
-func (f *memFeed) Changes(ctx context.Context, c, from string, pageSize int, fn func([]byte) error) (string, error) {
-	if c != transform.ContainerEntities {
-		return from, nil
-	}
-	for _, d := range f.docs {
-		if err := fn(d); err != nil {
-			return "", err
-		}
-	}
-	return from, nil
-}
-
-type noBlobs struct{}
-
-func (noBlobs) List(context.Context, func(string, int64) error) error { return nil }
-func (noBlobs) PutIfAbsent(context.Context, string, []byte, string) (bool, error) {
-	return true, nil
-}
+// Unit tests of reverse's engine with the shared in-memory services
+// (internal/fakes), whose tables and docs keep ETags like the services,
+// for the interleavings the emulators cannot produce on demand: a doc
+// changed between reverse's row write and its sync, the change feed
+// sending a doc twice (an older copy after a newer one), the feed's _lsn,
+// a row the Table service refuses. The command runs against the emulators
+// in cmd/reverse_test.go.
 
 const (
 	revAliceRow = `{"PartitionKey":"GLOBAL","RowKey":"user:alice@contoso.example","Email":"alice@contoso.example","DisplayName":"Alice","UserType":"PLATFORM","IsPlatformAdmin":true,"IsActive":true,"CreatedAt":"2024-01-15T09:00:00"}`
@@ -212,55 +37,80 @@ const (
 // with the row's Timestamp) and lets the application rename her in
 // Cosmos DB. It returns the tables, the docs and the doc as the change
 // feed sends it.
-func revSetup(t *testing.T) (*memRows, *memDocs, map[string]any) {
+func revSetup(t *testing.T) (*fakes.Tables, *fakes.Docs, []byte) {
 	t.Helper()
-	rows := newMemRows()
-	rows.mu.Lock()
-	_, err := rows.write(transform.TableEntities, []byte(revAliceRow))
-	rows.mu.Unlock()
-	if err != nil {
+	rows := fakes.NewTables(fixtures.Tables()...)
+	if _, err := rows.Insert(context.Background(), transform.TableEntities, []byte(revAliceRow)); err != nil {
 		t.Fatal(err)
 	}
-	o := transform.Transform(rows.row(transform.TableEntities, "GLOBAL", revAliceRK), transform.BlobFacts{}, transform.Options{Now: time.Now()})
+	row, _ := rows.Row(transform.TableEntities, "GLOBAL", revAliceRK)
+	o := transform.Transform(row, transform.BlobFacts{}, transform.Options{Now: time.Now()})
 	if o.Disposition != transform.DispositionDoc {
 		t.Fatalf("alice's row: %+v", o)
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(o.DocJSON, &doc); err != nil {
-		t.Fatal(err)
-	}
-	docs := &memDocs{docs: map[string]map[string]any{}}
-	doc["displayName"] = "Alice Renamed"
-	docs.set(transform.ContainerEntities, doc)
-	return rows, docs, copyDoc(doc)
+	docs := fakes.NewDocs()
+	docs.Put(transform.ContainerEntities, edit(t, o.DocJSON, func(m map[string]any) { m["displayName"] = "Alice Renamed" }))
+	return rows, docs, aliceInFeed(t, docs)
 }
 
-func copyDoc(doc map[string]any) map[string]any {
-	c := make(map[string]any, len(doc))
-	for k, v := range doc {
-		c[k] = v
-	}
-	return c
-}
-
-func rawDoc(t *testing.T, doc map[string]any) []byte {
+// aliceInFeed returns alice's doc as the change feed sends it now, the
+// only doc of container entities.
+func aliceInFeed(t *testing.T, docs *fakes.Docs) []byte {
 	t.Helper()
-	b, err := json.Marshal(doc)
-	if err != nil {
+	var feed [][]byte
+	if _, err := docs.Reader().Changes(context.Background(), transform.ContainerEntities, "", 0, func(doc []byte) error {
+		feed = append(feed, doc)
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	return b
+	if len(feed) != 1 || !strings.Contains(string(feed[0]), `"id":"`+revAliceID+`"`) {
+		t.Fatalf("the change feed sends %q, want alice's doc", feed)
+	}
+	return feed[0]
 }
 
-// reverseOnce runs Reverse over the docs the feed sends.
-func reverseOnce(t *testing.T, rows *memRows, docs *memDocs, opts ReverseOptions, feed ...[]byte) ReverseSummary {
+// docField returns a top-level field of doc.
+func docField(t *testing.T, doc []byte, name string) any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatalf("%v: %s", err, doc)
+	}
+	return m[name]
+}
+
+// aliceDoc returns alice's stored doc, as a read returns it.
+func aliceDoc(t *testing.T, docs *fakes.Docs) []byte {
+	t.Helper()
+	doc, ok := docs.Doc(transform.ContainerEntities, "GLOBAL", revAliceID)
+	if !ok {
+		t.Fatal("alice's doc is gone")
+	}
+	return doc
+}
+
+// feedEntities makes the change feed of container entities send what
+// send returns of what it would (other containers are left as they are).
+func feedEntities(docs *fakes.Docs, send func(feed [][]byte) [][]byte) {
+	docs.Feed = func(container string, feed [][]byte) [][]byte {
+		if container != transform.ContainerEntities {
+			return feed
+		}
+		return send(feed)
+	}
+}
+
+// reverseOnce runs Reverse over the change feed of docs.
+func reverseOnce(t *testing.T, rows *fakes.Tables, docs *fakes.Docs, opts ReverseOptions) ReverseSummary {
 	t.Helper()
 	opts.Since = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	if opts.StateDir == "" {
 		opts.StateDir = t.TempDir()
 	}
-	s, err := Reverse(context.Background(), opts, ReverseDeps{Changes: &memFeed{feed}, Position: func(time.Time) string { return "" },
-		Rows: rows, Docs: docs, Blobs: noBlobs{}, Env: Env{Now: func() time.Time { return time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC) }}})
+	feed := docs.Reader()
+	s, err := Reverse(context.Background(), opts, ReverseDeps{Changes: feed, Position: feed.Since,
+		Rows: rows, Docs: docs, Blobs: fakes.NewBlobs(), Env: Env{Now: func() time.Time { return time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC) }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,13 +119,13 @@ func reverseOnce(t *testing.T, rows *memRows, docs *memDocs, opts ReverseOptions
 
 // wantSynced checks that alice's row says name and that her doc records
 // the sync: its hash matches its content (what verify and replay check).
-func wantSynced(t *testing.T, rows *memRows, docs *memDocs, name string) {
+func wantSynced(t *testing.T, rows *fakes.Tables, docs *fakes.Docs, name string) {
 	t.Helper()
-	if got := rows.row(transform.TableEntities, "GLOBAL", revAliceRK).Props["DisplayName"].Str; got != name {
+	row, _ := rows.Row(transform.TableEntities, "GLOBAL", revAliceRK)
+	if got := row.Props["DisplayName"].Str; got != name {
 		t.Errorf("the row's DisplayName is %q, want %q", got, name)
 	}
-	raw, _, _, _, _ := docs.Read(context.Background(), transform.ContainerEntities, "GLOBAL", revAliceID)
-	d, err := transform.DecodeDocOrdered(raw)
+	d, err := transform.DecodeDocOrdered(aliceDoc(t, docs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +134,7 @@ func wantSynced(t *testing.T, rows *memRows, docs *memDocs, name string) {
 	if err != nil || !ok || h != m.Hash {
 		t.Errorf("the doc does not record the sync: _migration %+v (%v), hash of the doc %s", m, err, h)
 	}
-	if m.Timestamp != transform.FormatTimestamp(rows.row(transform.TableEntities, "GLOBAL", revAliceRK).Timestamp) {
+	if m.Timestamp != transform.FormatTimestamp(row.Timestamp) {
 		t.Errorf("_migration.timestamp %s is not the row's Timestamp", m.Timestamp)
 	}
 }
@@ -294,13 +144,16 @@ func wantSynced(t *testing.T, rows *memRows, docs *memDocs, name string) {
 // and the row it just wrote is no change in the tables: no conflict, the
 // row holds the newest version.
 func TestReverseOwnWriteIsNoConflict(t *testing.T) {
-	rows, docs, doc := revSetup(t)
-	docs.beforeSync = func(d *memDocs) {
-		cur := d.docs[memKey(transform.ContainerEntities, "GLOBAL", revAliceID)]
-		cur["displayName"] = "Alice Renamed Again"
-		d.set(transform.ContainerEntities, cur)
+	rows, docs, _ := revSetup(t)
+	again := edit(t, aliceDoc(t, docs), func(m map[string]any) { m["displayName"] = "Alice Renamed Again" })
+	var once sync.Once
+	docs.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
+		if op.Name == "replace" {
+			once.Do(func() { docs.Put(transform.ContainerEntities, again) }) // before the first sync is judged
+		}
+		return nil
 	}
-	s := reverseOnce(t, rows, docs, ReverseOptions{}, rawDoc(t, doc))
+	s := reverseOnce(t, rows, docs, ReverseOptions{})
 	if s.Totals.Conflicts != 0 || s.Totals.Synced != 1 || s.Totals.StartOvers != 1 {
 		t.Errorf("totals %+v, want 1 synced after 1 start-over, no conflict", s.Totals)
 	}
@@ -313,18 +166,26 @@ func TestReverseOwnWriteIsNoConflict(t *testing.T) {
 // _lsn, writes nothing.
 func TestReverseFeedLSN(t *testing.T) {
 	rows, docs, doc := revSetup(t)
-	doc["_lsn"] = 42
-	s := reverseOnce(t, rows, docs, ReverseOptions{}, rawDoc(t, doc))
+	lsn := docField(t, doc, "_lsn")
+	if _, ok := lsn.(float64); !ok {
+		t.Fatalf("the change feed sends no _lsn: %s", doc)
+	}
+	s := reverseOnce(t, rows, docs, ReverseOptions{})
 	if s.Totals.Synced != 1 {
 		t.Fatalf("totals %+v, want 1 synced", s.Totals)
 	}
 	wantSynced(t, rows, docs, "Alice Renamed")
-	again := copyDoc(docs.get(transform.ContainerEntities, "GLOBAL", revAliceID))
-	again["_lsn"] = 43
-	syncs := docs.syncs
-	s = reverseOnce(t, rows, docs, ReverseOptions{}, rawDoc(t, again))
-	if s.Totals.Unchanged != 1 || s.Totals.Writes() != 0 || docs.syncs != syncs {
-		t.Errorf("the tool's own sync record came back: totals %+v, %d doc writes; want unchanged and nothing written", s.Totals, docs.syncs-syncs)
+	if back := aliceInFeed(t, docs); docField(t, back, "_lsn") == lsn {
+		t.Fatalf("the sync record comes back in the feed with the _lsn of before: %s", back)
+	}
+	var attempts atomic.Int64 // writes tried, refused or not
+	docs.BeforeWrite = func(context.Context, fakes.Op) error {
+		attempts.Add(1)
+		return nil
+	}
+	s = reverseOnce(t, rows, docs, ReverseOptions{})
+	if s.Totals.Unchanged != 1 || s.Totals.Writes() != 0 || attempts.Load() != 0 {
+		t.Errorf("the tool's own sync record came back: totals %+v, %d doc writes; want unchanged and nothing written", s.Totals, attempts.Load())
 	}
 }
 
@@ -336,13 +197,15 @@ func TestReverseOlderCopyAfterNewer(t *testing.T) {
 	for _, force := range []bool{false, true} {
 		t.Run(fmt.Sprintf("force=%v", force), func(t *testing.T) {
 			rows, docs, v1 := revSetup(t)
-			v2 := copyDoc(v1)
-			v2["displayName"] = "Alice v2"
-			docs.set(transform.ContainerEntities, copyDoc(v2))
-			v2 = copyDoc(docs.get(transform.ContainerEntities, "GLOBAL", revAliceID))
-			s := reverseOnce(t, rows, docs, ReverseOptions{Common: Common{Concurrency: 1}, WindowOptions: WindowOptions{Force: force}}, rawDoc(t, v2), rawDoc(t, v1))
-			if s.Totals.Conflicts != 0 || s.Totals.Forced != 0 {
-				t.Errorf("totals %+v, want no conflict", s.Totals)
+			docs.Put(transform.ContainerEntities, edit(t, aliceDoc(t, docs), func(m map[string]any) { m["displayName"] = "Alice v2" }))
+			v2 := aliceInFeed(t, docs)
+			feedEntities(docs, func(feed [][]byte) [][]byte { return append(feed, v1) })
+			s := reverseOnce(t, rows, docs, ReverseOptions{Common: Common{Concurrency: 1}, WindowOptions: WindowOptions{Force: force}})
+			if s.Totals.Docs != 2 || s.Totals.Conflicts != 0 || s.Totals.Forced != 0 {
+				t.Errorf("totals %+v, want v2 then v1 read and no conflict", s.Totals)
+			}
+			if docField(t, v2, "displayName") != "Alice v2" {
+				t.Errorf("the feed sent %s first, want v2", v2)
 			}
 			wantSynced(t, rows, docs, "Alice v2")
 		})
@@ -352,12 +215,9 @@ func TestReverseOlderCopyAfterNewer(t *testing.T) {
 // TestReverseSameDocConcurrently: 20 copies of one doc at concurrency 8
 // (run with -race): one sync, no conflict, no error.
 func TestReverseSameDocConcurrently(t *testing.T) {
-	rows, docs, doc := revSetup(t)
-	var feed [][]byte
-	for range 20 {
-		feed = append(feed, rawDoc(t, doc))
-	}
-	s := reverseOnce(t, rows, docs, ReverseOptions{Common: Common{Concurrency: 8}}, feed...)
+	rows, docs, _ := revSetup(t)
+	feedEntities(docs, func(feed [][]byte) [][]byte { return slices.Repeat(feed, 20) })
+	s := reverseOnce(t, rows, docs, ReverseOptions{Common: Common{Concurrency: 8}})
 	if s.Totals.Conflicts != 0 || s.Totals.Synced != 1 || s.Totals.Unchanged != 19 || s.Totals.RowsWritten != 1 {
 		t.Errorf("totals %+v, want 1 synced (1 row written) and 19 unchanged", s.Totals)
 	}
@@ -369,29 +229,35 @@ func TestReverseSameDocConcurrently(t *testing.T) {
 // the reverse goes on and the doc records no sync.
 func TestReverseRefusedRowIsADeadLetter(t *testing.T) {
 	rows, docs, doc := revSetup(t)
-	rows.refuse = func(table, rowKey string) bool { return rowKey == revAliceRK }
+	rows.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
+		if op.ID == revAliceRK {
+			return &store.PermanentError{StatusCode: 400, Reason: "400 PropertyValueTooLarge"}
+		}
+		return nil
+	}
 	dir := t.TempDir()
-	s := reverseOnce(t, rows, docs, ReverseOptions{Common: Common{StateDir: dir}}, rawDoc(t, doc))
+	s := reverseOnce(t, rows, docs, ReverseOptions{Common: Common{StateDir: dir}})
 	if s.Totals.DeadLetters != 1 || s.Totals.Synced != 0 {
 		t.Fatalf("totals %+v, want 1 dead letter", s.Totals)
+	}
+	dls := readDeadLetters(t, dir, ReverseDeadLetterFile)
+	if len(dls) != 1 {
+		t.Fatalf("dead letters %s, want 1", fakes.JSON(dls))
+	}
+	dl := dls[0]
+	want := "replace Entities GLOBAL/user:alice@contoso.example: Table Storage refused the row: 400 PropertyValueTooLarge"
+	if dl.Reason != want || dl.Table != "Entities" || dl.RowKey != revAliceRK ||
+		dl.Doc == nil || *dl.Doc != (DeadLetterDoc{Container: "entities", Scope: "GLOBAL", ID: revAliceID}) {
+		t.Errorf("dead letter %s, want reason %q and the doc named", fakes.JSON(dl), want)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, ReverseDeadLetterFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dl DeadLetter
-	if err := json.Unmarshal(b, &dl); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
-	want := "replace Entities GLOBAL/user:alice@contoso.example: Table Storage refused the row: 400 PropertyValueTooLarge"
-	if dl.Reason != want || dl.Table != "Entities" || dl.RowKey != revAliceRK ||
-		dl.Doc == nil || *dl.Doc != (DeadLetterDoc{Container: "entities", Scope: "GLOBAL", ID: revAliceID}) {
-		t.Errorf("dead letter %s, want reason %q and the doc named", b, want)
-	}
 	if strings.Contains(string(b), "Alice Renamed") {
 		t.Errorf("the dead letter carries property values: %s", b)
 	}
-	if got := docs.get(transform.ContainerEntities, "GLOBAL", revAliceID)["_etag"]; got != doc["_etag"] {
+	if got := docField(t, aliceDoc(t, docs), "_etag"); got != docField(t, doc, "_etag") {
 		t.Error("the doc was written although its row was refused")
 	}
 }

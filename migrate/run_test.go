@@ -50,30 +50,11 @@ func (e *env) run(ctx context.Context, opts RunOptions) (Summary, error) {
 	return Run(ctx, opts, Deps{Source: e.src, Docs: e.docs, Blobs: e.blobs, Env: Env{Progress: e.progress, Now: func() time.Time { return goldenNow }}})
 }
 
-// inventory is fixtures/inventory.json's counts: table → kind →
-// disposition → rows.
-func inventory(t *testing.T) map[string]map[string]map[string]int64 {
+// readDeadLetters reads the dead letters of file (DeadLetterFile,
+// ReplayDeadLetterFile or ReverseDeadLetterFile) in dir, one per line.
+func readDeadLetters(t *testing.T, dir, file string) []DeadLetter {
 	t.Helper()
-	var inv struct {
-		Tables map[string]map[string]map[string]int64 `json:"tables"`
-	}
-	if err := json.Unmarshal(fixtures.Inventory(), &inv); err != nil {
-		t.Fatal(err)
-	}
-	return inv.Tables
-}
-
-func kinds(s Summary) map[string]map[string]map[string]int64 {
-	out := map[string]map[string]map[string]int64{}
-	for _, ts := range s.Tables {
-		out[ts.Table] = ts.Kinds
-	}
-	return out
-}
-
-func readDeadLetters(t *testing.T, dir string) []DeadLetter {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, DeadLetterFile))
+	f, err := os.Open(filepath.Join(dir, file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +65,12 @@ func readDeadLetters(t *testing.T, dir string) []DeadLetter {
 	for sc.Scan() {
 		var dl DeadLetter
 		if err := json.Unmarshal(sc.Bytes(), &dl); err != nil {
-			t.Fatalf("dead letter %q: %v", sc.Text(), err)
+			t.Fatalf("%s: dead letter %q: %v", file, sc.Text(), err)
 		}
 		out = append(out, dl)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
 	return out
 }
@@ -97,7 +81,11 @@ func TestRunFixturesMatchInventory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := kinds(s), inventory(t); !reflect.DeepEqual(got, want) {
+	want, err := fixtures.InventoryCounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Kinds(); !reflect.DeepEqual(got, want) {
 		t.Errorf("counts per table and kind:\n got %v\nwant %v", got, want)
 	}
 	if !s.Complete || s.DeadLetters != 6 {
@@ -112,7 +100,7 @@ func TestRunFixturesMatchInventory(t *testing.T) {
 	if s.RequestCharge != 1.5*60 {
 		t.Errorf("request charge %v, want %v", s.RequestCharge, 1.5*60)
 	}
-	if len(readDeadLetters(t, e.dir)) != 6 {
+	if len(readDeadLetters(t, e.dir, DeadLetterFile)) != 6 {
 		t.Errorf("dead-letter file does not have 6 lines")
 	}
 	st, err := LoadState(e.dir)
@@ -134,7 +122,7 @@ func TestRunFixturesMatchInventory(t *testing.T) {
 	if !strings.Contains(e.progress.text(), "already completed") {
 		t.Errorf("rerun message missing: %q", e.progress.text())
 	}
-	if !reflect.DeepEqual(kinds(s2), kinds(s)) {
+	if !reflect.DeepEqual(s2.Kinds(), s.Kinds()) {
 		t.Errorf("rerun summary differs")
 	}
 }
@@ -171,7 +159,7 @@ func TestRunDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dls := readDeadLetters(t, e.dir)
+	dls := readDeadLetters(t, e.dir, DeadLetterFile)
 	reasons := map[string]string{}
 	for _, dl := range dls {
 		reasons[dl.RowKey] = dl.Reason
@@ -274,7 +262,7 @@ func TestRunDryRunWritesNothingAndPlansTheSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(kinds(plan), kinds(real)) || !reflect.DeepEqual(plan.Warnings, real.Warnings) ||
+	if !reflect.DeepEqual(plan.Kinds(), real.Kinds()) || !reflect.DeepEqual(plan.Warnings, real.Warnings) ||
 		plan.BlobsUploaded != real.BlobsUploaded || plan.BlobBytes != real.BlobBytes {
 		t.Errorf("dry run and real run differ:\n dry %+v\nreal %+v", plan, real)
 	}
@@ -378,8 +366,8 @@ func TestRunResume(t *testing.T) {
 		if !s.Resumed || !strings.Contains(e.progress.text(), "resuming run") {
 			t.Errorf("stop after %d: not resumed (%q)", stopAfter, e.progress.text())
 		}
-		if !reflect.DeepEqual(kinds(s), kinds(refSummary)) || !reflect.DeepEqual(s.Warnings, refSummary.Warnings) {
-			t.Errorf("stop after %d: counts differ:\n got %v %v\nwant %v %v", stopAfter, kinds(s), s.Warnings, kinds(refSummary), refSummary.Warnings)
+		if !reflect.DeepEqual(s.Kinds(), refSummary.Kinds()) || !reflect.DeepEqual(s.Warnings, refSummary.Warnings) {
+			t.Errorf("stop after %d: counts differ:\n got %v %v\nwant %v %v", stopAfter, s.Kinds(), s.Warnings, refSummary.Kinds(), refSummary.Warnings)
 		}
 		if !reflect.DeepEqual(e.docs.Snapshot(), ref.docs.Snapshot()) || !reflect.DeepEqual(e.blobs.Snapshot(), ref.blobs.Snapshot()) {
 			t.Errorf("stop after %d: docs or blobs differ", stopAfter)
@@ -418,7 +406,7 @@ func TestRunRestartAndFingerprint(t *testing.T) {
 	if err != nil || s.Resumed || !s.Complete {
 		t.Fatalf("--restart: resumed %v complete %v err %v", s.Resumed, s.Complete, err)
 	}
-	if n := len(readDeadLetters(t, e.dir)); n != 8 { // --strict: two more
+	if n := len(readDeadLetters(t, e.dir, DeadLetterFile)); n != 8 { // --strict: two more
 		t.Errorf("%d dead letters after --restart --strict, want 8", n)
 	}
 }
@@ -474,7 +462,7 @@ func TestRunMaxErrors(t *testing.T) {
 	if !errors.Is(err, ErrTooManyDeadLetters) {
 		t.Fatalf("err %v, want ErrTooManyDeadLetters", err)
 	}
-	if n := len(readDeadLetters(t, e.dir)); n != 2 || s.DeadLetters != 2 {
+	if n := len(readDeadLetters(t, e.dir, DeadLetterFile)); n != 2 || s.DeadLetters != 2 {
 		t.Errorf("%d dead-letter lines, summary %d; want 2", n, s.DeadLetters)
 	}
 	// Raising the limit resumes without duplicating them.
@@ -483,7 +471,7 @@ func TestRunMaxErrors(t *testing.T) {
 	if err != nil || !s.Resumed {
 		t.Fatalf("resume: %v", err)
 	}
-	if n := len(readDeadLetters(t, e.dir)); n != 6 || s.DeadLetters != 6 {
+	if n := len(readDeadLetters(t, e.dir, DeadLetterFile)); n != 6 || s.DeadLetters != 6 {
 		t.Errorf("%d dead-letter lines, summary %d; want 6", n, s.DeadLetters)
 	}
 }

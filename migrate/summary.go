@@ -101,6 +101,17 @@ type Sample struct {
 	Doc   json.RawMessage `json:"doc"`
 }
 
+// Kinds returns the counts of every table of s by kind and disposition,
+// by table: the shape of fixtures.InventoryCounts. The inner maps are s's
+// own, not copies.
+func (s Summary) Kinds() map[string]map[string]map[string]int64 {
+	out := make(map[string]map[string]map[string]int64, len(s.Tables))
+	for _, ts := range s.Tables {
+		out[ts.Table] = ts.Kinds
+	}
+	return out
+}
+
 func buildSummary(st *State, tables []string) Summary {
 	s := Summary{RunID: st.RunID, Complete: true, Dispositions: map[string]int64{}, Warnings: map[string]int64{}}
 	for _, t := range tables {

@@ -104,17 +104,6 @@ func loadFixtureBlobs(t testing.TB, dir string) map[string]BlobFacts {
 	return facts
 }
 
-// executionIDOf is the execution id an Entities row's blobs are under.
-func executionIDOf(row Row) string {
-	if v, ok := row.Props["ExecutionId"]; ok && v.Str != "" {
-		return v.Str
-	}
-	if _, rest, ok := strings.Cut(row.RowKey, "_"); ok {
-		return rest
-	}
-	return ""
-}
-
 // goldenOutcome is an Outcome as a reviewer reads it.
 type goldenOutcome struct {
 	Table            string          `json:"table"`
@@ -205,7 +194,7 @@ func transformFixtures(t testing.TB, opts Options) map[string][]struct {
 		for _, fr := range loadFixtureTable(t, fixturesDir, table) {
 			var bf BlobFacts
 			if table == TableEntities && Kind(fr.row.RowKey) == "execution" {
-				bf = blobs[executionIDOf(fr.row)]
+				bf = blobs[ExecutionID(fr.row)]
 			}
 			o := ids.Check(Transform(fr.row, bf, opts))
 			out[table] = append(out[table], struct {

@@ -46,7 +46,7 @@ func fixtureDocRows(t *testing.T) []rtRow {
 		for _, fr := range loadFixtureTable(t, fixturesDir, table) {
 			var bf BlobFacts
 			if Kind(fr.row.RowKey) == "execution" {
-				bf = blobs[executionIDOf(fr.row)]
+				bf = blobs[ExecutionID(fr.row)]
 			}
 			o := Transform(fr.row, bf, rtOpts())
 			if o.Disposition != DispositionDoc {

@@ -3,13 +3,13 @@ package verify
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -48,14 +48,6 @@ func factsFor(t *testing.T, row transform.Row) execFacts {
 }
 
 func s(v string) *string { return &v }
-
-func jsonText(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err.Error()
-	}
-	return string(b)
-}
 
 const (
 	orgPK  = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
@@ -136,7 +128,7 @@ func TestClassifyIndex(t *testing.T) {
 			}
 			got := classifyIndex(c.rk, ix, e)
 			if !reflect.DeepEqual(got, c.want) {
-				t.Errorf("got  %s\nwant %s", jsonText(got), jsonText(c.want))
+				t.Errorf("got  %s\nwant %s", fakes.JSON(got), fakes.JSON(c.want))
 			}
 		})
 	}
@@ -177,7 +169,7 @@ func TestClassifyUnindexed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got := classifyUnindexed("e1", c.e, c.hasUser, c.hasWorkflow)
 			if !reflect.DeepEqual(got, c.want) {
-				t.Errorf("got  %s\nwant %s", jsonText(got), jsonText(c.want))
+				t.Errorf("got  %s\nwant %s", fakes.JSON(got), fakes.JSON(c.want))
 			}
 		})
 	}
@@ -245,7 +237,7 @@ func TestAccessIndex(t *testing.T) {
 		{Kind: FindingUnindexed, ExecutionID: "e4", Field: FieldExecutedBy, ExecutionValue: s("bob@contoso.example")},
 	}}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("result\n got %s\nwant %s", jsonText(got), jsonText(want))
+		t.Errorf("result\n got %s\nwant %s", fakes.JSON(got), fakes.JSON(want))
 	}
 	if len(a.execs) != 6 {
 		t.Errorf("%d execution records, want 6 (the second e1 is not kept)", len(a.execs))
@@ -254,7 +246,7 @@ func TestAccessIndex(t *testing.T) {
 	off := newAccessIndex(false)
 	feed(off, rows, all)
 	if r := off.result(); r.Checked || r.Dangling+r.Stale+r.Unindexed != 0 || len(r.Findings) != 0 || len(off.execs) != 0 {
-		t.Errorf("not checked: %s", jsonText(r))
+		t.Errorf("not checked: %s", fakes.JSON(r))
 	}
 }
 
@@ -348,23 +340,23 @@ func TestAccessPatternsRun(t *testing.T) {
 		indexRow("userexec:alice@contoso.example:e2"),
 		indexRow("status:Success:e8"),
 	}
+	for i := range entities {
+		entities[i].Timestamp = accessNow.Add(-time.Hour) // as stored: the migrated doc records it
+	}
 	opts := transform.Options{Now: accessNow}
 	var docs [][]byte
 	for _, row := range entities {
 		docs = append(docs, transform.Transform(row, transform.BlobFacts{}, opts.WithDefaults()).DocJSON)
 	}
-	v := &Verifier{
-		Rows:  memRows{transform.TableEntities: entities, transform.TableRelationships: relationships},
-		Docs:  memDocs{transform.ContainerExecutions: docs},
-		Blobs: memBlobs{},
-	}
+	v := inMemory(map[string][]transform.Row{transform.TableEntities: entities, transform.TableRelationships: relationships},
+		map[string][][]byte{transform.ContainerExecutions: docs})
 	r, err := v.Run(context.Background(), Options{Transform: opts, Tables: []string{transform.TableEntities, transform.TableRelationships}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ap := r.AccessPatterns
 	if !r.OK || !ap.Checked || ap.Dangling != 1 || ap.Stale != 1 || ap.Unindexed != 1 || r.Warnings[transform.ReasonDanglingIndex] != 1 {
-		t.Errorf("ok %v, access patterns %s, warnings %v", r.OK, jsonText(ap), r.Warnings)
+		t.Errorf("ok %v, access patterns %s, warnings %v", r.OK, fakes.JSON(ap), r.Warnings)
 	}
 	var kinds []string
 	for _, f := range ap.Findings {
@@ -378,6 +370,6 @@ func TestAccessPatternsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.AccessPatterns.Checked || len(r.AccessPatterns.Findings) != 0 {
-		t.Errorf("without Relationships: %s", jsonText(r.AccessPatterns))
+		t.Errorf("without Relationships: %s", fakes.JSON(r.AccessPatterns))
 	}
 }

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -205,48 +204,22 @@ func TestJoinNotJudged(t *testing.T) {
 	}
 }
 
-// memRows, memDocs and memBlobs are the services in memory, for a whole
-// Run without emulators.
-type memRows map[string][]transform.Row
-
-func (m memRows) ReadPage(_ context.Context, table string, q store.Query, _ store.Cursor) (store.Page, error) {
-	rows, ok := m[table]
-	if !ok {
-		return store.Page{}, fmt.Errorf("table %s does not exist", table)
+// inMemory returns a Verifier of the services in memory (internal/fakes):
+// tables holding rows (by table; no other table exists), docs (by
+// container) and no blobs, for a whole Run without emulators.
+func inMemory(rows map[string][]transform.Row, docs map[string][][]byte) *Verifier {
+	tables := fakes.NewTables()
+	for table, rs := range rows {
+		tables.Add(table, rs...)
 	}
-	var page store.Page
-	for _, r := range rows {
-		if q.Match(r.PartitionKey, r.RowKey, r.Timestamp) {
-			page.Rows = append(page.Rows, r)
+	db := fakes.NewDocs()
+	for container, ds := range docs {
+		for _, d := range ds {
+			db.Put(container, d)
 		}
 	}
-	return page, nil
+	return &Verifier{Rows: tables, Docs: db.Reader(), Blobs: fakes.NewBlobs()}
 }
-
-type memDocs map[string][][]byte // container → docs
-
-func (m memDocs) QueryAll(_ context.Context, container, _ string, _ []store.QueryParam, _ int, fn func([]byte) error) error {
-	for _, d := range m[container] {
-		if err := fn(d); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (m memDocs) Read(_ context.Context, container, scope, id string) ([]byte, bool, error) {
-	for _, d := range m[container] {
-		var probe struct{ Scope, ID string }
-		if err := json.Unmarshal(d, &probe); err == nil && probe.Scope == scope && probe.ID == id {
-			return d, true, nil
-		}
-	}
-	return nil, false, nil
-}
-
-type memBlobs struct{}
-
-func (memBlobs) List(context.Context, func(string, int64) error) error { return nil }
 
 // A whole Run in memory: the report's elapsed time comes from the
 // injected clock, and a doc the application changed is found with its
@@ -259,14 +232,10 @@ func TestRunWithAnInjectedClock(t *testing.T) {
 	o := transform.Transform(row, transform.BlobFacts{}, topts.WithDefaults())
 	changed := bytes.Replace(o.DocJSON, []byte(`"admins"`), []byte(`"owners"`), 1)
 	clock := now
-	v := &Verifier{
-		Rows:  memRows{transform.TableEntities: {row}},
-		Docs:  memDocs{transform.ContainerEntities: {changed}},
-		Blobs: memBlobs{},
-		Now: func() time.Time {
-			clock = clock.Add(2 * time.Second)
-			return clock
-		},
+	v := inMemory(map[string][]transform.Row{transform.TableEntities: {row}}, map[string][][]byte{transform.ContainerEntities: {changed}})
+	v.Now = func() time.Time {
+		clock = clock.Add(2 * time.Second)
+		return clock
 	}
 	r, err := v.Run(context.Background(), Options{Transform: topts, Tables: []string{transform.TableEntities}})
 	if err != nil {
