@@ -180,7 +180,9 @@ func (b *bench) binRunEnv(env map[string]string, bin string, args ...string) (mi
 
 // binExec runs the binary bin with env added to the test's environment,
 // fails the test unless it exits 0, keeps its output in b.stdout and
-// returns its wall-clock time, peak RSS in bytes and CPU time.
+// returns its wall-clock time, peak RSS in bytes and CPU time. With
+// BIFROST_BENCH_STDERR=F, each run's stderr is kept in F.<nanoseconds>
+// (e.g. the garbage collector's trace, with GODEBUG=gctrace=1).
 func (b *bench) binExec(env map[string]string, bin string, args ...string) (time.Duration, int64, time.Duration) {
 	b.t.Helper()
 	const gnuTime = "/usr/bin/time"

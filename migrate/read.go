@@ -26,7 +26,7 @@ type tableRead struct {
 
 // scanBuffer is the pages a started scan keeps ready beside what
 // store.ScanRanges itself reads ahead.
-const scanBuffer = store.RangesAtOnce * store.PagesAhead
+const scanBuffer = 1
 
 // startReads starts the scans of a command in order (SPEC §14, Latency):
 // each one is read in key ranges at once (store.ScanRanges, split by

@@ -400,6 +400,7 @@ func (r *runner) process(ctx context.Context, table string, ts *TableState, rd *
 	err := p.run(ctx, readSource(rd, r.log, func(row transform.Row) item {
 		it := item{row: row, out: r.decide(row)}
 		r.planRow(&it)
+		it.lighten()
 		return it
 	}))
 	if err == nil && !ts.Done {
@@ -426,8 +427,23 @@ func (r *runner) write(ctx context.Context, table string, it *item) error {
 	}
 	it.ru = res.RequestCharge
 	// The bytes are no longer needed; the page may wait for others.
-	o.DocJSON, o.Doc, o.Uploads = nil, nil, nil
+	o.DocJSON, o.Uploads, it.row.Props = nil, nil, nil
 	return nil
+}
+
+// lighten drops what an item decided will no longer need while its page
+// waits to be committed (SPEC §14, Latency: the pages in flight bound the
+// memory): the doc's tree once its JSON is made, and the row's
+// properties unless a write or a dead letter still needs them (the
+// index rows, four in five, are dropped). Its keys stay for the
+// checkpoint.
+func (it *item) lighten() {
+	it.out.Doc = nil
+	switch it.out.Disposition {
+	case transform.DispositionDoc, transform.DispositionDeadLetter:
+	default:
+		it.row.Props = nil
+	}
 }
 
 // checkpoint records a page whose writes are all acknowledged: its dead

@@ -32,7 +32,7 @@ func Scan(ctx context.Context, r PageReader, prefix, table string, q Query, from
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		readRange(ctx, r, prefix, table, q, from, pages)
+		readRange(ctx, r, prefix, table, q, from, alone(), 0, pages)
 	}()
 	defer func() {
 		cancel()
@@ -77,7 +77,7 @@ func Lookup(ctx context.Context, r PageReader, prefix, table string, key Key, se
 }
 
 // Read-ahead of ScanRanges: how many ranges it reads at once, and how many
-// pages each may read ahead of the caller.
+// pages, in all, the ranges after the one being delivered may hold.
 const (
 	RangesAtOnce = 4
 	PagesAhead   = 2
@@ -85,9 +85,11 @@ const (
 
 // ScanRanges is Scan of the rows of table that q selects, split at splits
 // (keys in ascending order) into key ranges that are read at the same
-// time — RangesAtOnce of them, each up to PagesAhead pages ahead of fn, the
-// next ones starting as earlier ones are read — so that a source far away
-// is read as fast as several requests in flight allow (SPEC §14, Latency).
+// time — RangesAtOnce of them, the next ones starting as earlier ones are
+// read — so that a source far away is read as fast as several requests in
+// flight allow (SPEC §14, Latency). Memory stays bounded whatever the
+// number of ranges: the range being delivered reads one page ahead of fn,
+// and the ranges after it hold at most PagesAhead pages between them.
 // fn still gets the pages one at a time, in key order, so a caller that
 // checkpoints after each page stays exact. Empty pages are not passed on,
 // except the last one. A page's Next says only whether more pages follow
@@ -99,9 +101,14 @@ func ScanRanges(ctx context.Context, r PageReader, prefix, table string, q Query
 	ranges := keyRanges(q, splits)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	a := &ahead{tokens: make(chan struct{}, PagesAhead), head: make([]chan struct{}, len(ranges))}
 	reads := make([]chan scanned, len(ranges))
 	for i := range reads {
-		reads[i] = make(chan scanned, PagesAhead)
+		reads[i] = make(chan scanned)
+		a.head[i] = make(chan struct{})
+	}
+	if len(ranges) > 0 {
+		close(a.head[0])
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -116,30 +123,71 @@ func ScanRanges(ctx context.Context, r PageReader, prefix, table string, q Query
 			}
 			wg.Go(func() {
 				defer func() { <-slots }()
-				readRange(ctx, r, prefix, table, rq, Cursor{}, reads[i])
+				readRange(ctx, r, prefix, table, rq, Cursor{}, a, i, reads[i])
 			})
 		}
 	})
-	return deliver(ctx, table, ranges, reads, fn)
+	return deliver(ctx, table, ranges, reads, a, fn)
 }
 
-// scanned is one page a range reader read, or its error.
+// ahead is the read-ahead budget of a ScanRanges: a range takes a token
+// for each page it reads before its turn, and deliver gives it back when
+// it takes the page; head[i] is closed when range i's turn comes, from
+// which it reads without tokens.
+type ahead struct {
+	tokens chan struct{}
+	head   []chan struct{}
+}
+
+// take waits until range i may read a page: a token, or its turn. It
+// returns whether it took a token, or ctx's error.
+func (a *ahead) take(ctx context.Context, i int) (bool, error) {
+	select {
+	case <-a.head[i]:
+		return false, nil
+	default:
+	}
+	select {
+	case <-a.head[i]:
+		return false, nil
+	case a.tokens <- struct{}{}:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// scanned is one page a range reader read, or its error; token says
+// whether it holds a read-ahead token.
 type scanned struct {
-	page Page
-	err  error
+	page  Page
+	err   error
+	token bool
 }
 
-// readRange reads the range rq from `from` to its end into out, then
-// closes it.
-func readRange(ctx context.Context, r PageReader, prefix, table string, rq Query, from Cursor, out chan<- scanned) {
+// alone is the read-ahead of a scan of one range: its turn from the
+// start.
+func alone() *ahead {
+	a := &ahead{head: []chan struct{}{make(chan struct{})}}
+	close(a.head[0])
+	return a
+}
+
+// readRange reads the range rq (the i-th of a) from `from` to its end into
+// out, then closes it.
+func readRange(ctx context.Context, r PageReader, prefix, table string, rq Query, from Cursor, a *ahead, i int, out chan<- scanned) {
 	defer close(out)
 	for {
+		token, err := a.take(ctx, i)
+		if err != nil {
+			return
+		}
 		p, err := r.ReadPage(ctx, prefix+table, rq, from)
 		if err != nil {
 			err = fmt.Errorf("read %s: %w", table, err)
 		}
 		select {
-		case out <- scanned{p, err}:
+		case out <- scanned{p, err, token}:
 		case <-ctx.Done():
 			return
 		}
@@ -153,8 +201,11 @@ func readRange(ctx context.Context, r PageReader, prefix, table string, rq Query
 // deliver passes the pages of the ranges to fn in order (see ScanRanges).
 // It stops when ctx ends: a range whose reader never started (the scan
 // was cancelled first) is never closed.
-func deliver(ctx context.Context, table string, ranges []Query, reads []chan scanned, fn func(Page) error) error {
+func deliver(ctx context.Context, table string, ranges []Query, reads []chan scanned, a *ahead, fn func(Page) error) error {
 	for i := range ranges {
+		if i > 0 {
+			close(a.head[i])
+		}
 		for {
 			var res scanned
 			var more bool
@@ -165,6 +216,9 @@ func deliver(ctx context.Context, table string, ranges []Query, reads []chan sca
 			}
 			if !more {
 				break
+			}
+			if res.token {
+				<-a.tokens
 			}
 			if res.err != nil {
 				return res.err

@@ -25,6 +25,7 @@ type memTable struct {
 
 	mu           sync.Mutex
 	active, most int
+	read         int // pages read
 }
 
 func (m *memTable) ReadPage(ctx context.Context, table string, q Query, from Cursor) (Page, error) {
@@ -63,6 +64,9 @@ func (m *memTable) ReadPage(ctx context.Context, table string, q Query, from Cur
 	if end < len(sel) {
 		p.Next = Cursor{NextPartitionKey: sel[end].PartitionKey, NextRowKey: sel[end].RowKey}
 	}
+	m.mu.Lock()
+	m.read++
+	m.mu.Unlock()
 	return p, nil
 }
 
@@ -214,5 +218,33 @@ func TestQueryMatch(t *testing.T) {
 		if got := tc.q.Match(tc.pk, tc.rk, at); got != tc.want {
 			t.Errorf("%+v on %s/%s: %v, want %v", tc.q, tc.pk, tc.rk, got, tc.want)
 		}
+	}
+}
+
+// TestScanRangesBoundsReadAhead: however many ranges and however slow the
+// caller, the pages read and not yet passed on are at most the one the
+// range being delivered holds and PagesAhead of the ranges after it.
+func TestScanRangesBoundsReadAhead(t *testing.T) {
+	m := &memTable{rows: memRows(2000), pageSize: 37}
+	// Every range holds rows, so that no page read is empty (empty pages
+	// are not passed on).
+	splits := []Key{{PartitionKey: "1"}, {PartitionKey: "4"}, {PartitionKey: "S"}, {PartitionKey: "a"}, {PartitionKey: "d"}, {PartitionKey: "o"}}
+	delivered, most := 0, 0
+	err := ScanRanges(context.Background(), m, "", "T", Query{}, splits, func(p Page) error {
+		delivered++
+		time.Sleep(3 * time.Millisecond) // a slow caller: the readers run ahead as far as they may
+		m.mu.Lock()
+		most = max(most, m.read-delivered)
+		m.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most > PagesAhead+1 {
+		t.Errorf("%d pages read ahead of the caller at most, want ≤ %d", most, PagesAhead+1)
+	}
+	if most < 2 {
+		t.Errorf("%d pages read ahead of the caller at most: the ranges after the first did not read ahead", most)
 	}
 }
