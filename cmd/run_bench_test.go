@@ -182,7 +182,8 @@ func (b *bench) binRunEnv(env map[string]string, bin string, args ...string) (mi
 // fails the test unless it exits 0, keeps its output in b.stdout and
 // returns its wall-clock time, peak RSS in bytes and CPU time. With
 // BIFROST_BENCH_STDERR=F, each run's stderr is kept in F.<nanoseconds>
-// (e.g. the garbage collector's trace, with GODEBUG=gctrace=1).
+// (e.g. the garbage collector's trace, with GODEBUG=gctrace=1) and its
+// stdout in F.out.<nanoseconds>.
 func (b *bench) binExec(env map[string]string, bin string, args ...string) (time.Duration, int64, time.Duration) {
 	b.t.Helper()
 	const gnuTime = "/usr/bin/time"
@@ -205,6 +206,7 @@ func (b *bench) binExec(env map[string]string, bin string, args ...string) (time
 	}
 	if f := os.Getenv("BIFROST_BENCH_STDERR"); f != "" {
 		_ = os.WriteFile(fmt.Sprintf("%s.%d", f, time.Now().UnixNano()), errOut.Bytes(), 0o644)
+		_ = os.WriteFile(fmt.Sprintf("%s.out.%d", f, time.Now().UnixNano()), out.Bytes(), 0o644)
 	}
 	kb, err := os.ReadFile(rssFile)
 	if err != nil {

@@ -29,7 +29,7 @@ import (
 // pagesInFlight bounds the batches read but not yet committed: with the
 // batch being read ahead, at most pagesInFlight+2 batches are in memory,
 // whatever the source's size.
-const pagesInFlight = 4
+const pagesInFlight = 2
 
 // batch is one page of items on its way through a pipeline.
 type batch[T any] struct {

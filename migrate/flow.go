@@ -21,7 +21,7 @@ const (
 	// flowHeadroom multiplies the items in flight Little's law asks for:
 	// the budget, not the window, must be what holds the writes back, and
 	// the adaptive pacer only raises its rate once it is used.
-	flowHeadroom = 2
+	flowHeadroom = 1.5
 	// flowStart is the window before anything was measured.
 	flowStart = 32
 	// flowMin is the smallest window.
