@@ -43,8 +43,9 @@ import (
 //     answer, "N" with the quotes; "*" means from now on), or, without
 //     one, every doc, or with If-Modified-Since those whose _ts is at or
 //     after that time (both headers: both conditions). At most
-//     x-ms-max-item-count docs (absent or ≤ 0: no limit) go in one
-//     answer, {"Documents":[…],"_count":n} (each doc with its "_lsn",
+//     x-ms-max-item-count docs (absent or ≤ 0: no limit), and no more
+//     than PageBytes of them (the service's limit on the size of a
+//     response; at least one doc), go in one answer, {"Documents":[…],"_count":n} (each doc with its "_lsn",
 //     its sequence number, as the service adds one), whose etag header
 //     is the continuation: the number of the last doc sent when the page is
 //     full, else the newest number so far. Nothing to send is 304 Not
@@ -69,7 +70,15 @@ type ChangeFeed struct {
 	// Ranges is the number of partition key ranges every container
 	// announces (0 means 1; at most 64).
 	Ranges int
+	// PageBytes bounds the docs of one answer, as the service bounds a
+	// response (0 means 4 MiB, the service's limit).
+	PageBytes int
 }
+
+// feedPageBytes is the service's limit on the size of a response: a
+// change-feed page holds at most that many bytes of docs, whatever
+// x-ms-max-item-count asks for.
+const feedPageBytes = 4 << 20
 
 // maxFeedRanges bounds ChangeFeed.Ranges so that every boundary is a
 // distinct two-digit hex string.
@@ -313,25 +322,16 @@ func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
 	// stand-in scan it) for every page. What changed meanwhile comes once
 	// the pages the log holds are read, as in the service, where a feed
 	// read sends what it has.
-	if !q.hasFrom || q.maxItems <= 0 || l.after(q.rng, q.fromSeq) < q.maxItems {
+	sel, more := l.page(q, p.feedPageBytes())
+	if full := more || (q.maxItems > 0 && len(sel) == q.maxItems); !q.hasFrom || !full {
 		upstream, err := p.observe(r, l)
 		if err != nil || upstream != nil {
 			return upstream, err
 		}
+		sel, more = l.page(q, p.feedPageBytes())
 	}
-	var sel []*feedEntry
-	if !q.fromNow {
-		for _, e := range l.docs {
-			if e.rng != q.rng || (q.hasFrom && e.seq <= q.fromSeq) || (!q.since.IsZero() && e.ts < q.since.Unix()) {
-				continue
-			}
-			sel = append(sel, e)
-		}
-	}
-	slices.SortFunc(sel, func(a, b *feedEntry) int { return cmp.Compare(a.seq, b.seq) })
 	next := l.seq
-	if q.maxItems > 0 && len(sel) > q.maxItems {
-		sel = sel[:q.maxItems]
+	if more {
 		next = sel[len(sel)-1].seq
 	}
 	h := http.Header{}
@@ -354,16 +354,35 @@ func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
 	return madeAnswer(http.StatusOK, h, body), nil
 }
 
-// after counts the docs of range rng logged after seq (the caller holds
-// l.mu).
-func (l *feedLog) after(rng int, seq uint64) int {
-	n := 0
-	for _, e := range l.docs {
-		if e.rng == rng && e.seq > seq {
-			n++
-		}
+// page selects, in sequence order, the docs of the answer to q from the
+// log: at most q.maxItems (≤ 0: no limit) and at most pageBytes of
+// bodies, at least one. more says that more docs follow them (the caller
+// holds l.mu).
+func (l *feedLog) page(q feedRequest, pageBytes int) (sel []*feedEntry, more bool) {
+	if q.fromNow {
+		return nil, false
 	}
-	return n
+	for _, e := range l.docs {
+		if e.rng != q.rng || (q.hasFrom && e.seq <= q.fromSeq) || (!q.since.IsZero() && e.ts < q.since.Unix()) {
+			continue
+		}
+		sel = append(sel, e)
+	}
+	slices.SortFunc(sel, func(a, b *feedEntry) int { return cmp.Compare(a.seq, b.seq) })
+	n, size := 0, 0
+	for n < len(sel) && (q.maxItems <= 0 || n < q.maxItems) && (n == 0 || size+len(sel[n].body) <= pageBytes) {
+		size += len(sel[n].body)
+		n++
+	}
+	return sel[:n], n < len(sel)
+}
+
+// feedPageBytes is ChangeFeed.PageBytes, or the service's limit.
+func (p *Proxy) feedPageBytes() int {
+	if p.cfg.ChangeFeed.PageBytes > 0 {
+		return p.cfg.ChangeFeed.PageBytes
+	}
+	return feedPageBytes
 }
 
 // observe reads every doc of the container from the upstream and records

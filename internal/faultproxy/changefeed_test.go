@@ -510,3 +510,43 @@ func TestFeedPagesFromTheLog(t *testing.T) {
 		t.Errorf("upstream requests before each request: %v; want the first to read it, the next four not", reads)
 	}
 }
+
+// A page holds no more than PageBytes of docs (the service's limit on a
+// response), at least one, whatever x-ms-max-item-count asks (here
+// nothing: no limit on the count); a client paging through them is
+// answered from the log, without reading the whole container again for
+// every page.
+func TestFeedPagesAreBoundedInBytes(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{PageBytes: 1}})
+	for i := range 5 {
+		u.put(fmt.Sprintf("d%d", i), 100)
+	}
+	var pages []int
+	var got []string
+	var reads []int // upstream requests before each page
+	etag := ""
+	for range 10 {
+		hdr := map[string]string{}
+		if etag != "" {
+			hdr["If-None-Match"] = etag
+		}
+		reads = append(reads, p.Forwarded())
+		a := readFeed(t, p, "0", hdr)
+		etag = a.etag
+		if a.status == http.StatusNotModified {
+			break
+		}
+		pages = append(pages, len(a.ids))
+		got = append(got, a.ids...)
+	}
+	if fmt.Sprint(pages) != "[1 1 1 1 1]" || fmt.Sprint(got) != "[d0 d1 d2 d3 d4]" {
+		t.Errorf("pages %v with %v; want [1 1 1 1 1] with d0 to d4", pages, got)
+	}
+	// The first request reads the upstream; the next three pages come
+	// from the log; the last doc (the log holds no full page after it)
+	// and the 304 read it again.
+	if len(reads) != 6 || reads[1] == reads[0] || reads[1] != reads[4] || reads[5] == reads[4] {
+		t.Errorf("upstream requests before each request: %v; want the first to read it, the next three not, the fifth to", reads)
+	}
+}
