@@ -45,8 +45,8 @@ import (
 // rss runs one part. BIFROST_BENCH_ONLY=compare with BIFROST_BENCH_BASE set
 // to a binary built from another commit runs that binary and this build
 // alternately on the same data, BIFROST_BENCH_ROUNDS times (default 3)
-// each for run and run --dry-run, to compare two versions on one machine
-// in one session.
+// each for run and run --dry-run (rates, CPU per row, peak RSS), to
+// compare two versions on one machine in one session.
 func TestRunBenchmark(t *testing.T) {
 	if os.Getenv("BIFROST_BENCH") != "1" {
 		t.Skip("benchmark: set BIFROST_BENCH=1 (see README.md, Performance)")
@@ -471,7 +471,7 @@ func (b *bench) rawListAt(ctx context.Context, endpoint, table string) int {
 func (b *bench) compare(n int, base string, rounds int) {
 	prefix, blobs, _ := b.load(n)
 	bins := map[string]string{"this": b.bin, "base": base}
-	rates, cpus := map[string][]float64{}, map[string][]float64{}
+	rates, cpus, rsss := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	for i := range rounds {
 		order := []string{"this", "base"}
 		if i%2 == 1 {
@@ -487,7 +487,7 @@ func (b *bench) compare(n int, base string, rounds int) {
 				if mode == "dry-run" {
 					args = append(args, "--dry-run")
 				}
-				s, wall, _, cpu := b.binRunWith(bins[which], args...)
+				s, wall, rss, cpu := b.binRunWith(bins[which], args...)
 				if mode == "run" {
 					b.dropDatabase(db)
 				}
@@ -498,7 +498,8 @@ func (b *bench) compare(n int, base string, rounds int) {
 				perRow := cpu.Seconds() * 1e6 / float64(rowsOf(s))
 				rates[which+" "+mode] = append(rates[which+" "+mode], rate)
 				cpus[which+" "+mode] = append(cpus[which+" "+mode], perRow)
-				b.logf("COMPARE round %d: %s %s: %.1fs wall = %.0f %s; CPU %.1fs = %.1f µs per row", i+1, which, mode, wall.Seconds(), rate, unit, cpu.Seconds(), perRow)
+				rsss[which+" "+mode] = append(rsss[which+" "+mode], float64(rss)/1e6)
+				b.logf("COMPARE round %d: %s %s: %.1fs wall = %.0f %s; CPU %.1fs = %.1f µs per row; peak RSS %.1f MB", i+1, which, mode, wall.Seconds(), rate, unit, cpu.Seconds(), perRow, float64(rss)/1e6)
 			}
 		}
 	}
@@ -516,6 +517,9 @@ func (b *bench) compare(n int, base string, rounds int) {
 		thisCPU, oldCPU := cpus["this "+mode], cpus["base "+mode]
 		b.logf("COMPARE %s CPU per row: this build %.1f µs (%s), base %.1f µs (%s): ratio %.3f", mode,
 			mean(thisCPU), fmtList(thisCPU, 1), mean(oldCPU), fmtList(oldCPU, 1), mean(thisCPU)/mean(oldCPU))
+		thisRSS, oldRSS := rsss["this "+mode], rsss["base "+mode]
+		b.logf("COMPARE %s peak RSS: this build %.1f MB (%s), base %.1f MB (%s): ratio %.3f", mode,
+			mean(thisRSS), fmtList(thisRSS, 1), mean(oldRSS), fmtList(oldRSS, 1), mean(thisRSS)/mean(oldRSS))
 	}
 }
 
