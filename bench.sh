@@ -12,7 +12,7 @@
 #     and peak RSS (README.md, Performance).
 #
 # Extra arguments go to `go test` (e.g. ./bench.sh -run TestLatencyBenchmark).
-# Takes about 15 minutes on a 2-core machine.
+# Takes about 25 minutes on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/emulators.sh
