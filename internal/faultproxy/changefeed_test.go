@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -344,15 +345,31 @@ func TestFeedPagesByMaxItemCount(t *testing.T) {
 	for i := range 5 {
 		u.put(fmt.Sprintf("d%d", i), 100)
 	}
-	var got []string
-	etag := ""
-	var pages []int
-	for range 10 {
-		hdr := map[string]string{"x-ms-max-item-count": "2"}
-		if etag != "" {
-			hdr["If-None-Match"] = etag
+	pages, _ := readPages(t, p, map[string]string{"x-ms-max-item-count": "2"}, func(page int) {
+		if page == 0 {
+			u.put("d0", 200) // changed after it was sent: comes again, last
 		}
-		a := readFeed(t, p, "0", hdr)
+	})
+	if sizes, got := pageSizes(pages); fmt.Sprint(sizes) != "[2 2 2]" || fmt.Sprint(got) != "[d0 d1 d2 d3 d4 d0]" {
+		t.Errorf("pages %v with %v; want [2 2 2] with [d0 d1 d2 d3 d4 d0]", sizes, got)
+	}
+}
+
+// readPages reads range 0 of the feed page after page, hdr on every
+// request and each answer's etag as the next If-None-Match, until a 304
+// (at most 10 requests), calling after(i) after page i when after is not
+// nil. It returns the ids of each page, and the upstream requests the
+// proxy had made before each request (the 304's included).
+func readPages(t *testing.T, p *faultproxy.Proxy, hdr map[string]string, after func(page int)) (pages [][]string, reads []int) {
+	t.Helper()
+	etag := ""
+	for range 10 {
+		h := maps.Clone(hdr)
+		if etag != "" {
+			h["If-None-Match"] = etag
+		}
+		reads = append(reads, p.Forwarded())
+		a := readFeed(t, p, "0", h)
 		if a.etag == "" {
 			t.Fatal("no etag")
 		}
@@ -360,15 +377,22 @@ func TestFeedPagesByMaxItemCount(t *testing.T) {
 		if a.status == http.StatusNotModified {
 			break
 		}
-		pages = append(pages, len(a.ids))
-		got = append(got, a.ids...)
-		if len(pages) == 1 {
-			u.put("d0", 200) // changed after it was sent: comes again, last
+		pages = append(pages, a.ids)
+		if after != nil {
+			after(len(pages) - 1)
 		}
 	}
-	if fmt.Sprint(pages) != "[2 2 2]" || fmt.Sprint(got) != "[d0 d1 d2 d3 d4 d0]" {
-		t.Errorf("pages %v with %v; want [2 2 2] with [d0 d1 d2 d3 d4 d0]", pages, got)
+	return pages, reads
+}
+
+// pageSizes returns the number of docs of each page, and their ids in
+// order.
+func pageSizes(pages [][]string) (sizes []int, ids []string) {
+	for _, p := range pages {
+		sizes = append(sizes, len(p))
+		ids = append(ids, p...)
 	}
+	return sizes, ids
 }
 
 // Several ranges: each doc is in exactly one, each range has its own
@@ -485,23 +509,8 @@ func TestFeedPagesFromTheLog(t *testing.T) {
 	for i := range 10 {
 		u.put(fmt.Sprintf("d%d", i), 100)
 	}
-	var got []string
-	etag := ""
-	var reads []int // upstream requests before each page
-	for range 10 {
-		hdr := map[string]string{"x-ms-max-item-count": "2"}
-		if etag != "" {
-			hdr["If-None-Match"] = etag
-		}
-		reads = append(reads, p.Forwarded())
-		a := readFeed(t, p, "0", hdr)
-		etag = a.etag
-		if a.status == http.StatusNotModified {
-			break
-		}
-		got = append(got, a.ids...)
-	}
-	if fmt.Sprint(got) != "[d0 d1 d2 d3 d4 d5 d6 d7 d8 d9]" {
+	pages, reads := readPages(t, p, map[string]string{"x-ms-max-item-count": "2"}, nil)
+	if _, got := pageSizes(pages); fmt.Sprint(got) != "[d0 d1 d2 d3 d4 d5 d6 d7 d8 d9]" {
 		t.Errorf("docs %v, want d0 to d9", got)
 	}
 	// reads[i] is counted before request i: the first reads the
@@ -522,26 +531,9 @@ func TestFeedPagesAreBoundedInBytes(t *testing.T) {
 	for i := range 5 {
 		u.put(fmt.Sprintf("d%d", i), 100)
 	}
-	var pages []int
-	var got []string
-	var reads []int // upstream requests before each page
-	etag := ""
-	for range 10 {
-		hdr := map[string]string{}
-		if etag != "" {
-			hdr["If-None-Match"] = etag
-		}
-		reads = append(reads, p.Forwarded())
-		a := readFeed(t, p, "0", hdr)
-		etag = a.etag
-		if a.status == http.StatusNotModified {
-			break
-		}
-		pages = append(pages, len(a.ids))
-		got = append(got, a.ids...)
-	}
-	if fmt.Sprint(pages) != "[1 1 1 1 1]" || fmt.Sprint(got) != "[d0 d1 d2 d3 d4]" {
-		t.Errorf("pages %v with %v; want [1 1 1 1 1] with d0 to d4", pages, got)
+	pages, reads := readPages(t, p, map[string]string{}, nil)
+	if sizes, got := pageSizes(pages); fmt.Sprint(sizes) != "[1 1 1 1 1]" || fmt.Sprint(got) != "[d0 d1 d2 d3 d4]" {
+		t.Errorf("pages %v with %v; want [1 1 1 1 1] with d0 to d4", sizes, got)
 	}
 	// The first request reads the upstream; the next three pages come
 	// from the log; the last doc (the log holds no full page after it)
