@@ -195,14 +195,7 @@ func TestValidateRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validContainer()
 			tc.change(&c)
-			err := Layout{Containers: []Container{c}}.Validate()
-			ve, ok := err.(*ValidationError)
-			if !ok {
-				t.Fatalf("Validate() = %v, want a *ValidationError", err)
-			}
-			if !slices.Equal(ve.Problems, []string{tc.want}) {
-				t.Errorf("problems:\n%q\nwant\n%q", ve.Problems, tc.want)
-			}
+			err := wantOneProblem(t, c, tc.want)
 			if got, want := err.Error(), "invalid container definitions:\n  "+tc.want; got != want {
 				t.Errorf("Error() = %q, want %q", got, want)
 			}
@@ -256,16 +249,24 @@ func TestValidateRefusesIndexPathsTheServiceRefuses(t *testing.T) {
 			} else {
 				c.IndexingPolicy.ExcludedPaths = append(c.IndexingPolicy.ExcludedPaths, Path{tc.path})
 			}
-			err := Layout{Containers: []Container{c}}.Validate()
-			ve, ok := err.(*ValidationError)
-			if !ok {
-				t.Fatalf("Validate() = %v, want a *ValidationError", err)
-			}
-			if !slices.Equal(ve.Problems, []string{tc.want}) {
-				t.Errorf("problems:\n%q\nwant\n%q", ve.Problems, tc.want)
-			}
+			wantOneProblem(t, c, tc.want)
 		})
 	}
+}
+
+// wantOneProblem checks that a layout of the one container c fails
+// validation with exactly the problem want, and returns the error.
+func wantOneProblem(t *testing.T, c Container, want string) error {
+	t.Helper()
+	err := Layout{Containers: []Container{c}}.Validate()
+	ve, ok := err.(*ValidationError)
+	if !ok {
+		t.Fatalf("Validate() = %v, want a *ValidationError", err)
+	}
+	if !slices.Equal(ve.Problems, []string{want}) {
+		t.Errorf("problems:\n%q\nwant\n%q", ve.Problems, want)
+	}
+	return err
 }
 
 // TestValidateAcceptsIndexPathsTheServiceAccepts: the forms of Cosmos DB's

@@ -111,13 +111,18 @@ func copyRow(row transform.Row, sel []string) transform.Row {
 func (f *Tables) CreateTable(ctx context.Context, table string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.create(table)
+	return nil
+}
+
+// create creates table unless it exists (the caller holds mu).
+func (f *Tables) create(table string) {
 	if f.tables == nil {
 		f.tables = map[string][]transform.Row{}
 	}
 	if _, ok := f.tables[table]; !ok {
 		f.tables[table] = []transform.Row{}
 	}
-	return nil
 }
 
 // DeleteTable deletes table; a missing table is not an error.
@@ -144,12 +149,7 @@ func (f *Tables) Exists(ctx context.Context, table string) (bool, error) {
 func (f *Tables) Add(table string, rows ...transform.Row) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.tables == nil {
-		f.tables = map[string][]transform.Row{}
-	}
-	if _, ok := f.tables[table]; !ok {
-		f.tables[table] = []transform.Row{}
-	}
+	f.create(table)
 	for _, r := range rows {
 		r = copyRow(r, nil)
 		if r.Timestamp.IsZero() {
