@@ -121,7 +121,7 @@ type feedEntry struct {
 	seq  uint64
 	ts   int64
 	rng  int
-	body json.RawMessage
+	body []byte
 }
 
 // feed returns the log of the container at path (…/docs).
@@ -291,19 +291,19 @@ func (p *Proxy) parseFeedRequest(r *http.Request) (feedRequest, *http.Response) 
 	return q, nil
 }
 
-// withLSN returns a doc's JSON with "_lsn": seq added, as the service's
-// change feed sends each doc with its log sequence number (a property
-// that a point read or a query of the doc does not have).
-func withLSN(doc []byte, seq uint64) json.RawMessage {
+// appendWithLSN appends a doc's JSON to dst with "_lsn": seq added, as
+// the service's change feed sends each doc with its log sequence number
+// (a property that a point read or a query of the doc does not have).
+func appendWithLSN(dst, doc []byte, seq uint64) []byte {
 	d := bytes.TrimRight(doc, " \t\r\n")
 	if len(d) < 2 || d[len(d)-1] != '}' {
-		return doc
+		return append(dst, doc...)
 	}
-	out := append([]byte(nil), d[:len(d)-1]...)
-	if len(bytes.TrimSpace(out)) > 1 {
-		out = append(out, ',')
+	dst = append(dst, d[:len(d)-1]...)
+	if len(bytes.TrimSpace(d[:len(d)-1])) > 1 {
+		dst = append(dst, ',')
 	}
-	return append(fmt.Appendf(out, `"_lsn":%d`, seq), '}')
+	return append(fmt.Appendf(dst, `"_lsn":%d`, seq), '}')
 }
 
 // changeFeed answers a change-feed read of the container whose docs are at
@@ -339,18 +339,8 @@ func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
 	if len(sel) == 0 {
 		return madeAnswer(http.StatusNotModified, h, nil), nil
 	}
-	docs := make([]json.RawMessage, len(sel))
-	for i, e := range sel {
-		docs[i] = withLSN(e.body, e.seq)
-	}
-	body, err := json.Marshal(struct {
-		Documents []json.RawMessage `json:"Documents"`
-		Count     int               `json:"_count"`
-	}{docs, len(docs)})
-	if err != nil {
-		return nil, err
-	}
-	h.Set("x-ms-item-count", strconv.Itoa(len(docs)))
+	body := feedAnswer(sel)
+	h.Set("x-ms-item-count", strconv.Itoa(len(sel)))
 	return madeAnswer(http.StatusOK, h, body), nil
 }
 
@@ -390,14 +380,8 @@ func (p *Proxy) feedPageBytes() int {
 // It returns the upstream's answer instead when that is not a 200 (a
 // missing container: 404).
 func (p *Proxy) observe(r *http.Request, l *feedLog) (*http.Response, error) {
-	type doc struct {
-		RID  string `json:"_rid"`
-		ID   string `json:"id"`
-		ETag string `json:"_etag"`
-		TS   int64  `json:"_ts"`
-	}
-	var seen []doc
-	bodies := map[string]json.RawMessage{}
+	var seen []docMeta
+	bodies := map[string][]byte{}
 	out := withoutFeedHeaders(r)
 	for {
 		resp, err := p.forward(out, nil)
@@ -412,22 +396,15 @@ func (p *Proxy) observe(r *http.Request, l *feedLog) (*http.Response, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the upstream's docs: %w", err)
 		}
-		var page struct {
-			Documents []json.RawMessage `json:"Documents"`
-		}
-		if err := json.Unmarshal(b, &page); err != nil {
-			return nil, fmt.Errorf("the upstream's docs are not readable: %w", err)
-		}
-		for _, raw := range page.Documents {
-			var d doc
-			if err := json.Unmarshal(raw, &d); err != nil {
-				return nil, fmt.Errorf("an upstream doc is not readable: %w", err)
-			}
+		err = readDocs(b, func(raw []byte, d docMeta) {
 			if d.RID == "" {
 				d.RID = "id:" + d.ID
 			}
 			seen = append(seen, d)
 			bodies[d.RID] = raw
+		})
+		if err != nil {
+			return nil, fmt.Errorf("the upstream's docs are not readable: %w", err)
 		}
 		c := resp.Header.Get("x-ms-continuation")
 		if c == "" {
@@ -441,17 +418,17 @@ func (p *Proxy) observe(r *http.Request, l *feedLog) (*http.Response, error) {
 			delete(l.docs, rid) // deleted: latest-version mode has no deletes
 		}
 	}
-	var changed []doc
+	var changed []docMeta
 	for _, d := range seen {
 		if e := l.docs[d.RID]; e == nil || e.etag != d.ETag {
 			changed = append(changed, d)
 		}
 	}
-	slices.SortStableFunc(changed, func(a, b doc) int { return cmp.Compare(a.TS, b.TS) })
+	slices.SortStableFunc(changed, func(a, b docMeta) int { return cmp.Compare(a.TS, b.TS) })
 	n := p.feedRanges()
 	for _, d := range changed {
 		l.seq++
-		l.docs[d.RID] = &feedEntry{etag: d.ETag, seq: l.seq, ts: d.TS, rng: docRange(d.ID, n), body: bodies[d.RID]}
+		l.docs[d.RID] = &feedEntry{etag: d.ETag, seq: l.seq, ts: d.TS, rng: docRange(d.ID, n), body: bytes.Clone(bodies[d.RID])}
 	}
 	return nil, nil
 }

@@ -170,11 +170,8 @@ func CosmosDocKey(r *http.Request, body []byte) string {
 			id = u
 		}
 	} else {
-		var doc struct {
-			ID string `json:"id"`
-		}
-		_ = json.Unmarshal(body, &doc) // an unparsable body is keyed by its collection alone
-		coll, id = strings.TrimSuffix(p, "/docs"), doc.ID
+		// An unreadable body is keyed by its collection alone.
+		coll, id = strings.TrimSuffix(p, "/docs"), docID(body)
 	}
 	return coll[strings.LastIndex(coll, "/")+1:] + "|" + id
 }
