@@ -24,8 +24,12 @@ const (
 	flowHeadroom = 1.5
 	// flowStart is the window before anything was measured.
 	flowStart = 32
-	// flowMin is the smallest window.
-	flowMin = 4
+	// flowMin is the smallest window, the fixed pool of earlier versions:
+	// near the account a window of a few items is at the mercy of the
+	// slowest of them (one stalled request of four is a quarter of the
+	// rate), and idle slots cost nothing (the budget still paces the
+	// writes).
+	flowMin = 32
 	// flowSamples is how many recent items the estimates are made of;
 	// flowEvery how often (items, or time) they are made again.
 	flowSamples = 256

@@ -63,11 +63,11 @@ func TestFlowLittlesLaw(t *testing.T) {
 	clock := newFakeClock()
 	f := NewFlow(fixedBudget{rate: 10000}, clock.now)
 	f.bound(1024)
-	itemsDone(f, flowSamples, 20*time.Millisecond, 0, 10)
-	at20 := f.Limit()
+	itemsDone(f, flowSamples, 40*time.Millisecond, 0, 10)
+	at40 := f.Limit()
 	itemsDone(f, flowSamples+flowEvery, 150*time.Millisecond, 0, 10) // every sample, and one estimate after
-	if at20 != 30 || f.Limit() != 225 {
-		t.Errorf("window at 20 ms %d (want 30), then at 150 ms %d (want 225)", at20, f.Limit())
+	if at40 != 60 || f.Limit() != 225 {
+		t.Errorf("window at 40 ms %d (want 60), then at 150 ms %d (want 225)", at40, f.Limit())
 	}
 	// Queueing at a saturated service lengthens most round trips; the
 	// window stays sized by the round trip without it (the 10th
