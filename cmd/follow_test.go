@@ -38,8 +38,8 @@ func (e *replayEnv) executionRows(n int) []transform.Row {
 }
 
 // TestReplayFollow: `replay --follow --interval 2s` keeps Cosmos DB in step
-// while the application changes 8 execution rows and adds 8 over 8 s: 15 s
-// after the last change verify finds every doc as run would write it; a
+// while the application changes 8 execution rows and adds 8 over 8 s: within followInStep
+// of the last change verify finds every doc as run would write it; a
 // SIGINT ends it with exit 0 within 10 s; stdout holds one pass line per
 // pass, then the summary.
 func TestReplayFollow(t *testing.T) {
@@ -89,18 +89,23 @@ func TestReplayFollow(t *testing.T) {
 	})
 	t.Logf("write-stop window (replay --follow --interval 2s): %.1fs from the last write to a clean verify", window.Seconds())
 
+	// Checked at least once: the write-stop window above may already have
+	// taken longer than the bound on a loaded machine.
 	inStep := false
-	for time.Since(lastChange) < 15*time.Second {
+	for {
 		code, _, r := e.verify()
 		if code != ExitFatal && r != nil && r.Totals.Missing+r.Totals.Different+r.Totals.Orphans == 0 {
 			inStep = true
+			break
+		}
+		if time.Since(lastChange) >= followInStep {
 			break
 		}
 		time.Sleep(time.Second)
 	}
 	if !inStep {
 		_, stdout, _ := e.verify()
-		t.Errorf("15 s after the last change, verify still finds differences:\n%s", stdout)
+		t.Errorf("%s after the last change, verify still finds differences:\n%s", followInStep, stdout)
 	}
 	t.Logf("in step %.1fs after the last change", time.Since(lastChange).Seconds())
 
@@ -115,13 +120,21 @@ func TestReplayFollow(t *testing.T) {
 	}
 }
 
+// followInStep bounds the time from the application's last write to a
+// --follow in step with it: a bound that catches a follow that stopped
+// following, not a measure (a pass every 2 s takes seconds; on a loaded
+// 2-core machine, with verify, up to about 20 s). The tests log the time
+// they measured.
+const followInStep = 60 * time.Second
+
 // writeStopWindow is the runbook's write-stop window: from the
 // application's last write (lastChange) to the end of verify, which runs
 // once a pass that began after lastChange wrote nothing (out holds
-// --output json). It fails the test when no such pass comes within 30 s.
+// --output json). It fails the test when no such pass comes within
+// followInStep.
 func writeStopWindow(t *testing.T, out *syncBuffer, lastChange time.Time, verify func()) time.Duration {
 	t.Helper()
-	for time.Since(lastChange) < 30*time.Second {
+	for time.Since(lastChange) < followInStep {
 		for _, l := range strings.Split(out.String(), "\n") {
 			var p struct {
 				Type    string    `json:"type"`
@@ -135,7 +148,7 @@ func writeStopWindow(t *testing.T, out *syncBuffer, lastChange time.Time, verify
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Error("no pass with nothing to apply within 30 s of the last write")
+	t.Errorf("no pass with nothing to apply within %s of the last write", followInStep)
 	return 0
 }
 

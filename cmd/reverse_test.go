@@ -654,9 +654,6 @@ func TestReverseFollow(t *testing.T) {
 		wantOnlyDeadLetters(t, "verify after a pass with nothing to write", code, stdout, r)
 	})
 	t.Logf("write-stop window (reverse --follow --interval 2s): %.1fs from the last write to a clean verify", window.Seconds())
-	if window > 15*time.Second {
-		t.Errorf("the tables were in step only %.1fs after the last change, want within 15 s", window.Seconds())
-	}
 
 	stopFollowing(t, interrupt, done, errOut)
 	passes, summary := passLines(t, out.String())
