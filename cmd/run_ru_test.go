@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,19 @@ func newRUSource(t *testing.T) *resSource {
 		t.Fatalf("load %d generated executions: %v", ruExecutions, err)
 	}
 	return s
+}
+
+// rates is held by a test while it measures a rate: such tests run
+// beside the functional tests, not beside each other. The emulators are
+// single processes on a 2-core machine; two runs each asking for
+// thousands of RU/s from them would measure each other.
+var rates sync.Mutex
+
+// measuring makes t the one test measuring a rate until it ends.
+func measuring(t *testing.T) {
+	t.Helper()
+	rates.Lock()
+	t.Cleanup(rates.Unlock)
 }
 
 // ruFigures are what the simulated account saw of one consumer's writes.
@@ -108,6 +122,9 @@ func (s *resSource) runAndVerify(t *testing.T, p *faultproxy.Proxy, extra ...str
 //
 // Every run is verified clean. The figures it logs are the README's RU
 // benchmark.
+//
+// The two runs whose rates it measures take turns with TestRunAtLatency
+// (measuring); the outage, which measures no rate, runs beside them.
 func TestRunUnderAnRUBudget(t *testing.T) {
 	t.Parallel()
 	s := newRUSource(t)
@@ -115,6 +132,7 @@ func TestRunUnderAnRUBudget(t *testing.T) {
 	t.Run("max-ru beside the application", func(t *testing.T) {
 		t.Parallel()
 		p := budgetProxy(t, s, 2000)
+		measuring(t)
 		stop := p.StartApplication(200, 10)
 		s.runAndVerify(t, p, "--max-ru", "1000")
 		stop()
@@ -135,6 +153,7 @@ func TestRunUnderAnRUBudget(t *testing.T) {
 	t.Run("adaptive", func(t *testing.T) {
 		t.Parallel()
 		p := budgetProxy(t, s, 2000)
+		measuring(t)
 		s.runAndVerify(t, p)
 		run := figures(p, "client")
 		t.Logf("run without --max-ru on an account of 2,000 RU/s: %s; mean %.2f of the account", run, run.mean()/2000)

@@ -26,16 +26,16 @@ import (
 // over a window of changed rows (replay) or docs (reverse) — 10,000 under
 // BIFROST_BENCH (./bench.sh, plain commands), a short version otherwise
 // (600 changes, with --max-ru at the budget, as TestRunAtLatency) — use
-// ≥ 0.8 of the budget over the command's requests, and apply every
-// change. It does not run beside the other long tests: reverse is bounded
+// ≥ 0.8 of the budget over the command's requests at full size, ≥
+// shortShare in the short version, and apply every change. It does not run beside the other long tests: reverse is bounded
 // by the emulators' CPU on a 2-core machine almost as much as by the
 // budget (see bigInput), and a share measured beside them would measure
 // them.
 func TestWindowAtLatency(t *testing.T) {
-	n := 600
+	n, docs, want := 600, 600, shortShare
 	var flags []string
 	if latencyExecutions() >= 20000 {
-		n = 10000
+		n, docs, want = 10000, 10000, 0.8
 	} else {
 		flags = []string{"--max-ru", strconv.Itoa(latencyBudget)}
 	}
@@ -47,12 +47,12 @@ func TestWindowAtLatency(t *testing.T) {
 	}
 	env, f := s.farEnv(t, 80*time.Millisecond)
 	p := f.cosmos
-	window := func(name string, since string, extra ...string) (stdout string, share float64) {
+	window := func(name string, changes int, since string) (stdout string, share float64) {
 		t.Helper()
 		began := time.Now()
 		args := append([]string{name, "--since", since, "--database", db, "--table-prefix", s.prefix, "--blob-container", s.blobs[0],
-			"--state-dir", state, "--output", "json"}, extra...)
-		code, stdout, stderr := resExecute(env, nil, append(args, flags...)...)
+			"--state-dir", state, "--output", "json"}, flags...)
+		code, stdout, stderr := resExecute(env, nil, args...)
 		if code != cmd.ExitOK {
 			t.Fatalf("%s: exit %d\n%s", name, code, stderr)
 		}
@@ -65,7 +65,7 @@ func TestWindowAtLatency(t *testing.T) {
 		ru, attempts, throttled, first, last := faultproxy.Totals(ledger, "client", false)
 		share = ru / last.Sub(first).Seconds() / latencyBudget
 		t.Logf("%s %v of %d changes at 80 ms on an account of %d RU/s: %.0f RU in %.1f s, %d of %d requests throttled; %.2f of the budget",
-			name, flags, n, latencyBudget, ru, last.Sub(first).Seconds(), throttled, attempts, share)
+			name, flags, changes, latencyBudget, ru, last.Sub(first).Seconds(), throttled, attempts, share)
 		var sum struct {
 			RU json.RawMessage `json:"ru"`
 		}
@@ -78,30 +78,30 @@ func TestWindowAtLatency(t *testing.T) {
 	since := time.Now().UTC().Format(time.RFC3339Nano)
 	time.Sleep(20 * time.Millisecond) // Azurite's Timestamps have millisecond resolution
 	s.changeExecutionRows(t)
-	stdout, share := window("replay", since)
+	stdout, share := window("replay", n, since)
 	var rs migrate.ReplaySummary
 	lastLine(t, stdout, &rs)
 	if rs.Totals.Replaced != int64(n) {
 		t.Errorf("replay: %d docs replaced, want %d: %+v", rs.Totals.Replaced, n, rs.Totals)
 	}
-	if share < 0.8 {
-		t.Errorf("replay used %.2f of the budget, want ≥ 0.8", share)
+	if share < want {
+		t.Errorf("replay used %.2f of the budget, want ≥ %.2f", share, want)
 	}
 
 	// reverse: the application changes every execution doc in Cosmos DB,
 	// through the proxy (whose change feed reverse reads), at no latency.
 	f.setLatency(0)
 	since = time.Now().UTC().Add(-time.Second).Format(time.RFC3339Nano)
-	s.changeExecutionDocs(t, p.URL(), db)
+	s.changeExecutionDocs(t, p.URL(), db, docs)
 	f.setLatency(80 * time.Millisecond)
-	stdout, share = window("reverse", since)
+	stdout, share = window("reverse", docs, since)
 	var vs migrate.ReverseSummary
 	lastLine(t, stdout, &vs)
-	if vs.Totals.Synced != int64(n) || vs.Totals.DeadLetters != 0 {
-		t.Errorf("reverse: %d docs synced, want %d: %+v", vs.Totals.Synced, n, vs.Totals)
+	if vs.Totals.Synced != int64(docs) || vs.Totals.DeadLetters != 0 {
+		t.Errorf("reverse: %d docs synced, want %d: %+v", vs.Totals.Synced, docs, vs.Totals)
 	}
-	if share < 0.8 {
-		t.Errorf("reverse used %.2f of the budget, want ≥ 0.8", share)
+	if share < want {
+		t.Errorf("reverse used %.2f of the budget, want ≥ %.2f", share, want)
 	}
 }
 
@@ -150,9 +150,10 @@ func (s *resSource) changeExecutionRows(t *testing.T) {
 	})
 }
 
-// changeExecutionDocs changes the inputData of every execution doc, as
-// the application on Cosmos DB would, writing through endpoint.
-func (s *resSource) changeExecutionDocs(t *testing.T, endpoint, db string) {
+// changeExecutionDocs changes the inputData of the first n execution docs
+// the container answers, as the application on Cosmos DB would, writing
+// through endpoint.
+func (s *resSource) changeExecutionDocs(t *testing.T, endpoint, db string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	acct := s.cosmos
@@ -180,7 +181,10 @@ func (s *resSource) changeExecutionDocs(t *testing.T, endpoint, db string) {
 			docs = append(docs, d)
 		}
 	}
-	parallel(t, len(docs), func(i int) error {
+	if len(docs) < n {
+		t.Fatalf("%d execution docs, want at least %d", len(docs), n)
+	}
+	parallel(t, n, func(i int) error {
 		d := docs[i]
 		d["inputData"] = map[string]any{"changed": "after the cutover", "attachment": bigInput}
 		for _, k := range []string{"_rid", "_self", "_etag", "_attachments", "_ts"} {
