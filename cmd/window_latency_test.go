@@ -25,9 +25,9 @@ import (
 // Table and Cosmos DB request, against an account of 10,000 RU/s, each
 // over a window of changed rows (replay) or docs (reverse) — 10,000 under
 // BIFROST_BENCH (./bench.sh, plain commands), a short version otherwise
-// (600 changes, with --max-ru at the budget, as TestRunAtLatency) — use
-// ≥ 0.8 of the budget over the command's requests, and apply every
-// change. The short version asks replay for shortRatio of the share a
+// (2,000 changed rows, 600 docs, with --max-ru at the budget, as
+// TestRunAtLatency) — use ≥ 0.8 of the budget over the command's
+// requests, and apply every change. The short version asks replay for shortRatio of the share a
 // replay of the same changes into a second database used with no latency
 // added, just before; of its reverse, which a fixed pool would not hold
 // back (a doc takes about ten round trips and costs 183 RU), only that
@@ -38,7 +38,7 @@ import (
 // measured beside them would measure them.
 func TestWindowAtLatency(t *testing.T) {
 	const latency = 80 * time.Millisecond
-	n, docs, short := 600, 600, latencyExecutions() < 20000
+	n, docs, short := 2000, 600, latencyExecutions() < 20000
 	var flags []string
 	if short {
 		flags = []string{"--max-ru", strconv.Itoa(latencyBudget)}
