@@ -17,6 +17,7 @@ trap stop_emulators EXIT
 trap 'exit 130' INT TERM
 
 start_emulators
+start_rate_emulators
 export BIFROST_INTEGRATION=1
 
 echo "== go vet ./..." >&2

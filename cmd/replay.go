@@ -12,21 +12,6 @@ import (
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
-// ReplayOptions are the flags and dependencies of `bifrost-migrate replay`.
-type ReplayOptions struct {
-	windowOptions
-	// Replay carries the engine's options: the flags fill them, replayRun
-	// their Transform.
-	Replay migrate.ReplayOptions
-
-	// Connect connects to the accounts and returns the engine's services
-	// with where they are and what of init's resources is missing.
-	Connect func(ctx context.Context) (replayServices, error)
-}
-
-// replayServices is what ReplayOptions.Connect returns.
-type replayServices = services[migrate.ReplayDeps]
-
 // maxConflictsShown is how many conflicts the text output lists.
 const maxConflictsShown = 20
 
@@ -37,14 +22,14 @@ const sinceExample = "2025-11-20T14:00:00Z"
 // work in tests; nil means replayRun.
 func NewCmdReplay(f *Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
 	opts := &ReplayOptions{}
-	opts.windowOptions = newWindowOptions(&opts.Replay.Common, &opts.Replay.WindowOptions, replayHelp)
+	opts.windowOptions = newWindowOptions(&opts.Engine.Common, &opts.Engine.WindowOptions, replayHelp)
 	opts.Connect = func(ctx context.Context) (replayServices, error) { return connectReplay(ctx, f, opts) }
-	return newWindowCmd(f, opts, &opts.windowOptions, replayDoc, runF, replayRun, &tablesFlag{what: "replay", tables: &opts.Replay.Tables})
+	return newWindowCmd(f, opts, &opts.windowOptions, replayDoc, runF, replayRun, &tablesFlag{what: "replay", tables: &opts.Engine.Tables})
 }
 
 // connectReplay builds the engine's services for the accounts of f.
 func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replayServices, error) {
-	c, err := opts.connect(ctx, f, tablesRead|blobsRead|cosmosRead|cosmosWrite, firstTable(opts.Replay.Tables))
+	c, err := opts.connect(ctx, f, tablesRead|blobsRead|cosmosRead|cosmosWrite, firstTable(opts.Engine.Tables))
 	return replayServices{conn: c, deps: migrate.ReplayDeps{
 		Source: c.rowReader, Docs: c.docs, Blobs: c.blobStore, Query: c.docReader, Env: opts.env(f),
 	}}, err
@@ -54,7 +39,7 @@ func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replay
 // the conflicts. Unresolved conflicts return a ConflictError (exit 4);
 // otherwise dead letters a PartialError (exit 3).
 func replayRun(ctx context.Context, opts *ReplayOptions) error {
-	m := opts.Replay
+	m := opts.Engine
 	return windowRun(ctx, &opts.windowOptions, &m.Common, opts.Connect, way[migrate.ReplayDeps, migrate.ReplaySummary, migrate.Conflict, migrate.ReplayCounts]{
 		words: replayWords, tables: m.Tables, view: replayView, conflict: replayConflict,
 		totals: func(s migrate.ReplaySummary) migrate.ReplayCounts { return s.Totals }, add: (*migrate.ReplayCounts).Add,

@@ -14,22 +14,6 @@ import (
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// ReverseOptions are the flags and dependencies of `bifrost-migrate
-// reverse`.
-type ReverseOptions struct {
-	windowOptions
-	// Reverse carries the engine's options: the flags fill them,
-	// reverseRun their Transform.
-	Reverse migrate.ReverseOptions
-
-	// Connect connects to the accounts and returns the engine's services
-	// with where they are and what of init's resources is missing.
-	Connect func(ctx context.Context) (reverseServices, error)
-}
-
-// reverseServices is what ReverseOptions.Connect returns.
-type reverseServices = services[migrate.ReverseDeps]
-
 // tableRows is reverse's RowStore: reads through the exact reader,
 // conditional writes through the writer.
 type tableRows struct {
@@ -41,7 +25,7 @@ type tableRows struct {
 // command's work in tests; nil means reverseRun.
 func NewCmdReverse(f *Factory, runF func(context.Context, *ReverseOptions) error) *cobra.Command {
 	opts := &ReverseOptions{}
-	opts.windowOptions = newWindowOptions(&opts.Reverse.Common, &opts.Reverse.WindowOptions, reverseHelp)
+	opts.windowOptions = newWindowOptions(&opts.Engine.Common, &opts.Engine.WindowOptions, reverseHelp)
 	opts.Connect = func(ctx context.Context) (reverseServices, error) { return connectReverse(ctx, f, opts) }
 	return newWindowCmd(f, opts, &opts.windowOptions, reverseDoc, runF, reverseRun)
 }
@@ -59,7 +43,7 @@ func connectReverse(ctx context.Context, f *Factory, opts *ReverseOptions) (reve
 // and the conflicts. Unresolved conflicts return a ConflictError (exit
 // 4); otherwise dead letters a PartialError (exit 3).
 func reverseRun(ctx context.Context, opts *ReverseOptions) error {
-	m := opts.Reverse
+	m := opts.Engine
 	return windowRun(ctx, &opts.windowOptions, &m.Common, opts.Connect, way[migrate.ReverseDeps, migrate.ReverseSummary, migrate.ReverseConflict, migrate.ReverseCounts]{
 		words: reverseWords, view: reverseView, conflict: reverseConflict,
 		totals: func(s migrate.ReverseSummary) migrate.ReverseCounts { return s.Totals }, add: (*migrate.ReverseCounts).Add,

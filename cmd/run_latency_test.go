@@ -14,7 +14,6 @@ import (
 	"github.com/bifrost/bifrost-migrate/cmd"
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
-	"github.com/bifrost/bifrost-migrate/internal/testenv"
 )
 
 // Throughput at real-world latency (SPEC §14, Latency): every request to
@@ -70,7 +69,7 @@ func (f far) setLatency(latency time.Duration) {
 // account of latencyBudget RU/s with a change feed.
 func (s *resSource) farEnv(t *testing.T, latency time.Duration) (map[string]string, far) {
 	t.Helper()
-	conn := testenv.StorageConnection(t)
+	conn := s.conn
 	m := tableEndpoint.FindStringSubmatch(conn)
 	if m == nil {
 		t.Fatalf("no TableEndpoint in the storage connection string")
@@ -198,7 +197,7 @@ func newLatencySource(t *testing.T, n int) *resSource {
 // base (the built binary's runs use the real clock: time.Now()).
 func newLatencySourceAt(t *testing.T, n int, base time.Time) *resSource {
 	t.Helper()
-	s, tw, blobs := newResWriters(t, "lat", 1)
+	s, tw, blobs := newRateWriters(t, "lat", 1)
 	ctx := context.Background()
 	if err := tw.CreateTable(ctx, s.prefix+fixtures.TableConfig); err != nil {
 		t.Fatal(err)

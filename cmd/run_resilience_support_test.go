@@ -42,6 +42,7 @@ var resNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 // into its own copy, so blob counts and contents can be compared too).
 type resSource struct {
 	t       *testing.T
+	conn    string // the storage connection string
 	storage azure.StorageAccount
 	cosmos  azure.CosmosAccount
 	client  *azcosmos.Client
@@ -100,8 +101,29 @@ func loadResSource(t *testing.T, withFixtures bool, n int, seed uint64, base tim
 // when the test ends.
 func newResWriters(t *testing.T, prefix string, copies int) (*resSource, *azure.TableWriter, resTeeBlobs) {
 	t.Helper()
-	s := &resSource{t: t, storage: testenv.Storage(t), cosmos: testenv.Cosmos(t), prefix: testenv.Name(prefix)}
+	return newResWritersOn(t, testenv.StorageConnection(t), testenv.CosmosConnection(t), prefix, copies)
+}
+
+// newRateWriters is newResWriters on the emulators of the tests that
+// measure rates (testenv.Rates).
+func newRateWriters(t *testing.T, prefix string, copies int) (*resSource, *azure.TableWriter, resTeeBlobs) {
+	t.Helper()
+	storage, cosmos := testenv.Rates(t)
+	return newResWritersOn(t, storage, cosmos, prefix, copies)
+}
+
+// newResWritersOn is newResWriters on the emulators of the connection
+// strings storage and cosmos.
+func newResWritersOn(t *testing.T, storage, cosmos, prefix string, copies int) (*resSource, *azure.TableWriter, resTeeBlobs) {
+	t.Helper()
+	s := &resSource{t: t, conn: storage, prefix: testenv.Name(prefix)}
 	var err error
+	if s.storage, err = azure.ParseStorageConnection(storage); err != nil {
+		t.Fatalf("storage connection: %v", err)
+	}
+	if s.cosmos, err = azure.ParseCosmosConnection(cosmos); err != nil {
+		t.Fatalf("Cosmos DB connection: %v", err)
+	}
 	if s.client, err = azure.NewCosmosClient(s.cosmos, azure.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +182,7 @@ func (s *resSource) env(cosmosEndpoint string) map[string]string {
 		cosmosEndpoint = s.cosmos.Endpoint
 	}
 	return map[string]string{
-		"BIFROST_TABLES_CONNECTION": testenv.StorageConnection(s.t),
+		"BIFROST_TABLES_CONNECTION": s.conn,
 		"CosmosDBConnection":        "AccountEndpoint=" + cosmosEndpoint + ";AccountKey=" + s.cosmos.Key + ";",
 	}
 }

@@ -23,7 +23,7 @@ const ruExecutions = 4000
 // a run has nothing to dead-letter.
 func newRUSource(t *testing.T) *resSource {
 	t.Helper()
-	s, tw, blobs := newResWriters(t, "ru", 1)
+	s, tw, blobs := newRateWriters(t, "ru", 1)
 	ctx := context.Background()
 	if err := tw.CreateTable(ctx, s.prefix+fixtures.TableConfig); err != nil {
 		t.Fatal(err)

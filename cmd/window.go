@@ -50,6 +50,33 @@ type windowHelp struct {
 	prune, force string
 }
 
+// windowCommandOptions are the flags and dependencies of a command that
+// applies a window of changes (replay, reverse).
+type windowCommandOptions[O, D any] struct {
+	windowOptions
+	// Engine carries the engine's options: the flags fill them, the
+	// command's run their Transform.
+	Engine O
+
+	// Connect connects to the accounts and returns the engine's services
+	// with where they are and what of init's resources is missing.
+	Connect func(ctx context.Context) (services[D], error)
+}
+
+// ReplayOptions are the flags and dependencies of `bifrost-migrate
+// replay`; ReverseOptions of `bifrost-migrate reverse`.
+type (
+	ReplayOptions  = windowCommandOptions[migrate.ReplayOptions, migrate.ReplayDeps]
+	ReverseOptions = windowCommandOptions[migrate.ReverseOptions, migrate.ReverseDeps]
+)
+
+// replayServices and reverseServices are what their options' Connect
+// returns.
+type (
+	replayServices  = services[migrate.ReplayDeps]
+	reverseServices = services[migrate.ReverseDeps]
+)
+
 // windowOptions are what replay's and reverse's options share: the
 // engine's options and the window's flags.
 type windowOptions struct {

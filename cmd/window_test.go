@@ -66,8 +66,8 @@ func TestSinceUpToNowIsTaken(t *testing.T) {
 		f, _, _ := newTestFactory(nil)
 		f.ServiceNow = func() time.Time { return now }
 		var replayed, reversed time.Time
-		replay := NewCmdReplay(f, func(_ context.Context, o *ReplayOptions) error { replayed = o.Replay.Since; return nil })
-		reverse := NewCmdReverse(f, func(_ context.Context, o *ReverseOptions) error { reversed = o.Reverse.Since; return nil })
+		replay := NewCmdReplay(f, func(_ context.Context, o *ReplayOptions) error { replayed = o.Engine.Since; return nil })
+		reverse := NewCmdReverse(f, func(_ context.Context, o *ReverseOptions) error { reversed = o.Engine.Since; return nil })
 		for _, c := range []interface {
 			SetArgs([]string)
 			Execute() error

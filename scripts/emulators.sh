@@ -145,24 +145,50 @@ start_emulators() {
 		log "the emulators the environment points to do not answer; starting our own"
 	fi
 	install_emulators || return 1
-	local blob_port table_port cosmos_port
+	spawn_emulators "" || return 1
+	export BIFROST_TABLES_CONNECTION="$SPAWNED_STORAGE" CosmosDBConnection="$SPAWNED_COSMOS"
+	log "emulators: $SPAWNED_WHERE (logs in $EMULATOR_LOGS)"
+	start_feed_front
+}
+
+# spawn_emulators NAME starts Azurite (Blob, Table) and the Cosmos DB
+# stand-in on free loopback ports, their logs named with NAME, and sets
+# SPAWNED_STORAGE and SPAWNED_COSMOS to their connection strings and
+# SPAWNED_WHERE to their addresses.
+spawn_emulators() {
+	local name=$1 blob_port table_port cosmos_port
 	blob_port=$(free_port) && table_port=$(free_port) && cosmos_port=$(free_port) || return 1
 	"$EMULATOR_CACHE/node_modules/.bin/azurite-blob" --silent --blobHost 127.0.0.1 --blobPort "$blob_port" \
-		--skipApiVersionCheck --disableProductStyleUrl --inMemoryPersistence >"$EMULATOR_LOGS/azurite-blob.log" 2>&1 &
+		--skipApiVersionCheck --disableProductStyleUrl --inMemoryPersistence >"$EMULATOR_LOGS/${name}azurite-blob.log" 2>&1 &
 	EMULATOR_PIDS+=($!)
 	"$EMULATOR_CACHE/node_modules/.bin/azurite-table" --silent --tableHost 127.0.0.1 --tablePort "$table_port" \
-		--skipApiVersionCheck --disableProductStyleUrl --inMemoryPersistence >"$EMULATOR_LOGS/azurite-table.log" 2>&1 &
+		--skipApiVersionCheck --disableProductStyleUrl --inMemoryPersistence >"$EMULATOR_LOGS/${name}azurite-table.log" 2>&1 &
 	EMULATOR_PIDS+=($!)
 	"$EMULATOR_CACHE/node_modules/.bin/cosmosdb-server" --no-ssl --host 127.0.0.1 --port "$cosmos_port" \
-		>"$EMULATOR_LOGS/cosmosdb-server.log" 2>&1 &
+		>"$EMULATOR_LOGS/${name}cosmosdb-server.log" 2>&1 &
 	EMULATOR_PIDS+=($!)
 	wait_port 127.0.0.1 "$blob_port" azurite-blob || return 1
 	wait_port 127.0.0.1 "$table_port" azurite-table || return 1
 	wait_port 127.0.0.1 "$cosmos_port" cosmosdb-server || return 1
-	export BIFROST_TABLES_CONNECTION="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$DEV_STORAGE_KEY;BlobEndpoint=http://127.0.0.1:$blob_port/devstoreaccount1;TableEndpoint=http://127.0.0.1:$table_port/devstoreaccount1;"
-	export CosmosDBConnection="AccountEndpoint=http://127.0.0.1:$cosmos_port/;AccountKey=$EMULATOR_COSMOS_KEY;"
-	log "emulators: blob 127.0.0.1:$blob_port, table 127.0.0.1:$table_port, cosmos http://127.0.0.1:$cosmos_port (logs in $EMULATOR_LOGS)"
-	start_feed_front
+	SPAWNED_STORAGE="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$DEV_STORAGE_KEY;BlobEndpoint=http://127.0.0.1:$blob_port/devstoreaccount1;TableEndpoint=http://127.0.0.1:$table_port/devstoreaccount1;"
+	SPAWNED_COSMOS="AccountEndpoint=http://127.0.0.1:$cosmos_port/;AccountKey=$EMULATOR_COSMOS_KEY;"
+	SPAWNED_WHERE="blob 127.0.0.1:$blob_port, table 127.0.0.1:$table_port, cosmos http://127.0.0.1:$cosmos_port"
+}
+
+# start_rate_emulators starts a second set of emulators for the tests
+# that measure rates, and exports BIFROST_RATES_TABLES_CONNECTION and
+# BIFROST_RATES_COSMOS_CONNECTION for it: each emulator is one process
+# serving one request at a time, and a functional test's scan of a whole
+# table or container in the shared set would stall a measured run's
+# writes. Without them those tests use the shared set.
+start_rate_emulators() {
+	if [ ${#EMULATOR_PIDS[@]} -eq 0 ]; then
+		log "the tests that measure rates use the emulators the environment points to"
+		return 0
+	fi
+	spawn_emulators rates- || return 1
+	export BIFROST_RATES_TABLES_CONNECTION="$SPAWNED_STORAGE" BIFROST_RATES_COSMOS_CONNECTION="$SPAWNED_COSMOS"
+	log "emulators for the tests that measure rates: $SPAWNED_WHERE"
 }
 
 stop_emulators() {

@@ -56,6 +56,19 @@ func Cosmos(t testing.TB) azure.CosmosAccount {
 	return a
 }
 
+// Rates returns the connection strings (storage, Cosmos DB) of the
+// emulators that test.sh started for the tests that measure rates
+// (BIFROST_RATES_TABLES_CONNECTION, BIFROST_RATES_COSMOS_CONNECTION), or
+// of the shared ones when it started none.
+func Rates(t testing.TB) (storage, cosmos string) {
+	t.Helper()
+	storage, cosmos = os.Getenv("BIFROST_RATES_TABLES_CONNECTION"), os.Getenv("BIFROST_RATES_COSMOS_CONNECTION")
+	if storage == "" || cosmos == "" {
+		return StorageConnection(t), CosmosConnection(t)
+	}
+	return storage, cosmos
+}
+
 // Name returns a fresh name usable as a table, blob container or database
 // name: prefix (lower-case letters) followed by 12 random hex digits. Tests
 // share one emulator, so every test works in names of its own.
