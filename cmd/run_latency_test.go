@@ -90,26 +90,30 @@ func (s *resSource) farEnv(t *testing.T, latency time.Duration) (map[string]stri
 	return env, far{tables: tables, cosmos: cosmos}
 }
 
-// shortRatio is what the short versions of the latency tests (./test.sh)
-// ask for: the share of the budget used at latency, over the share the
-// same command used with no latency added, measured just before on the
-// same data. The full-size versions (./bench.sh) ask for the acceptance
-// figures (0.9, 0.85, 0.8 of the budget). A command of seconds on a
-// 2-core machine measures its own start and the emulators, single
-// processes that saturate long before a far account does, as much as
-// the window: on one such machine, its speed halving within the hour,
-// the same short run used 0.80 and then 0.48 of the budget at 80 ms. The
-// ratio holds the machine out: a fixed pool of 32 writes, which reaches
-// at most 0.46 of the budget at 80 ms (32 ÷ 90 ms × 13 RU a doc ÷ 10,000
-// RU/s), 0.26 at 150 ms and 0.28 for replay (two round trips a change),
-// against about 0.9 with no latency, stays far below it.
-const shortRatio = 0.85
+// The short versions of the latency tests (./test.sh) ask for a ratio:
+// the share of the budget used at latency over the share the same command
+// used with no latency added (at most the whole budget), measured just
+// before on the same data — run 0.85, replay 0.75, as the full-size
+// versions (./bench.sh) ask run for 0.9 (80 ms) and 0.85 (150 ms) of the
+// budget and replay for 0.8. A command of seconds on a 2-core machine
+// measures its own start and the emulators, single processes that
+// saturate long before a far account does, as much as the window: on one
+// such machine, its speed halving within the hour, the same short run
+// used 0.80 and then 0.48 of the budget at 80 ms. The ratio holds the
+// machine out: a fixed pool of 32 writes, which reaches at most 0.46 of
+// the budget at 80 ms (32 ÷ 90 ms × 13 RU a doc ÷ 10,000 RU/s), 0.26 at
+// 150 ms and 0.28 for replay (two round trips a change), against about
+// 0.9 with no latency, stays far below them.
+const (
+	shortRunRatio    = 0.85
+	shortReplayRatio = 0.75
+)
 
 // TestRunAtLatency runs plain `run` (no flag) at 80 and 150 ms added to
 // every Table and Cosmos DB request against an account of 10,000 RU/s:
 // the writes use ≥ 0.9 (80 ms) and ≥ 0.85 (150 ms) of the budget on
-// average (in the short version, shortRatio of the share with no latency
-// added), with ≤ 5 % of the write attempts answered 429, and every doc
+// average (in the short version, shortRunRatio of the share with no
+// latency added), with ≤ 5 % of the write attempts answered 429, and every doc
 // verifies. With BIFROST_BENCH set
 // it runs 20,000 executions (./bench.sh, the README's latency
 // benchmark); else a short version for ./test.sh, with --max-ru at the
@@ -154,7 +158,7 @@ func TestRunAtLatency(t *testing.T) {
 			case tc.latency == 0:
 				control = share
 			case short:
-				wantShareOf(t, "run", tc.latency, share, control)
+				wantShareOf(t, "run", tc.latency, share, control, shortRunRatio)
 			case share < tc.want:
 				t.Errorf("the run used %.2f of the budget, want ≥ %.2f", share, tc.want)
 			}
@@ -171,17 +175,19 @@ func TestRunAtLatency(t *testing.T) {
 }
 
 // wantShareOf fails t unless share, the share of the budget a short
-// command used at latency, is at least shortRatio of control, the share
-// the same command used with no latency added.
-func wantShareOf(t *testing.T, name string, latency time.Duration, share, control float64) {
+// command used at latency, is at least ratio of control, the share the
+// same command used with no latency added (at most 1: over a few seconds
+// the budget's burst can take a command above the budget).
+func wantShareOf(t *testing.T, name string, latency time.Duration, share, control, ratio float64) {
 	t.Helper()
 	if control <= 0 {
 		t.Fatalf("%s: no share measured with no latency added", name)
 	}
+	control = min(control, 1)
 	t.Logf("%s at %s: %.2f of its share with no latency added", name, latency, share/control)
-	if share < shortRatio*control {
+	if share < ratio*control {
 		t.Errorf("%s used %.2f of the budget at %s, %.2f of the %.2f it used with no latency added; want ≥ %.2f of it",
-			name, share, latency, share/control, control, shortRatio)
+			name, share, latency, share/control, control, ratio)
 	}
 }
 

@@ -27,9 +27,9 @@ import (
 // BIFROST_BENCH (./bench.sh, plain commands), a short version otherwise
 // (2,000 changed rows, 600 docs, with --max-ru at the budget, as
 // TestRunAtLatency) — use ≥ 0.8 of the budget over the command's
-// requests, and apply every change. The short version asks replay for shortRatio of the share a
-// replay of the same changes into a second database used with no latency
-// added, just before; of its reverse, which a fixed pool would not hold
+// requests, and apply every change. The short version asks replay for
+// shortReplayRatio of the share a replay of the same changes into a
+// second database used with no latency added, just before; of its reverse, which a fixed pool would not hold
 // back (a doc takes about ten round trips and costs 183 RU), only that
 // every change is applied: its share, logged, is the emulators' more than
 // the window's on a 2-core machine. It does not run beside the other
@@ -112,7 +112,7 @@ func TestWindowAtLatency(t *testing.T) {
 	replayed(stdout)
 	switch {
 	case short:
-		wantShareOf(t, "replay", latency, share, control)
+		wantShareOf(t, "replay", latency, share, control, shortReplayRatio)
 	case share < 0.8:
 		t.Errorf("replay used %.2f of the budget, want ≥ 0.8", share)
 	}
