@@ -70,8 +70,9 @@ func readMeta(dec *jsontext.Decoder) (docMeta, error) {
 		if err != nil {
 			return d, err
 		}
+		key := name.String() // a token is void after the next read
 		var s *string
-		switch name.String() {
+		switch key {
 		case "_rid":
 			s = &d.RID
 		case "id":
@@ -79,29 +80,29 @@ func readMeta(dec *jsontext.Decoder) (docMeta, error) {
 		case "_etag":
 			s = &d.ETag
 		case "_ts":
-			v, err := dec.ReadToken()
-			if err != nil {
-				return d, err
-			}
-			if v.Kind() != '0' {
-				return d, fmt.Errorf("_ts is %s, not a number", v.Kind())
-			}
-			if d.TS, err = v.Int(); err != nil {
-				return d, fmt.Errorf("_ts: %w", err)
-			}
-			continue
 		default:
 			if err := dec.SkipValue(); err != nil {
 				return d, err
 			}
 			continue
 		}
+		// As encoding/json reads them into a struct: null leaves the
+		// member as it is, another kind than the field's is an error.
 		v, err := dec.ReadToken()
-		if err != nil {
+		switch {
+		case err != nil:
 			return d, err
-		}
-		if v.Kind() == '"' {
+		case v.Kind() == 'n':
+		case s != nil && v.Kind() == '"':
 			*s = v.String()
+		case s == nil && v.Kind() == '0':
+			if d.TS, err = v.Int(); err != nil {
+				return d, fmt.Errorf("_ts: %w", err)
+			}
+		case s != nil:
+			return d, fmt.Errorf("%s is %s, not a string", key, v.Kind())
+		default:
+			return d, fmt.Errorf("_ts is %s, not a number", v.Kind())
 		}
 	}
 	_, err := dec.ReadToken()

@@ -20,6 +20,14 @@ func TestReadDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []docMeta{{RID: "r1", ID: "a", ETag: `"e1"`, TS: 17}, {RID: "r2", ID: "b/c", ETag: `"e2"`, TS: 18}}
+	// null leaves a member unset, as encoding/json does.
+	if err := readDocs([]byte(`{"Documents":[{"id":"n","_rid":null,"_ts":null}]}`), func(_ []byte, d docMeta) {
+		if d != (docMeta{ID: "n"}) {
+			t.Errorf("with nulls: %+v, want only the id", d)
+		}
+	}); err != nil {
+		t.Errorf("with nulls: %v", err)
+	}
 	if len(metas) != 2 || metas[0] != want[0] || metas[1] != want[1] {
 		t.Errorf("docs %+v, want %+v", metas, want)
 	}
@@ -27,7 +35,7 @@ func TestReadDocs(t *testing.T) {
 		!strings.HasPrefix(raws[1], `{"list"`) || !strings.HasSuffix(raws[1], `"_ts":18}`) {
 		t.Errorf("raw docs %q", raws)
 	}
-	for _, bad := range []string{`{"Documents":[{"id":"a",}]}`, `{"Documents":[{"_ts":"17"}]}`, `{"Documents":[{"id":"a"}`, `[]`} {
+	for _, bad := range []string{`{"Documents":[{"id":"a",}]}`, `{"Documents":[{"_ts":"17"}]}`, `{"Documents":[{"_rid":7}]}`, `{"Documents":[{"_etag":{}}]}`, `{"Documents":[{"id":"a"}`, `[]`} {
 		if err := readDocs([]byte(bad), func([]byte, docMeta) {}); err == nil {
 			t.Errorf("readDocs(%s): no error", bad)
 		}
