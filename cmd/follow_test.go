@@ -38,9 +38,9 @@ func (e *replayEnv) executionRows(n int) []transform.Row {
 }
 
 // TestReplayFollow: `replay --follow --interval 2s` keeps Cosmos DB in step
-// while the application changes 8 execution rows and adds 8 over 8 s: within followInStep
-// of the last change verify finds every doc as run would write it; a
-// SIGINT ends it with exit 0 within 10 s; stdout holds one pass line per
+// while the application changes 8 execution rows and adds 8 over 8 s:
+// within followInStep of the last change verify finds every doc as run
+// would write it; a SIGINT ends it with exit 0 within 10 s; stdout holds one pass line per
 // pass, then the summary.
 func TestReplayFollow(t *testing.T) {
 	e := newReplayEnv(t)

@@ -113,19 +113,19 @@ const (
 // every Table and Cosmos DB request against an account of 10,000 RU/s:
 // the writes use ≥ 0.9 (80 ms) and ≥ 0.85 (150 ms) of the budget on
 // average (in the short version, shortRunRatio of the share with no
-// latency added), with ≤ 5 % of the write attempts answered 429, and every doc
-// verifies. With BIFROST_BENCH set
-// it runs 20,000 executions (./bench.sh, the README's latency
-// benchmark); else a short version for ./test.sh, with --max-ru at the
-// account's budget: a run of seconds would measure the adaptive pacer's
+// latency added), with ≤ 5 % of the write attempts answered 429, and
+// every doc verifies. With BIFROST_BENCH set it runs 20,000 executions
+// (./bench.sh, the README's latency benchmark); else a short version for
+// ./test.sh, with --max-ru at the account's budget: a run of seconds would measure the adaptive pacer's
 // first seconds (finding the account), not the window, which is what
 // latency tests. Its runs take turns with the RU tests' (measuring).
 func TestRunAtLatency(t *testing.T) {
 	t.Parallel()
 	n := latencyExecutions()
 	s := newLatencySource(t, n)
+	short := n < 20000
 	var flags []string
-	if n < 20000 {
+	if short {
 		flags = []string{"--max-ru", strconv.Itoa(latencyBudget)}
 	}
 	type latencyCase struct {
@@ -133,7 +133,6 @@ func TestRunAtLatency(t *testing.T) {
 		want    float64 // share of the budget
 	}
 	cases := []latencyCase{{80 * time.Millisecond, 0.9}, {150 * time.Millisecond, 0.85}}
-	short := n < 20000
 	var control float64 // the short version's share with no latency added
 	if short {
 		cases = append([]latencyCase{{0, 0}}, cases...)

@@ -29,9 +29,9 @@ import (
 // TestRunAtLatency) — use ≥ 0.8 of the budget over the command's
 // requests, and apply every change. The short version asks replay for
 // shortReplayRatio of the share a replay of the same changes into a
-// second database used with no latency added, just before; of its reverse, which a fixed pool would not hold
-// back (a doc takes about ten round trips and costs 183 RU), only that
-// every change is applied: its share, logged, is the emulators' more than
+// second database used with no latency added, just before; of its
+// reverse, which a fixed pool would not hold back (a doc takes about ten
+// round trips and costs 183 RU), only that every change is applied: its share, logged, is the emulators' more than
 // the window's on a 2-core machine. It does not run beside the other
 // long tests: reverse is bounded by the emulators' CPU on a 2-core
 // machine almost as much as by the budget (see bigInput), and a share
