@@ -221,7 +221,7 @@ func (f *Flow) target() int {
 	if want >= float64(f.max) || math.IsNaN(want) {
 		return f.max
 	}
-	return max(flowMin, int(math.Ceil(want)))
+	return min(f.max, max(flowMin, int(math.Ceil(want))))
 }
 
 // Stats returns what the flow measured so far.

@@ -46,6 +46,7 @@ func TestFlowLittlesLaw(t *testing.T) {
 		{"waits for the budget are not latency", 10000, 1024, 230 * time.Millisecond, 150 * time.Millisecond, 10, 120},
 		{"--concurrency bounds it", 10000, 100, 80 * time.Millisecond, 0, 10, 100},
 		{"loopback: the floor", 10000, 1024, 100 * time.Microsecond, 0, 10, flowMin},
+		{"loopback, --concurrency below the floor", 10000, 8, 100 * time.Microsecond, 0, 10, 8},
 		{"items that sent nothing are not sampled: the start", 10000, 512, 80 * time.Millisecond, 0, 0, flowStart},
 	} {
 		clock := newFakeClock()
