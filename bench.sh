@@ -19,8 +19,7 @@ cd "$(dirname "$0")"
 trap stop_emulators EXIT
 trap 'exit 130' INT TERM
 
-start_emulators
-start_rate_emulators
+start_emulators rates
 export BIFROST_INTEGRATION=1 BIFROST_BENCH=1
 # TestRunBenchmark at the size its README table was measured at.
 export BIFROST_BENCH_N="${BIFROST_BENCH_N:-20000}"

@@ -16,8 +16,7 @@ cd "$(dirname "$0")"
 trap stop_emulators EXIT
 trap 'exit 130' INT TERM
 
-start_emulators
-start_rate_emulators
+start_emulators rates
 export BIFROST_INTEGRATION=1
 
 echo "== go vet ./..." >&2
@@ -32,15 +31,12 @@ own=0
 for a in "$@"; do
 	case "$a" in ./* | github.com/*) own=1 ;; esac
 done
+# Without a package argument, one go test for every package: cmd's tests
+# that measure rates use their own emulators (start_emulators rates) and
+# come after cmd's functional tests, by which time the other packages,
+# run beside them, are done.
 if [ "$own" = 1 ]; then
 	go test -count=1 -timeout 60m -parallel 8 "$@"
-	exit
+else
+	go test -count=1 -timeout 60m -parallel 8 "$@" ./...
 fi
-# cmd's tests measure rates against the emulators: they run with no other
-# package's tests beside them (fixtures, store and the fakes' conformance
-# suite load the same emulators), the other packages after them.
-rc=0
-go test -count=1 -timeout 60m -parallel 8 "$@" ./cmd/ || rc=$?
-mapfile -t rest < <(go list ./... | grep -v '/cmd$')
-go test -count=1 -timeout 60m -parallel 8 "$@" "${rest[@]}" || rc=$?
-exit "$rc"

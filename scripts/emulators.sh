@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Local emulator stack, sourced by test.sh and demo.sh (not run on its own).
+# Local emulator stack, sourced by test.sh, bench.sh and demo.sh (not run on
+# its own).
 #
 # start_emulators installs Azurite (Table + Blob) and @vercel/cosmosdb-server
 # from npm into a cache folder (pinned versions), starts them on free
@@ -21,6 +22,7 @@ AZURITE_VERSION=3.37.0
 COSMOSDB_SERVER_VERSION=1.0.1
 EMULATOR_CACHE=${BIFROST_EMULATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bifrost-migrate/emulators-$AZURITE_VERSION-$COSMOSDB_SERVER_VERSION}
 EMULATOR_PIDS=()
+SPAWNED_PORTS=()
 EMULATOR_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FEED_FRONT_DIR=
 EMULATOR_LOGS=${EMULATOR_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/bifrost-emulators.XXXXXX")}
@@ -60,16 +62,17 @@ install_emulators() {
 	[ -x "$bin/azurite-table" ] && [ -x "$bin/cosmosdb-server" ]
 }
 
-# free_port prints a TCP port that is free on 127.0.0.1 right now.
-free_port() {
-	node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+# free_ports N prints N TCP ports that are free on 127.0.0.1 right now,
+# one a line (held together while chosen, so they differ).
+free_ports() {
+	node -e 'const n=+process.argv[1],net=require("net"),ss=[];let left=n;for(let i=0;i<n;i++){const s=net.createServer();ss.push(s);s.listen(0,"127.0.0.1",()=>{if(--left===0){for(const x of ss){console.log(x.address().port);x.close()}}})}' "$1"
 }
 
 # wait_port HOST PORT NAME: waits up to 60 s for a listener.
 wait_port() {
 	local i
 	for i in $(seq 1 600); do
-		if node -e 'const c=require("net").connect(+process.argv[2],process.argv[1],()=>{c.end();process.exit(0)});c.on("error",()=>process.exit(1))' "$1" "$2" 2>/dev/null; then
+		if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then
 			return 0
 		fi
 		sleep 0.1
@@ -103,7 +106,7 @@ start_feed_front() {
 		log "building the change-feed front (internal/feedfront) failed"
 		return 1
 	fi
-	port=$(free_port) || return 1
+	port=$(free_ports 1) || return 1
 	"$FEED_FRONT_DIR/feedfront" --target "$cosmos_ep" --addr "127.0.0.1:$port" >"$EMULATOR_LOGS/feedfront.log" 2>&1 &
 	EMULATOR_PIDS+=($!)
 	wait_port 127.0.0.1 "$port" feedfront || return 1
@@ -132,6 +135,15 @@ reuse_feed_front() {
 	esac
 }
 
+# start_emulators [rates] starts the emulators (or reuses the ones the
+# environment points to) and the change-feed front. With "rates" it also
+# starts a second set for the tests that measure rates and exports
+# BIFROST_RATES_TABLES_CONNECTION and BIFROST_RATES_COSMOS_CONNECTION for
+# it: each emulator is one process serving one request at a time, and a
+# functional test's scan of a whole table or container in the shared set
+# would stall a measured run's writes. Without the second set (reused
+# emulators) those tests use the shared one. Both sets start at once, and
+# the front is built while they start.
 start_emulators() {
 	if [ -n "${BIFROST_TABLES_CONNECTION:-}" ] && [ -n "${CosmosDBConnection:-}" ]; then
 		local table_ep cosmos_ep
@@ -139,6 +151,7 @@ start_emulators() {
 		cosmos_ep=$(conn_value "$CosmosDBConnection" AccountEndpoint)
 		if [ -n "$table_ep" ] && [ -n "$cosmos_ep" ] && reachable "$table_ep" && reachable "$cosmos_ep"; then
 			log "reusing the emulators the environment points to ($table_ep, $cosmos_ep)"
+			[ "${1:-}" = rates ] && log "the tests that measure rates use the emulators the environment points to"
 			reuse_feed_front
 			return
 		fi
@@ -147,48 +160,53 @@ start_emulators() {
 	install_emulators || return 1
 	spawn_emulators "" || return 1
 	export BIFROST_TABLES_CONNECTION="$SPAWNED_STORAGE" CosmosDBConnection="$SPAWNED_COSMOS"
-	log "emulators: $SPAWNED_WHERE (logs in $EMULATOR_LOGS)"
-	start_feed_front
+	local where=$SPAWNED_WHERE
+	if [ "${1:-}" = rates ]; then
+		spawn_emulators rates- || return 1
+		export BIFROST_RATES_TABLES_CONNECTION="$SPAWNED_STORAGE" BIFROST_RATES_COSMOS_CONNECTION="$SPAWNED_COSMOS"
+	fi
+	start_feed_front || return 1
+	await_spawned || return 1
+	log "emulators: $where (logs in $EMULATOR_LOGS)"
+	[ "${1:-}" = rates ] && log "emulators for the tests that measure rates: $SPAWNED_WHERE"
+	return 0
 }
 
 # spawn_emulators NAME starts Azurite (Blob, Table) and the Cosmos DB
 # stand-in on free loopback ports, their logs named with NAME, and sets
 # SPAWNED_STORAGE and SPAWNED_COSMOS to their connection strings and
-# SPAWNED_WHERE to their addresses.
+# SPAWNED_WHERE to their addresses. It does not wait for them to listen:
+# await_spawned does. Azurite's telemetry is off (--disableTelemetry): it
+# sends a report per request, and with no way out it keeps them in the
+# temporary folder and rescans the pile, which cost each Azurite process
+# a few % of a core even idle and a share of every request's CPU (the
+# whole test suite ran 15 % faster without it on a 2-core machine).
 spawn_emulators() {
-	local name=$1 blob_port table_port cosmos_port
-	blob_port=$(free_port) && table_port=$(free_port) && cosmos_port=$(free_port) || return 1
+	local name=$1 blob_port table_port cosmos_port ports
+	ports=$(free_ports 3) || return 1
+	{ read -r blob_port && read -r table_port && read -r cosmos_port; } <<<"$ports" || return 1
 	"$EMULATOR_CACHE/node_modules/.bin/azurite-blob" --silent --blobHost 127.0.0.1 --blobPort "$blob_port" \
-		--skipApiVersionCheck --disableProductStyleUrl --inMemoryPersistence >"$EMULATOR_LOGS/${name}azurite-blob.log" 2>&1 &
+		--skipApiVersionCheck --disableProductStyleUrl --inMemoryPersistence --disableTelemetry >"$EMULATOR_LOGS/${name}azurite-blob.log" 2>&1 &
 	EMULATOR_PIDS+=($!)
 	"$EMULATOR_CACHE/node_modules/.bin/azurite-table" --silent --tableHost 127.0.0.1 --tablePort "$table_port" \
-		--skipApiVersionCheck --disableProductStyleUrl --inMemoryPersistence >"$EMULATOR_LOGS/${name}azurite-table.log" 2>&1 &
+		--skipApiVersionCheck --disableProductStyleUrl --inMemoryPersistence --disableTelemetry >"$EMULATOR_LOGS/${name}azurite-table.log" 2>&1 &
 	EMULATOR_PIDS+=($!)
 	"$EMULATOR_CACHE/node_modules/.bin/cosmosdb-server" --no-ssl --host 127.0.0.1 --port "$cosmos_port" \
 		>"$EMULATOR_LOGS/${name}cosmosdb-server.log" 2>&1 &
 	EMULATOR_PIDS+=($!)
-	wait_port 127.0.0.1 "$blob_port" azurite-blob || return 1
-	wait_port 127.0.0.1 "$table_port" azurite-table || return 1
-	wait_port 127.0.0.1 "$cosmos_port" cosmosdb-server || return 1
+	SPAWNED_PORTS+=("$blob_port ${name}azurite-blob" "$table_port ${name}azurite-table" "$cosmos_port ${name}cosmosdb-server")
 	SPAWNED_STORAGE="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$DEV_STORAGE_KEY;BlobEndpoint=http://127.0.0.1:$blob_port/devstoreaccount1;TableEndpoint=http://127.0.0.1:$table_port/devstoreaccount1;"
 	SPAWNED_COSMOS="AccountEndpoint=http://127.0.0.1:$cosmos_port/;AccountKey=$EMULATOR_COSMOS_KEY;"
 	SPAWNED_WHERE="blob 127.0.0.1:$blob_port, table 127.0.0.1:$table_port, cosmos http://127.0.0.1:$cosmos_port"
 }
 
-# start_rate_emulators starts a second set of emulators for the tests
-# that measure rates, and exports BIFROST_RATES_TABLES_CONNECTION and
-# BIFROST_RATES_COSMOS_CONNECTION for it: each emulator is one process
-# serving one request at a time, and a functional test's scan of a whole
-# table or container in the shared set would stall a measured run's
-# writes. Without them those tests use the shared set.
-start_rate_emulators() {
-	if [ ${#EMULATOR_PIDS[@]} -eq 0 ]; then
-		log "the tests that measure rates use the emulators the environment points to"
-		return 0
-	fi
-	spawn_emulators rates- || return 1
-	export BIFROST_RATES_TABLES_CONNECTION="$SPAWNED_STORAGE" BIFROST_RATES_COSMOS_CONNECTION="$SPAWNED_COSMOS"
-	log "emulators for the tests that measure rates: $SPAWNED_WHERE"
+# await_spawned waits for every emulator spawn_emulators started to listen.
+await_spawned() {
+	local p
+	for p in "${SPAWNED_PORTS[@]}"; do
+		wait_port 127.0.0.1 "${p%% *}" "${p#* }" || return 1
+	done
+	SPAWNED_PORTS=()
 }
 
 stop_emulators() {
