@@ -17,8 +17,10 @@ import (
 )
 
 // feedUpstream stands in for the Cosmos DB stand-in's container
-// dbs/d/colls/c: its read feed lists the docs two per page (following
-// x-ms-continuation), in the order they were last written, and its
+// dbs/d/colls/c: it answers the two queries of the proxy (the system
+// members of every doc; the docs whose _ts is at or after @ts) two docs
+// per page (following x-ms-continuation), in the order they were last
+// written, and fails the test on any other query; its
 // partition key ranges come in the stand-in's format (a numeric id). It
 // fails the test when it receives a change-feed header: the proxy must
 // answer those itself.
@@ -30,6 +32,9 @@ type feedUpstream struct {
 	docs []map[string]any // in write order
 	rid  int
 	etag int
+	// bodies counts the docs sent whole (the answers to the query of the
+	// docs changed since @ts).
+	bodies int
 }
 
 func newFeedUpstream(t *testing.T) *feedUpstream {
@@ -55,18 +60,59 @@ func (u *feedUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/dbs/d/colls/c/pkranges":
 		fmt.Fprint(w, `{"PartitionKeyRanges":[{"id":0,"minInclusive":"","maxExclusive":"FF","ridPrefix":0,"throughputFraction":1,"status":"online","parents":[],"_rid":"rid-pkr","_self":"dbs/x/colls/y/pkranges/rid-pkr","_etag":"e","_ts":1}],"_count":1}`)
-	case r.Method == http.MethodGet && r.URL.Path == "/dbs/d/colls/c/docs":
+	case r.Method == http.MethodPost && r.URL.Path == "/dbs/d/colls/c/docs" && r.Header.Get("x-ms-documentdb-isquery") == "True":
+		docs, whole, ok := u.query(r)
+		if !ok {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
 		from, _ := strconv.Atoi(r.Header.Get("x-ms-continuation"))
-		to := min(from+2, len(u.docs))
-		if to < len(u.docs) {
+		to := min(from+2, len(docs))
+		if to < len(docs) {
 			w.Header().Set("x-ms-continuation", strconv.Itoa(to))
 		}
-		b, _ := json.Marshal(map[string]any{"Documents": u.docs[from:to], "_count": to - from})
+		if whole {
+			u.bodies += to - from
+		}
+		b, _ := json.Marshal(map[string]any{"Documents": docs[from:to], "_count": to - from})
 		_, _ = w.Write(b)
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		fmt.Fprint(w, `{"code":"NotFound","message":"no such resource"}`)
 	}
+}
+
+// query answers the proxy's queries (the caller holds mu): the system
+// members of every doc, or every doc whose _ts is at or after @ts (whole).
+func (u *feedUpstream) query(r *http.Request) (docs []map[string]any, whole, ok bool) {
+	var q struct {
+		Query      string `json:"query"`
+		Parameters []struct {
+			Name  string  `json:"name"`
+			Value float64 `json:"value"`
+		} `json:"parameters"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&q); err != nil {
+		u.t.Errorf("upstream got a query it cannot read: %v", err)
+		return nil, false, false
+	}
+	switch {
+	case q.Query == "SELECT c._rid, c._etag, c._ts, c.id FROM c" && len(q.Parameters) == 0:
+		for _, d := range u.docs {
+			docs = append(docs, map[string]any{"_rid": d["_rid"], "_etag": d["_etag"], "_ts": d["_ts"], "id": d["id"]})
+		}
+	case q.Query == "SELECT * FROM c WHERE c._ts >= @ts" && len(q.Parameters) == 1 && q.Parameters[0].Name == "@ts":
+		for _, d := range u.docs {
+			if float64(d["_ts"].(int64)) >= q.Parameters[0].Value {
+				docs = append(docs, d)
+			}
+		}
+		whole = true
+	default:
+		u.t.Errorf("upstream got the query %+v", q)
+		return nil, false, false
+	}
+	return docs, whole, true
 }
 
 // put creates or changes the doc id, last modified at ts (Unix seconds).
@@ -334,6 +380,35 @@ func TestFeedStartsAtIfModifiedSince(t *testing.T) {
 	future := t0.Add(time.Hour).Format(time.RFC1123)
 	if a := readFeed(t, p, "0", map[string]string{"If-Modified-Since": future}); a.status != http.StatusNotModified || a.etag == "" {
 		t.Errorf("since the future: %d etag %q, want 304 with an etag", a.status, a.etag)
+	}
+}
+
+// A read after the first asks the upstream for the bodies of the docs
+// changed since (by _ts), not the whole container again, and still sees
+// a doc changed with an older _ts than the others and a delete.
+func TestFeedReadsOnlyChangedBodies(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{}})
+	for i := range 6 {
+		u.put(fmt.Sprintf("d%d", i), 100+int64(i))
+	}
+	a := readFeed(t, p, "0", nil)
+	if len(a.ids) != 6 || u.bodies != 6 {
+		t.Fatalf("first read: %v, %d bodies from the upstream; want 6 and 6", a.ids, u.bodies)
+	}
+	u.put("d4", 300)
+	u.del("d5")
+	b := readFeed(t, p, "0", map[string]string{"If-None-Match": a.etag})
+	if fmt.Sprint(b.ids) != "[d4]" || u.bodies != 7 {
+		t.Errorf("after d4 changed: %v, %d bodies in all; want [d4] and 7 (d4 alone read again)", b.ids, u.bodies)
+	}
+	u.put("d1", 50) // changed, dated before the docs read since
+	c := readFeed(t, p, "0", map[string]string{"If-None-Match": b.etag})
+	if fmt.Sprint(c.ids) != "[d1]" {
+		t.Errorf("after d1 changed with an older _ts: %v, want [d1]", c.ids)
+	}
+	if all := readFeed(t, p, "0", nil); fmt.Sprint(all.ids) != "[d0 d2 d3 d4 d1]" {
+		t.Errorf("from the beginning: %v, want [d0 d2 d3 d4 d1] (d5 deleted)", all.ids)
 	}
 }
 
