@@ -389,61 +389,72 @@ func (p *Proxy) feedPageBytes() int {
 // (the stand-in checks none). It returns the upstream's answer instead
 // when that is not a 200 (a missing container: 404).
 func (p *Proxy) observe(r *http.Request, l *feedLog) (*http.Response, error) {
-	var seen []docMeta
+	live := map[string]bool{}
+	changed, oldest := false, int64(math.MaxInt64)
 	resp, err := p.queryDocs(r, "SELECT c._rid, c._etag, c._ts, c.id FROM c", nil, func(_ []byte, d docMeta) {
-		seen = append(seen, d)
+		live[d.RID] = true
+		if l.changed(d) {
+			changed, oldest = true, min(oldest, d.TS)
+		}
 	})
 	if err != nil || resp != nil {
 		return resp, err
-	}
-	live := make(map[string]bool, len(seen))
-	changed := map[string]bool{}
-	oldest := int64(math.MaxInt64)
-	for _, d := range seen {
-		live[d.RID] = true
-		if e := l.docs[d.RID]; e == nil || e.etag != d.ETag {
-			changed[d.RID] = true
-			oldest = min(oldest, d.TS)
-		}
 	}
 	for rid := range l.docs {
 		if !live[rid] {
 			delete(l.docs, rid) // deleted: latest-version mode has no deletes
 		}
 	}
-	if len(changed) == 0 {
+	if !changed {
 		return nil, nil
 	}
-	var bodies []docMeta
-	raws := map[string][]byte{}
-	resp, err = p.queryDocs(r, "SELECT * FROM c WHERE c._ts >= @ts", map[string]any{"@ts": oldest}, func(raw []byte, d docMeta) {
-		if changed[d.RID] || l.docs[d.RID] == nil || l.docs[d.RID].etag != d.ETag {
-			bodies = append(bodies, d) // changed, or new since the first query
-			raws[d.RID] = bytes.Clone(raw)
+	type version struct {
+		meta docMeta
+		raw  []byte
+	}
+	var versions []version
+	resp, err = p.queryDocs(r, "SELECT * FROM c WHERE c._ts >= @ts", []queryParam{{"@ts", oldest}}, func(raw []byte, d docMeta) {
+		if l.changed(d) { // the changed ones, and any new since the first query
+			versions = append(versions, version{d, bytes.Clone(raw)})
 		}
 	})
 	if err != nil || resp != nil {
 		return resp, err
 	}
-	slices.SortStableFunc(bodies, func(a, b docMeta) int { return cmp.Compare(a.TS, b.TS) })
+	slices.SortStableFunc(versions, func(a, b version) int { return cmp.Compare(a.meta.TS, b.meta.TS) })
 	n := p.feedRanges()
-	for _, d := range bodies {
+	for _, v := range versions {
 		l.seq++
-		l.docs[d.RID] = &feedEntry{etag: d.ETag, seq: l.seq, ts: d.TS, rng: docRange(d.ID, n), body: raws[d.RID]}
+		l.docs[v.meta.RID] = &feedEntry{etag: v.meta.ETag, seq: l.seq, ts: v.meta.TS, rng: docRange(v.meta.ID, n), body: v.raw}
 	}
 	return nil, nil
 }
 
-// queryDocs sends the query text (with params, by name) to the container
-// r reads, following continuations, and calls fn with each doc of the
-// answers and its system members (a doc without a _rid is known by its
-// id). It returns the upstream's answer instead when that is not a 200.
-func (p *Proxy) queryDocs(r *http.Request, text string, params map[string]any, fn func(raw []byte, d docMeta)) (*http.Response, error) {
-	q := map[string]any{"query": text, "parameters": []map[string]any{}}
-	for name, v := range params {
-		q["parameters"] = append(q["parameters"].([]map[string]any), map[string]any{"name": name, "value": v})
+// changed reports whether d is a version of a doc the log does not hold
+// (the caller holds l.mu).
+func (l *feedLog) changed(d docMeta) bool {
+	e := l.docs[d.RID]
+	return e == nil || e.etag != d.ETag
+}
+
+// queryParam is a named parameter of a query.
+type queryParam struct {
+	Name  string `json:"name"`
+	Value any    `json:"value"`
+}
+
+// queryDocs sends the query text (with params) to the container r reads,
+// following continuations, and calls fn with each doc of the answers and
+// its system members (a doc without a _rid is known by its id). It
+// returns the upstream's answer instead when that is not a 200.
+func (p *Proxy) queryDocs(r *http.Request, text string, params []queryParam, fn func(raw []byte, d docMeta)) (*http.Response, error) {
+	if params == nil {
+		params = []queryParam{} // the service wants an array
 	}
-	body, err := json.Marshal(q)
+	body, err := json.Marshal(struct {
+		Query      string       `json:"query"`
+		Parameters []queryParam `json:"parameters"`
+	}{text, params})
 	if err != nil {
 		return nil, err
 	}
