@@ -115,15 +115,8 @@ func (r *reverser) indexes() {
 		s.Props["UpdatedAt"] = String(pythonISOFormat(r.opts.Now))
 		r.out.Index = append(r.out.Index, s)
 	}
-	// The stale status index: the repository keeps one only while the
-	// status is indexed (Pending, Running), so only those can be stale;
-	// a status:Success row, say, was never written and would never be
-	// read. (Each delete is a read of the row first: a doc far from the
-	// tables should not pay for rows that cannot exist.)
-	for _, s := range executionStatuses {
-		if s != status && statusIndexed(s) {
-			r.out.Delete = append(r.out.Delete, ref("status:"+s+":"+id))
-		}
+	for _, s := range r.staleStatuses(status) {
+		r.out.Delete = append(r.out.Delete, ref("status:"+s+":"+id))
 	}
 	// Index rows under the existing row's values, when the doc changed
 	// them.
@@ -144,4 +137,30 @@ func (r *reverser) indexes() {
 			r.out.Delete = append(r.out.Delete, ref(formKey(form)))
 		}
 	}
+}
+
+// staleStatuses are the statuses whose index row reverse deletes for an
+// execution now in status: as the repository does, the old status's (the
+// existing row's), when it had one (Pending, Running) and the doc's status
+// is another; none for a new row. When the existing row's status cannot
+// be read, every indexed status but the doc's. Each delete is a read of
+// the row first, and a doc far from the tables should not pay for rows
+// that cannot exist.
+func (r *reverser) staleStatuses(status string) []string {
+	if r.existing == nil {
+		return nil
+	}
+	if old, ok := r.existing.Props["Status"]; ok && old.Type == EdmString {
+		if old.Str != status && statusIndexed(old.Str) {
+			return []string{old.Str}
+		}
+		return nil
+	}
+	var stale []string
+	for _, s := range executionStatuses {
+		if s != status && statusIndexed(s) {
+			stale = append(stale, s)
+		}
+	}
+	return stale
 }
