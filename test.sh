@@ -27,22 +27,11 @@ if ! go mod tidy -diff; then
 	exit 1
 fi
 echo "== go test ./..." >&2
-own=0
+pkgs=(./...)
 for a in "$@"; do
-	case "$a" in ./* | github.com/*) own=1 ;; esac
+	case "$a" in ./* | github.com/*) pkgs=() ;; esac
 done
-# Without a package argument, cmd's tests first, then the other packages':
-# the rate tests' own emulators (start_emulators rates) keep the
-# functional tests' scans away from their runs, but not their CPU, and
-# go test would run the other packages beside cmd's first minute, when
-# TestWindowAtLatency measures (its short replay used 0.72 of its share
-# with no latency added beside them, 0.92-0.98 alone).
-if [ "$own" = 1 ]; then
-	go test -count=1 -timeout 60m -parallel 8 "$@"
-	exit
-fi
-rc=0
-go test -count=1 -timeout 60m -parallel 8 "$@" ./cmd/ || rc=$?
-mapfile -t rest < <(go list ./... | grep -v '/cmd$')
-go test -count=1 -timeout 60m -parallel 8 "$@" "${rest[@]}" || rc=$?
-exit "$rc"
+# One go test for every package: the tests that measure a rate take turns
+# on emulators of their own (start_emulators rates), and every other test
+# is functional, so the packages may run side by side.
+go test -count=1 -timeout 60m -parallel 8 "$@" "${pkgs[@]}"

@@ -709,17 +709,6 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 }
 
-// buildBinary builds bifrost-migrate into a temporary folder.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "bifrost-migrate")
-	cmd := exec.Command("go", "build", "-o", bin, "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func (e *runEnv) binaryArgs(args ...string) []string {
 	full := []string{"--database", e.database}
 	full = append(full, args...)
@@ -743,7 +732,7 @@ func TestRunProgressBarsOnlyOnATerminal(t *testing.T) {
 	}
 	e := newRunEnv(t)
 	e.load()
-	bin := buildBinary(t)
+	bin := testenv.Build(t)
 
 	quoted := []string{bin}
 	for _, a := range e.binaryArgs("run", "--dry-run") {
@@ -778,6 +767,7 @@ func TestRunProgressBarsOnlyOnATerminal(t *testing.T) {
 // SIGINT exits 130 with the state saved; a rerun resumes and finishes, and
 // verify finds nothing missing, different or orphaned.
 func TestRunSIGINTThenResume(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t)
 	ctx := context.Background()
 	gen := fixtures.GenerateOptions{N: 3000, Seed: 7, Base: time.Now().UTC().Truncate(24 * time.Hour)}
@@ -787,7 +777,7 @@ func TestRunSIGINTThenResume(t *testing.T) {
 	if code, _, stderr := e.cli("init"); code != 0 {
 		t.Fatalf("init: %s", stderr)
 	}
-	bin := buildBinary(t)
+	bin := testenv.Build(t)
 
 	var stderr bytes.Buffer
 	cmd := exec.Command(bin, e.binaryArgs("run", "--concurrency", "1", "--tables", "Entities,Relationships")...)
