@@ -123,8 +123,9 @@ func (s *resSource) runAndVerify(t *testing.T, p *faultproxy.Proxy, extra ...str
 // Every run is verified clean. The figures it logs are the README's RU
 // benchmark.
 //
-// The two runs whose rates it measures take turns with TestRunAtLatency
-// (measuring); the outage, which measures no rate, runs beside them.
+// The two runs whose rates it measures take turns (measuring), with each
+// other and, in ./bench.sh, with the full-size latency tests; the outage,
+// which measures no rate, runs beside them.
 func TestRunUnderAnRUBudget(t *testing.T) {
 	t.Parallel()
 	s := newRUSource(t)
