@@ -35,6 +35,20 @@ const (
 	flowSamples = 256
 	flowEvery   = 32
 	flowPeriod  = 200 * time.Millisecond
+	// flowGrowth bounds the window by what it achieves: at most
+	// flowGrowth times the items in flight that the rate the recent items
+	// completed at needs at the shortest of their round trips (Little's
+	// law again, at the round trip without any queue). A window the
+	// service answers as fast as before keeps growing, by up to
+	// flowGrowth each estimate, towards what the budget asks for; one
+	// that only makes a queue (the round trips grow, not the rate) stops
+	// growing. Without it, in front of a service that never throttles
+	// (the adaptive budget far above the rate) the window grew to
+	// hundreds of docs held in memory, for no more docs/s. The round
+	// trips must stay within flowGrowth of their shortest, or the window
+	// shrinks towards flowMin: a queue, or a latency that rose (until the
+	// shortest of the recent items says so).
+	flowGrowth = 2
 )
 
 // Bound is what bounded an engine's writes.
@@ -92,8 +106,9 @@ type Flow struct {
 	items     int64
 	latencies [flowSamples]time.Duration
 	charges   [flowSamples]float64
-	n         int // samples taken (the ring holds min(n, flowSamples))
-	fresh     int // samples since the last estimate
+	ends      [flowSamples]time.Time // when each sampled item finished
+	n         int                    // samples taken (the ring holds min(n, flowSamples))
+	fresh     int                    // samples since the last estimate
 	estimated time.Time
 	p50       time.Duration
 	// base is the 10th percentile of the latencies: the round trip
@@ -102,6 +117,10 @@ type Flow struct {
 	// makes itself.
 	base      time.Duration
 	ruPerItem float64
+	// rate is the items per second the samples completed at, and least
+	// the shortest of their round trips (both 0 until estimated).
+	rate  float64
+	least time.Duration
 	// What held the writes back: time the pool was full, by cause, and
 	// the time it was writing at all.
 	full    map[Bound]time.Duration
@@ -161,11 +180,11 @@ func (f *Flow) done(elapsed, waited time.Duration, ru float64) {
 		// latency, and the window, to nothing.
 		return
 	}
-	i := f.n % flowSamples
-	f.latencies[i], f.charges[i] = max(0, elapsed-waited), ru
+	i, now := f.n%flowSamples, f.now()
+	f.latencies[i], f.charges[i], f.ends[i] = max(0, elapsed-waited), ru, now
 	f.n++
 	f.fresh++
-	if now := f.now(); f.fresh >= flowEvery || now.Sub(f.estimated) >= flowPeriod {
+	if f.fresh >= flowEvery || now.Sub(f.estimated) >= flowPeriod {
 		f.estimate(now)
 	}
 }
@@ -201,6 +220,13 @@ func (f *Flow) estimate(now time.Time) {
 		ru += c
 	}
 	f.ruPerItem = ru / float64(k)
+	f.least, f.rate = lat[0], 0
+	if k > 1 {
+		newest, oldest := f.ends[(f.n-1)%flowSamples], f.ends[(f.n-k)%flowSamples]
+		if d := newest.Sub(oldest).Seconds(); d > 0 {
+			f.rate = float64(k-1) / d
+		}
+	}
 	f.fresh, f.estimated = 0, now
 	f.limit = f.target()
 }
@@ -218,6 +244,9 @@ func (f *Flow) target() int {
 		return f.max // items that cost nothing: only the latency bounds them
 	}
 	want := flowHeadroom * rate / f.ruPerItem * f.base.Seconds()
+	if f.rate > 0 {
+		want = min(want, flowGrowth*f.rate*f.least.Seconds())
+	}
 	if want >= float64(f.max) || math.IsNaN(want) {
 		return f.max
 	}

@@ -99,6 +99,42 @@ func TestFlowLittlesLaw(t *testing.T) {
 	}
 }
 
+// TestFlowGrowsWithTheRate: the window grows only while the items it
+// completes grow with it (flowGrowth). In front of a service that never
+// throttles, whose budget rises with use, and that answers a bigger
+// window with a longer queue, not more items (the local stand-in), it
+// stays at the floor instead of the budget's hundreds; far from an
+// account it still reaches what the budget asks for, in a few estimates.
+func TestFlowGrowsWithTheRate(t *testing.T) {
+	// Items complete one after the other as a window of the flow's size
+	// allows at latency lat, or at most perSecond a second.
+	run := func(f *Flow, clock *fakeClock, n int, lat time.Duration, perSecond float64, ru float64) {
+		for range n {
+			gap := lat / time.Duration(f.Limit())
+			if perSecond > 0 {
+				gap = max(gap, time.Duration(float64(time.Second)/perSecond))
+			}
+			clock.add(gap)
+			itemsDone(f, 1, lat, 0, ru)
+		}
+	}
+	clock := newFakeClock()
+	f := NewFlow(fixedBudget{rate: 1e6}, clock.now) // never throttled: the budget far above the rate
+	f.bound(1024)
+	run(f, clock, 4*flowSamples, 2*time.Millisecond, 500, 1)
+	if got := f.Limit(); got != flowMin {
+		t.Errorf("a saturated service at 500 items/s, 2 ms: window %d, want the floor %d (the budget alone asks for %d)", got, flowMin, 1024)
+	}
+
+	clock = newFakeClock()
+	f = NewFlow(fixedBudget{rate: 10000}, clock.now)
+	f.bound(1024)
+	run(f, clock, 12*flowEvery, 80*time.Millisecond, 0, 10) // 12 estimates
+	if got := f.Limit(); got != 120 {
+		t.Errorf("80 ms, 10,000 RU/s, 10 RU an item: window %d after 12 estimates, want 120", got)
+	}
+}
+
 // TestFlowBound: what held the writes back longest is named: the pool
 // full under a window the budget sized (budget, or max-ru when capped),
 // full at Max (concurrency), or not full (source).
