@@ -108,14 +108,10 @@ func TestRunAtLatency(t *testing.T) {
 	t.Parallel()
 	n := latencyExecutions()
 	short := n < 20000
-	var s *resSource
+	s := latencySourceFor(t, short, n)
 	var flags []string
 	if short {
 		flags = []string{"--max-ru", strconv.Itoa(latencyBudget)}
-		w, tw, blobs := newResWriters(t, "lat", 1)
-		s = loadLatencySource(t, w, tw, blobs, n, resNow)
-	} else {
-		s = newLatencySource(t, n)
 	}
 	for _, tc := range []struct {
 		latency time.Duration
@@ -159,6 +155,18 @@ func TestRunAtLatency(t *testing.T) {
 func newLatencySource(t *testing.T, n int) *resSource {
 	t.Helper()
 	return newLatencySourceAt(t, n, resNow)
+}
+
+// latencySourceFor is the source of a latency test: at full size on the
+// emulators of the tests that measure rates (it runs alone, or taking
+// turns), short on the functional tests' emulators (it runs beside them).
+func latencySourceFor(t *testing.T, short bool, n int) *resSource {
+	t.Helper()
+	if !short {
+		return newLatencySource(t, n)
+	}
+	s, tw, blobs := newResWriters(t, "lat", 1)
+	return loadLatencySource(t, s, tw, blobs, n, resNow)
 }
 
 // newLatencySourceAt is newLatencySource with the executions dated from

@@ -38,16 +38,13 @@ func TestWindowAtLatency(t *testing.T) {
 	const latency = 80 * time.Millisecond
 	n, docs, short := 2000, 600, latencyExecutions() < 20000
 	var flags []string
-	var s *resSource
 	if short {
 		t.Parallel()
 		flags = []string{"--max-ru", strconv.Itoa(latencyBudget)}
-		w, tw, blobs := newResWriters(t, "win", 1)
-		s = loadLatencySource(t, w, tw, blobs, n, resNow)
 	} else {
 		n, docs = 10000, 10000
-		s = newLatencySource(t, n)
 	}
+	s := latencySourceFor(t, short, n)
 	db, state := s.newDatabase(), filepath.Join(t.TempDir(), "state")
 	if code, _, stderr := resExecute(s.env(""), nil, s.runArgs(db, 0, state)...); code != cmd.ExitOK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
@@ -85,7 +82,6 @@ func TestWindowAtLatency(t *testing.T) {
 	since := time.Now().UTC().Format(time.RFC3339Nano)
 	time.Sleep(20 * time.Millisecond) // Azurite's Timestamps have millisecond resolution
 	s.changeExecutionRows(t)
-	f.setLatency(latency)
 	stdout, share := window("replay", n, since)
 	var rs migrate.ReplaySummary
 	lastLine(t, stdout, &rs)
