@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -44,6 +45,51 @@ type FieldDiff struct {
 // Values under a top-level property that RedactDoc redacts (SPEC §1) are
 // "***" on both sides; null stays null. It has no side effects.
 func DiffDocs(expected, actual map[string]any, ignore func(name string) bool) []FieldDiff {
+	return diffTop(expected, actual, ignore, nil)
+}
+
+// DiffMeaning is DiffDocs by meaning (SPEC §12, Normalize): a top-level
+// field that is null on one side and absent on the other is no
+// difference, nor are two values of one of table's timestamp fields that
+// name the same instant; _migration is compared without its hash, its
+// timestamp as an instant. The values listed are the docs' own. Two docs
+// without differences have the same MeaningHash and MigrationMeaning.
+func DiffMeaning(table string, expected, actual map[string]any, ignore func(name string) bool) []FieldDiff {
+	stamps := defaultKinds.stampNames(table)
+	em, eok := expected["_migration"].(map[string]any)
+	am, aok := actual["_migration"].(map[string]any)
+	if eok && aok {
+		em, am = maps.Clone(em), maps.Clone(am)
+		delete(em, "hash")
+		delete(am, "hash")
+		if sameInstant(em["timestamp"], am["timestamp"]) {
+			am["timestamp"] = em["timestamp"]
+		}
+		expected, actual = maps.Clone(expected), maps.Clone(actual)
+		expected["_migration"], actual["_migration"] = em, am
+	}
+	return diffTop(expected, actual, ignore, func(name string, e, a any) bool {
+		return (e == nil && a == nil) || (stamps[name] && sameInstant(e, a))
+	})
+}
+
+// sameInstant reports whether e and a are strings that parse as
+// timestamps naming the same instant.
+func sameInstant(e, a any) bool {
+	es, eok := e.(string)
+	as, aok := a.(string)
+	if !eok || !aok {
+		return false
+	}
+	et, eok := ParseTimestamp(es)
+	at, aok := ParseTimestamp(as)
+	return eok && aok && et.Equal(at)
+}
+
+// diffTop is DiffDocs; when same is not nil, a top-level property for
+// which same(name, expected value, actual value) returns true is no
+// difference (an absent value is nil, as null is).
+func diffTop(expected, actual map[string]any, ignore func(name string) bool, same func(name string, e, a any) bool) []FieldDiff {
 	var out []FieldDiff
 	for _, k := range unionKeys(expected, actual) {
 		if ignore != nil && ignore(k) {
@@ -51,6 +97,9 @@ func DiffDocs(expected, actual map[string]any, ignore func(name string) bool) []
 		}
 		e, eok := expected[k]
 		a, aok := actual[k]
+		if same != nil && same(k, e, a) {
+			continue
+		}
 		n := len(out)
 		diffValue(&out, fieldPath("", k), e, eok, a, aok)
 		for i := n; i < len(out); i++ {

@@ -338,13 +338,15 @@ type kindTable struct {
 	// byType are the kinds a doc without _migration can be, by type,
 	// the first before its variants.
 	byType map[string][]*kindSpec
-	// stamps are each table's timestamp properties.
-	stamps map[string]map[string]bool
+	// stamps are each table's timestamp properties; docStamps the same
+	// under their doc names.
+	stamps, docStamps map[string]map[string]bool
 }
 
 // newKindTable indexes kinds.
 func newKindTable(kinds []*kindSpec) *kindTable {
-	t := &kindTable{unknown: map[string]*kindSpec{}, byType: map[string][]*kindSpec{}, stamps: map[string]map[string]bool{}}
+	t := &kindTable{unknown: map[string]*kindSpec{}, byType: map[string][]*kindSpec{}, stamps: map[string]map[string]bool{},
+		docStamps: map[string]map[string]bool{}}
 	for _, k := range kinds {
 		switch {
 		case k.id == idUnknown:
@@ -359,9 +361,10 @@ func newKindTable(kinds []*kindSpec) *kindTable {
 		for _, f := range k.fields {
 			if f.stamp {
 				if t.stamps[k.table] == nil {
-					t.stamps[k.table] = map[string]bool{}
+					t.stamps[k.table], t.docStamps[k.table] = map[string]bool{}, map[string]bool{}
 				}
 				t.stamps[k.table][f.src] = true
+				t.docStamps[k.table][camel(f.src)] = true
 			}
 		}
 	}

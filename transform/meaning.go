@@ -1,0 +1,134 @@
+package transform
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// Judging docs by meaning (SPEC §12). After a cutover the application
+// writes docs in its own forms (a timestamp from JavaScript's
+// toISOString(), an optional field as null), and after reverse the row is
+// made from such a doc; the two sides are in sync when they mean the same.
+// Two docs mean the same when they are equal after Normalize: the
+// timestamp fields of the table (the properties the table lists as
+// timestamps, SPEC §6–§9, under their doc names) written in
+// TimestampLayout, and null top-level fields left out. Numbers are equal
+// by value in canonical JSON already. _migration is provenance: its hash
+// records the row version a doc was first made from and is not compared,
+// its timestamp is compared as an instant (MigrationMeaning).
+
+// stampNames returns the doc names of table's timestamp properties.
+func (t *kindTable) stampNames(table string) map[string]bool {
+	return t.docStamps[table]
+}
+
+// Normalize returns doc as it is judged by meaning: a copy with table's
+// timestamp fields that parse (ParseTimestamp) written in
+// TimestampLayout and its null top-level fields left out; changed reports
+// whether the copy differs from doc (when it does not, doc itself is
+// returned). doc is a Doc or a map[string]any; anything else is returned
+// as it is. Nested values are not touched: they are the application's
+// own data (inputData, a result). It does not change doc.
+func Normalize(table string, doc any) (normalized any, changed bool) {
+	stamps := defaultKinds.stampNames(table)
+	switch d := doc.(type) {
+	case Doc:
+		if !slices.ContainsFunc(d, func(f Field) bool { return f.Value == nil || normalizedStamp(stamps, f.Name, f.Value) != nil }) {
+			return d, false
+		}
+		out := make(Doc, 0, len(d))
+		for _, f := range d {
+			switch {
+			case f.Value == nil:
+				continue
+			case normalizedStamp(stamps, f.Name, f.Value) != nil:
+				f.Value = *normalizedStamp(stamps, f.Name, f.Value)
+			}
+			out = append(out, f)
+		}
+		return out, true
+	case map[string]any:
+		changed := false
+		for k, v := range d {
+			if v == nil || normalizedStamp(stamps, k, v) != nil {
+				changed = true
+				break
+			}
+		}
+		if !changed {
+			return d, false
+		}
+		out := make(map[string]any, len(d))
+		for k, v := range d {
+			switch {
+			case v == nil:
+				continue
+			case normalizedStamp(stamps, k, v) != nil:
+				v = *normalizedStamp(stamps, k, v)
+			}
+			out[k] = v
+		}
+		return out, true
+	}
+	return doc, false
+}
+
+// normalizedStamp returns the TimestampLayout form of v when name is one
+// of stamps and v a string that parses as a timestamp in another form;
+// nil when v stays as it is.
+func normalizedStamp(stamps map[string]bool, name string, v any) *string {
+	s, ok := v.(string)
+	if !ok || !stamps[name] {
+		return nil
+	}
+	t, ok := ParseTimestamp(s)
+	if !ok {
+		return nil
+	}
+	if f := FormatTimestamp(t); f != s {
+		return &f
+	}
+	return nil
+}
+
+// MeaningHash returns the hash of doc by meaning: Hash of Normalize(table,
+// doc). Two docs of table that mean the same (SPEC §12) have the same
+// MeaningHash; a doc whose timestamps are in TimestampLayout and that has
+// no null field has its Hash as MeaningHash. Errors are Hash's.
+func MeaningHash(table string, doc any) (string, error) {
+	n, _ := Normalize(table, doc)
+	return Hash(n)
+}
+
+// MigrationMeaning returns _migration (mig, a Doc or a map[string]any) as
+// it is judged: the canonical JSON of its row keys and its timestamp, the
+// timestamp as an instant in TimestampLayout; the hash left out, since it
+// records what the doc was made from, not what it holds. A mig of another
+// type gives nil.
+func MigrationMeaning(mig any) []byte {
+	get := func(name string) any { return nil }
+	switch m := mig.(type) {
+	case Doc:
+		get = func(name string) any { v, _ := m.Get(name); return v }
+	case map[string]any:
+		get = func(name string) any { return m[name] }
+	default:
+		return nil
+	}
+	keys := map[string]any{}
+	for _, name := range []string{"table", "partitionKey", "rowKey", "timestamp"} {
+		if v := get(name); v != nil {
+			keys[name] = v
+		}
+	}
+	if p := normalizedStamp(map[string]bool{"timestamp": true}, "timestamp", keys["timestamp"]); p != nil {
+		keys["timestamp"] = *p
+	}
+	b, err := Canonical(keys)
+	if err != nil {
+		// A value canonical JSON refuses (invalid UTF-8) is compared as
+		// encoding/json writes it.
+		b, _ = json.Marshal(keys)
+	}
+	return b
+}
