@@ -74,6 +74,14 @@ func wantedOf(row transform.Row, o transform.Outcome) (wantedDoc, error) {
 		h, _ := md.Get("hash")
 		w.hash, _ = h.(string)
 	}
+	w.meaning = w.hash
+	if n, changed := transform.Normalize(row.Table, o.Doc); changed {
+		var err error
+		if w.meaning, err = transform.Hash(n); err != nil {
+			return w, err
+		}
+	}
+	w.migMeaning = transform.MigrationMeaning(mig)
 	var err error
 	w.migration, err = transform.Canonical(mig)
 	return w, err
@@ -154,7 +162,7 @@ func (r *replayer) judged(it *replayItem, s docState) (done bool) {
 	case verdictUnchanged:
 		return true
 	case verdictNotOlder:
-		res.warning = "doc differs but is not older than its row (other transform options?)"
+		res.warning = ReasonNotOlder
 		return true
 	case verdictCollision:
 		from := s.source()
@@ -202,7 +210,7 @@ func conflictOf(row transform.Row, o transform.Outcome, s docState, res Resoluti
 	if err != nil { // cannot happen: Transform wrote it
 		return c
 	}
-	diffs := diffDocs(want, s.m)
+	diffs := diffDocs(row.Table, want, s.m)
 	c.FieldCount = len(diffs)
 	c.Fields = diffs[:min(len(diffs), maxConflictFields)]
 	return c

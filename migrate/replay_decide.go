@@ -73,7 +73,18 @@ type wantedDoc struct {
 	timestamp time.Time // the row's Timestamp
 	hash      string    // the new _migration.hash: the hash of the content
 	migration []byte    // the new _migration, canonical JSON
+	// meaning is the content's transform.MeaningHash, migMeaning the new
+	// _migration's transform.MigrationMeaning (SPEC §12: a doc the
+	// application wrote in its own forms is in sync when it means the
+	// same).
+	meaning    string
+	migMeaning []byte
 }
+
+// ReasonNotOlder is replay's warning for a doc the tool wrote (or reverse
+// recorded) whose content means something else than its row's doc while
+// its _migration is not older than the row: it is left as it is.
+const ReasonNotOlder = "doc means something else than its row's doc but its _migration is not older than the row: left as it is (verify lists the differing fields)"
 
 // docState is what replay knows of a doc it read.
 type docState struct {
@@ -110,6 +121,13 @@ func (s docState) source() source {
 	return source{replayString(s.mig["table"]), replayString(s.mig["partitionKey"]), replayString(s.mig["rowKey"])}
 }
 
+// means reports whether the doc means what the row's doc does (SPEC
+// §12), its _migration aside.
+func (s docState) means(want wantedDoc) bool {
+	h, err := transform.MeaningHash(want.row.table, s.m)
+	return err == nil && h == want.meaning
+}
+
 // decide is replay's decision for the doc of a row (SPEC §13), from
 // whether Cosmos DB holds one (found) and what it holds (s). It is pure.
 func decide(found bool, s docState, want wantedDoc, force bool) verdict {
@@ -118,8 +136,9 @@ func decide(found bool, s docState, want wantedDoc, force bool) verdict {
 		return verdictCreate
 	case s.hasMig && s.source() != want.row:
 		return verdictCollision
-	case s.contentHash == want.hash:
-		if s.hasMig && s.migration != nil && bytes.Equal(s.migration, want.migration) {
+	case s.contentHash == want.hash || s.means(want):
+		if s.hasMig && ((s.migration != nil && bytes.Equal(s.migration, want.migration)) ||
+			bytes.Equal(transform.MigrationMeaning(s.mig), want.migMeaning)) {
 			return verdictUnchanged
 		}
 		return verdictRefresh

@@ -36,6 +36,24 @@ func TestDecide(t *testing.T) {
 	appChanged := func(m map[string]any) { m["description"] = "app" }
 	other := configRow("k", "v2", migratedAt)
 	other.PartitionKey = "SYSTEM"
+	// appForm writes the doc as the application does (no null fields, a
+	// timestamp in another form) and records it as reverse does (the hash
+	// of what it holds).
+	appForm := func(m map[string]any) {
+		for k, v := range m {
+			if v == nil {
+				delete(m, k)
+			}
+		}
+		mig := m["_migration"].(map[string]any)
+		ts, _ := transform.ParseTimestamp(mig["timestamp"].(string))
+		mig["timestamp"] = ts.Format(time.RFC3339Nano)
+		h, err := transform.Hash(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mig["hash"] = h
+	}
 	for _, c := range []struct {
 		name  string
 		found bool
@@ -47,6 +65,8 @@ func TestDecide(t *testing.T) {
 		{"the row's doc, provenance and all", true, docOf(t, row), false, verdictUnchanged},
 		{"the row's content, older provenance", true, docOf(t, configRow("k", "v2", migratedAt)), false, verdictRefresh},
 		{"the row's content, no provenance", true, edit(t, docOf(t, row), func(m map[string]any) { delete(m, "_migration") }), false, verdictRefresh},
+		{"the row's content in the application's forms, as reverse recorded it", true, edit(t, docOf(t, row), appForm), false, verdictUnchanged},
+		{"the row's content in the application's forms, older provenance", true, edit(t, docOf(t, configRow("k", "v2", migratedAt)), appForm), false, verdictRefresh},
 		{"untouched, older than the row", true, docOf(t, configRow("k", "v1", migratedAt)), false, verdictReplace},
 		{"untouched, not older than the row", true, docOf(t, configRow("k", "v1", changedAt)), false, verdictNotOlder},
 		{"migrated from another row", true, docOf(t, other), false, verdictCollision},

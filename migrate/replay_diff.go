@@ -10,13 +10,15 @@ var diffIgnored = map[string]bool{
 	"ttl": true, "_migration": true,
 }
 
-// diffDocs returns the differing fields of the row's doc (tables) and the
-// doc in Cosmos DB (cosmos), both decoded by transform.DecodeDoc, in path
-// order (see transform.DiffDocs: numbers by value, values of redacted
-// properties "***"), leaving out diffIgnored. No difference is nil.
-func diffDocs(tables, cosmos map[string]any) []FieldDiff {
+// diffDocs returns the differing fields of the doc of a row of table
+// (tables) and the doc in Cosmos DB (cosmos), both decoded by
+// transform.DecodeDoc, in path order, by meaning (see
+// transform.DiffMeaning: timestamps as instants, null as absent, numbers
+// by value, values of redacted properties "***"), leaving out
+// diffIgnored. No difference is nil.
+func diffDocs(table string, tables, cosmos map[string]any) []FieldDiff {
 	var out []FieldDiff
-	for _, d := range transform.DiffDocs(tables, cosmos, func(name string) bool { return diffIgnored[name] }) {
+	for _, d := range transform.DiffMeaning(table, tables, cosmos, func(name string) bool { return diffIgnored[name] }) {
 		out = append(out, FieldDiff{Path: d.Path, Tables: d.Expected, Cosmos: d.Actual})
 	}
 	return out

@@ -20,7 +20,7 @@ func TestDiffDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(diffDocs(tables, cosmos))
+	b, err := json.Marshal(diffDocs(transform.TableEntities, tables, cosmos))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestDiffDocs(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("got %s\nwant %s", b, want)
 	}
-	if d := diffDocs(tables, tables); d != nil {
+	if d := diffDocs(transform.TableEntities, tables, tables); d != nil {
 		t.Errorf("same doc: %v, want nil", d)
 	}
 }

@@ -133,7 +133,7 @@ func TestReplayDecisions(t *testing.T) {
 	if len(s.Conflicts) != 1 || fakes.JSON(s.Conflicts[0].Fields) != `[{"path":"description","tables":"d","cosmos":"app"},{"path":"value","tables":"***","cosmos":"***"}]` {
 		t.Errorf("conflicts %s", fakes.JSON(s.Conflicts))
 	}
-	if s.Warnings["doc differs but is not older than its row (other transform options?)"] != 1 {
+	if s.Warnings[ReasonNotOlder] != 1 {
 		t.Errorf("warnings %v", s.Warnings)
 	}
 	if got := f.doc(t, "config-older")["value"]; got != "v2" {

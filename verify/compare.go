@@ -19,14 +19,16 @@ type fieldDiff struct {
 	expected, actual json.RawMessage
 }
 
-// compareDocs returns the differing fields of two docs decoded by
-// transform.DecodeDoc (see transform.DiffDocs: paths, numbers by value,
-// redaction), ignoring the system properties and ttl, each with its
-// problem: a field absent from actual is missing, one absent from
-// expected unexpected, else its value differs. No difference is nil.
-func compareDocs(expected, actual map[string]any) []fieldDiff {
+// compareDocs returns the differing fields of two docs of a row of table,
+// decoded by transform.DecodeDoc, by meaning (see transform.DiffMeaning:
+// paths, timestamps as instants, null as absent, numbers by value,
+// _migration without its hash, redaction), ignoring the system
+// properties and ttl, each with its problem: a field absent from actual
+// is missing, one absent from expected unexpected, else its value
+// differs. No difference is nil.
+func compareDocs(table string, expected, actual map[string]any) []fieldDiff {
 	var out []fieldDiff
-	for _, d := range transform.DiffDocs(expected, actual, func(name string) bool { return systemProps[name] }) {
+	for _, d := range transform.DiffMeaning(table, expected, actual, func(name string) bool { return systemProps[name] }) {
 		problem := ProblemValue
 		switch {
 		case d.Actual == nil:

@@ -35,8 +35,8 @@ type actualDoc struct {
 	ref        DocRef // Table, PartitionKey, RowKey from _migration
 	hasMig     bool
 	src        key
-	docHash    string
-	migHash    key
+	docHash    string // transform.MeaningHash
+	migHash    key    // migrationKey
 	ttl        ttlState
 	blobIssues []blobIssue
 }
@@ -94,11 +94,11 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, key, error) {
 		a.hasMig = true
 		a.ref.Table, a.ref.PartitionKey, a.ref.RowKey = str(mig["table"]), str(mig["partitionKey"]), str(mig["rowKey"])
 		a.src = keyOf(a.ref.Table, a.ref.PartitionKey, a.ref.RowKey)
-		if a.migHash, err = canonicalKey(mig); err != nil {
-			return actualDoc{}, key{}, fmt.Errorf("doc %s/%s/%s: _migration: %w", c, a.ref.Scope, a.ref.ID, err)
-		}
+		a.migHash = migrationKey(mig)
 	}
-	if a.docHash, err = transform.Hash(m); err != nil {
+	// By meaning (SPEC §12): the timestamps of its row's table as
+	// instants, a null field as an absent one.
+	if a.docHash, err = transform.MeaningHash(a.ref.Table, m); err != nil {
 		// A value canonical JSON refuses (it cannot come from a doc the
 		// service stored) simply never matches.
 		a.docHash = "unhashable"
@@ -172,14 +172,12 @@ func str(v any) string {
 	return string(rawJSON(v))
 }
 
-// canonicalKey is the SHA-256 of v's canonical JSON.
-func canonicalKey(v any) (key, error) {
-	b, err := transform.Canonical(v)
-	if err != nil {
-		return key{}, err
-	}
+// migrationKey is the SHA-256 of a _migration by meaning
+// (transform.MigrationMeaning): its row keys and its instant, not its
+// hash.
+func migrationKey(mig any) key {
 	var k key
-	sum := sha256.Sum256(b)
+	sum := sha256.Sum256(transform.MigrationMeaning(mig))
 	copy(k[:], sum[:])
-	return k, nil
+	return k
 }

@@ -241,5 +241,5 @@ func (s *state) readAndCompare(ctx context.Context, exp, act DocRef) ([]fieldDif
 	if err != nil {
 		return nil, fmt.Errorf("doc %s/%s/%s: %w", act.Container, act.Scope, act.ID, err)
 	}
-	return compareDocs(want, got), nil
+	return compareDocs(exp.Table, want, got), nil
 }

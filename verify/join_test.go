@@ -84,6 +84,7 @@ func TestJoin(t *testing.T) {
 		notJudged  int
 		jobs       []detailJob // without their fields
 		orphans    []string    // reasons
+		withoutTTL int
 	}
 	cases := []struct {
 		name  string
@@ -113,10 +114,14 @@ func TestJoin(t *testing.T) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, false)
 			f.doc("user-a-elsewhere", "h", "user:a", "h", nil, false)
 		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []detailJob{{exp: 0, act: 0, moved: true}}}},
-		{"ttl missing: nothing to read again", func(f *joinFixture) {
+		{"ttl missing: written by the application, counted, not a difference", func(f *joinFixture) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, true)
 			f.doc("user-a", "h", "user:a", "h", nil, false)
-		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []detailJob{{exp: 0, act: -1}}}},
+		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Matched: 1}, withoutTTL: 1}},
+		{"ttl missing and content different", func(f *joinFixture) {
+			f.row("user:a", "user-a", "h", transform.DispositionDoc, true)
+			f.doc("user-a", "other", "user:a", "h", nil, false)
+		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []detailJob{{exp: 0, act: 0}}, withoutTTL: 1}},
 		{"ttl out of range", func(f *joinFixture) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, true)
 			f.doc("user-a", "h", "user:a", "h", ptr(0.0), false)
@@ -161,6 +166,9 @@ func TestJoin(t *testing.T) {
 			r, jobs := join(f.rows, f.docs, []string{transform.TableEntities}, 1)
 			if r.Totals != c.want.counts {
 				t.Errorf("totals\n got %+v\nwant %+v", r.Totals, c.want.counts)
+			}
+			if n := r.DocsWithoutTTL[transform.ContainerEntities]; n != c.want.withoutTTL || len(r.WithoutTTL) != n {
+				t.Errorf("docs without ttl %d (%d listed), want %d", n, len(r.WithoutTTL), c.want.withoutTTL)
 			}
 			if r.AppWritten[transform.ContainerEntities] != c.want.appWritten || r.NotJudged != c.want.notJudged {
 				t.Errorf("app-written %d, not judged %d; want %d, %d", r.AppWritten[transform.ContainerEntities], r.NotJudged, c.want.appWritten, c.want.notJudged)

@@ -171,6 +171,13 @@ type Report struct {
 	// AppWritten counts, per container, the docs without _migration that
 	// are not where a row's doc is expected (not judged).
 	AppWritten map[string]int `json:"appWritten"`
+	// DocsWithoutTTL counts, per container, the docs that lack the ttl
+	// their row's doc has (the application wrote them after migration:
+	// the tool always sets it); WithoutTTL names the first
+	// MaxDetailedDocs. They are judged by their content, not failures:
+	// the container's defaultTtl keeps each from its last write.
+	DocsWithoutTTL map[string]int `json:"docsWithoutTtl"`
+	WithoutTTL     []DocRef       `json:"withoutTtl"`
 	// NotJudged counts docs carrying _migration of rows outside --tables
 	// or --sample.
 	NotJudged int `json:"notJudged"`
@@ -217,6 +224,7 @@ func (r *Report) Summary() *Report {
 	s := *r
 	s.AccessPatterns = r.AccessPatterns.firstOfEach(ShownDifferences)
 	s.Missing = first(r.Missing, ShownDifferences)
+	s.WithoutTTL = first(r.WithoutTTL, ShownDifferences)
 	s.Orphans = first(r.Orphans, ShownDifferences)
 	s.Differences = first(r.Differences, ShownDifferences)
 	return &s
@@ -249,16 +257,16 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	containers := make([]string, 0, len(r.AppWritten))
-	for c := range r.AppWritten {
-		containers = append(containers, c)
+	fmt.Fprintf(w, "application-written docs (no _migration, not judged): %s\n", perContainer(r.AppWritten))
+	if n := total(r.DocsWithoutTTL); n > 0 {
+		fmt.Fprintf(w, "docs without ttl (%s): written by the application after migration, each lives by the container's defaultTtl from its last write; judged by content, not a difference:\n", perContainer(r.DocsWithoutTTL))
+		for _, d := range first(r.WithoutTTL, ShownDifferences) {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+		if n > ShownDifferences {
+			fmt.Fprintf(w, "  … and %d more\n", n-ShownDifferences)
+		}
 	}
-	sort.Strings(containers)
-	var parts []string
-	for _, c := range containers {
-		parts = append(parts, fmt.Sprintf("%s %d", c, r.AppWritten[c]))
-	}
-	fmt.Fprintf(w, "application-written docs (no _migration, not judged): %s\n", strings.Join(parts, ", "))
 	if r.Totals.ExpiredPresent > 0 {
 		fmt.Fprintf(w, "expired executions still present (allowed): %d\n", r.Totals.ExpiredPresent)
 	}
@@ -316,6 +324,28 @@ func (r *Report) NotMigratedText() string {
 	}
 	return s + "; run lists them with their reasons in " + r.DeadLetterFile +
 		", which does not exist here (give verify run's --state-dir, or list them with `bifrost-migrate run --dry-run`)"
+}
+
+// perContainer writes counts per container: "entities 0, executions 2".
+func perContainer(counts map[string]int) string {
+	containers := make([]string, 0, len(counts))
+	for c := range counts {
+		containers = append(containers, c)
+	}
+	sort.Strings(containers)
+	var parts []string
+	for _, c := range containers {
+		parts = append(parts, fmt.Sprintf("%s %d", c, counts[c]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func total(counts map[string]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 func shown(n int) string {

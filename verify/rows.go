@@ -19,8 +19,8 @@ type expectedDoc struct {
 	ref     DocRef
 	kind    int // index into rowIndex.kinds
 	docKey  key
-	docHash string
-	migHash key
+	docHash string // transform.MeaningHash
+	migHash key    // migrationKey
 	wantTTL bool
 	expired bool
 }
@@ -75,12 +75,18 @@ func (x *rowIndex) add(row transform.Row, src key, o transform.Outcome) error {
 		e := expectedDoc{ref: ref, kind: ki, docKey: keyOf(o.Container, o.Scope, o.ID)}
 		mig, _ := o.Doc.Get("_migration")
 		migDoc, _ := mig.(transform.Doc)
-		h, _ := migDoc.Get("hash")
-		e.docHash, _ = h.(string)
-		var err error
-		if e.migHash, err = canonicalKey(migDoc); err != nil {
-			return fmt.Errorf("table %s %s/%s: %w", row.Table, row.PartitionKey, row.RowKey, err)
+		// The doc by meaning (SPEC §12); its hash is the provenance hash
+		// unless it has null fields.
+		if n, changed := transform.Normalize(row.Table, o.Doc); changed {
+			var err error
+			if e.docHash, err = transform.Hash(n); err != nil {
+				return fmt.Errorf("table %s %s/%s: %w", row.Table, row.PartitionKey, row.RowKey, err)
+			}
+		} else {
+			h, _ := migDoc.Get("hash")
+			e.docHash, _ = h.(string)
 		}
+		e.migHash = migrationKey(migDoc)
 		e.wantTTL = o.Doc.Has("ttl")
 		x.expected = append(x.expected, e)
 	case transform.DispositionExpired:
