@@ -116,6 +116,16 @@ func readDocState(raw []byte) (docState, error) {
 	return s, nil
 }
 
+// before reports whether row x comes before row y in run's read order
+// (tables Config, Entities, Relationships; rows in key order), where the
+// first row of an id owns it (SPEC §10).
+func (x source) before(y source) bool {
+	if x.table != y.table {
+		return transform.TableOrder(x.table) < transform.TableOrder(y.table)
+	}
+	return transform.CompareKeys(x.partitionKey, x.rowKey, y.partitionKey, y.rowKey) < 0
+}
+
 // source is the row the doc's _migration names (zero without one).
 func (s docState) source() source {
 	return source{replayString(s.mig["table"]), replayString(s.mig["partitionKey"]), replayString(s.mig["rowKey"])}
@@ -134,8 +144,19 @@ func decide(found bool, s docState, want wantedDoc, force bool) verdict {
 	switch {
 	case !found:
 		return verdictCreate
-	case s.hasMig && s.source() != want.row:
+	case s.hasMig && s.source() != want.row && !want.row.before(s.source()):
 		return verdictCollision
+	case s.hasMig && s.source() != want.row:
+		// The row comes before the doc's in read order, so it owns the id
+		// (SPEC §10), as in a fresh run: it takes the doc over, unless the
+		// application changed the doc.
+		switch {
+		case s.untouched:
+			return verdictReplace
+		case force:
+			return verdictForce
+		}
+		return verdictConflict
 	case s.contentHash == want.hash || s.means(want):
 		if s.hasMig && ((s.migration != nil && bytes.Equal(s.migration, want.migration)) ||
 			bytes.Equal(transform.MigrationMeaning(s.mig), want.migMeaning)) {

@@ -34,8 +34,11 @@ func wantOf(t *testing.T, row transform.Row) wantedDoc {
 func TestDecide(t *testing.T) {
 	row := configRow("k", "v2", changedAt)
 	appChanged := func(m map[string]any) { m["description"] = "app" }
-	other := configRow("k", "v2", migratedAt)
-	other.PartitionKey = "SYSTEM"
+	// earlier and later are rows of the id of row (config-k) before and
+	// after it in read order (in reality another key, such as k-x and
+	// k_x, maps to one id; only the rule is tested here).
+	earlier, later := configRow("k", "v2", migratedAt), configRow("k", "v2", migratedAt)
+	earlier.PartitionKey, later.PartitionKey = "A", "Z"
 	// appForm writes the doc as the application does (no null fields, a
 	// timestamp in another form) and records it as reverse does (the hash
 	// of what it holds).
@@ -69,7 +72,10 @@ func TestDecide(t *testing.T) {
 		{"the row's content in the application's forms, older provenance", true, edit(t, docOf(t, configRow("k", "v2", migratedAt)), appForm), false, verdictRefresh},
 		{"untouched, older than the row", true, docOf(t, configRow("k", "v1", migratedAt)), false, verdictReplace},
 		{"untouched, not older than the row", true, docOf(t, configRow("k", "v1", changedAt)), false, verdictNotOlder},
-		{"migrated from another row", true, docOf(t, other), false, verdictCollision},
+		{"migrated from an earlier row of the id, which owns it", true, docOf(t, earlier), false, verdictCollision},
+		{"migrated from a later row of the id: the row takes it over", true, docOf(t, later), false, verdictReplace},
+		{"migrated from a later row, then changed by the application", true, edit(t, docOf(t, later), appChanged), false, verdictConflict},
+		{"migrated from a later row, changed by the application, --force", true, edit(t, docOf(t, later), appChanged), true, verdictForce},
 		{"changed by the application", true, edit(t, docOf(t, configRow("k", "v1", migratedAt)), appChanged), false, verdictConflict},
 		{"changed by the application, --force", true, edit(t, docOf(t, configRow("k", "v1", migratedAt)), appChanged), true, verdictForce},
 		{"written by the application", true, edit(t, docOf(t, configRow("k", "v1", migratedAt)), func(m map[string]any) {

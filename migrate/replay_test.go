@@ -115,10 +115,10 @@ func TestReplayDecisions(t *testing.T) {
 	}))
 	// notolder: untouched, as new as its row, but different → left.
 	add(configRow("notolder", "v2", changedAt), docOf(t, configRow("notolder", "v1", changedAt)))
-	// collision: the doc there was migrated from another row.
-	other := configRow("collision", "v", migratedAt)
-	other.PartitionKey = "SYSTEM"
-	add(configRow("collision", "v", changedAt), edit(t, docOf(t, other), func(m map[string]any) { m["scope"] = "GLOBAL" }))
+	// collision: the doc there was migrated from an earlier row of the
+	// same id (config keys a-b and a_b both give config-a-b), which owns
+	// it.
+	add(configRow("collision_x", "v", changedAt), docOf(t, configRow("collision-x", "v", migratedAt)))
 
 	const appKey = "entities/GLOBAL/config-appchanged"
 	appDoc := f.store.Snapshot()[appKey]
@@ -144,8 +144,8 @@ func TestReplayDecisions(t *testing.T) {
 		t.Errorf("reprov: provenance %v, want the row's Timestamp", mig)
 	}
 	dls := readDeadLetters(t, f.dir, ReplayDeadLetterFile)
-	if len(dls) != 1 || dls[0].RowKey != "config:collision" ||
-		!strings.Contains(dls[0].Reason, "the doc there was migrated from Config SYSTEM/config:collision") || strings.Contains(string(dls[0].Row), `"v"`) {
+	if len(dls) != 1 || dls[0].RowKey != "config:collision_x" ||
+		!strings.Contains(dls[0].Reason, "the doc there was migrated from Config GLOBAL/config:collision-x") || strings.Contains(string(dls[0].Row), `"v"`) {
 		t.Errorf("dead letters %s", fakes.JSON(dls))
 	}
 
@@ -241,4 +241,78 @@ func TestReplayDryRunAndBlobs(t *testing.T) {
 	if s.Totals.Forced != 1 || s.BlobsUploaded != 1 || f.blobs.Snapshot()["e1/result.txt"] != big {
 		t.Errorf("--force: totals %+v, blobs %v", s.Totals, f.blobs.Snapshot()["e1/result.txt"] == big)
 	}
+}
+
+// TestReplaySharedExecutionIDFollowsRun: two rows of one organization
+// carry the same execution id (SPEC §10: the first in key order owns it,
+// later ones are dead-lettered). Both change during a rollback, or the
+// first appears during it; replay then ends with the doc a fresh run of
+// the same tables writes, and dead-letters the later row.
+func TestReplaySharedExecutionIDFollowsRun(t *testing.T) {
+	execRow := func(reverseTs, status string, ts time.Time) transform.Row {
+		return transform.Row{Table: transform.TableEntities, PartitionKey: "org1", RowKey: "execution:" + reverseTs + "_e1", Timestamp: ts,
+			Props: map[string]transform.Value{"ExecutionId": transform.String("e1"), "WorkflowName": transform.String("wf"),
+				"Status": transform.String(status), "StartedAt": transform.String("2026-11-20T08:00:00"), "ExecutedBy": transform.String("u1")}}
+	}
+	const first, second = "8235000000000", "8235000000001" // in key order
+	full := transform.Options{ExecutionTTL: transform.TTLFull}
+	for _, tc := range []struct {
+		name        string
+		before      []transform.Row // the tables at the run
+		after       []transform.Row // rows the rollback wrote
+		replaced    int64
+		deadLetters int64
+	}{
+		{"both rows change", []transform.Row{execRow(first, "Running", migratedAt), execRow(second, "Running", migratedAt)},
+			[]transform.Row{execRow(first, "Success", changedAt), execRow(second, "Failed", changedAt)}, 1, 1},
+		{"the first in key order appears during the rollback, the other changes", []transform.Row{execRow(second, "Running", migratedAt)},
+			[]transform.Row{execRow(first, "Success", changedAt), execRow(second, "Failed", changedAt)}, 1, 1},
+		{"the first in key order appears during the rollback", []transform.Row{execRow(second, "Running", migratedAt)},
+			[]transform.Row{execRow(first, "Success", changedAt)}, 1, 1},
+		{"only the later row changes", []transform.Row{execRow(first, "Running", migratedAt), execRow(second, "Running", migratedAt)},
+			[]transform.Row{execRow(second, "Failed", changedAt)}, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newReplayFixture(t)
+			for _, row := range tc.before {
+				f.src.Add(row.Table, row)
+			}
+			env := Env{Now: func() time.Time { return goldenNow }}
+			runOpts := RunOptions{Common: Common{StateDir: filepath.Join(t.TempDir(), "run"), Concurrency: 2, Transform: full}}
+			if _, err := Run(ctx, runOpts, Deps{Source: f.src, Docs: f.store, Blobs: f.blobs, Env: env}); err != nil {
+				t.Fatal(err)
+			}
+			for _, row := range tc.after {
+				f.src.Add(row.Table, row)
+			}
+			s := f.replay(t, ReplayOptions{Common: Common{Transform: full}})
+			if s.Totals.Replaced != tc.replaced || s.Totals.DeadLetters != tc.deadLetters {
+				t.Errorf("totals %+v, want %d replaced and %d dead letter(s)", s.Totals, tc.replaced, tc.deadLetters)
+			}
+			fresh := fakes.NewDocs()
+			runOpts.StateDir = filepath.Join(t.TempDir(), "fresh")
+			if _, err := Run(ctx, runOpts, Deps{Source: f.src, Docs: fresh, Blobs: f.blobs, Env: env}); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := f.store.Doc(transform.ContainerExecutions, "org-org1", "e1")
+			want, _ := fresh.Doc(transform.ContainerExecutions, "org-org1", "e1")
+			if g, w := withoutSystem(t, got), withoutSystem(t, want); g != w {
+				t.Errorf("after replay\n%s\nafter a fresh run\n%s", g, w)
+			}
+		})
+	}
+}
+
+// withoutSystem is a doc's JSON without Cosmos DB's system properties.
+func withoutSystem(t *testing.T, doc []byte) string {
+	t.Helper()
+	m, err := transform.DecodeDoc(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"_rid", "_self", "_etag", "_ts", "_attachments"} {
+		delete(m, k)
+	}
+	return fakes.JSON(m)
 }
