@@ -15,23 +15,37 @@ type engineOptions struct {
 	Database string
 	engineFlags
 	pacer *azure.Pacer
+	// sayOptions says where the transform options came from (adopt), once
+	// the command is at work.
+	sayOptions func()
 }
 
-// from takes the I/O and the database from f, once the flags are parsed.
+// from takes the I/O, the database and the target from f, once the flags
+// are parsed.
 func (e *engineOptions) from(f *Factory) {
 	e.IO, e.Database = f.IO(), f.Global.Database
+	e.TransformFlags.target = f.targetFingerprint(e.Database, e.BlobContainer)
 }
 
 // start is what the engine's commands do first, once the flags are
-// valid: the transform options at now into c, the pacer of every Cosmos
-// DB request, and the output of the command name.
+// valid: replay and reverse take the migration's options (adopt), then
+// the transform options at now go into c, the pacer of every Cosmos DB
+// request is made, and the output of the command name.
 func (e *engineOptions) start(name string, c *migrate.Common) (*output, error) {
+	o := e.output(name)
+	e.sayOptions = func() {}
+	if !e.TransformFlags.forRun {
+		var err error
+		if e.sayOptions, err = e.TransformFlags.adopt(o, name, c.StateDir, true); err != nil {
+			return nil, err
+		}
+	}
 	var err error
 	if c.Transform, err = e.TransformFlags.options(e.Now()); err != nil {
 		return nil, err
 	}
 	e.pacer = e.RU.pacer()
-	return e.output(name), nil
+	return o, nil
 }
 
 // connect connects to the accounts of f for an engine that uses uses,

@@ -30,7 +30,7 @@ type logFile struct {
 func openLogFile(path string, now func() time.Time, redact func(string) string) (*logFile, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, UsageError(fmt.Errorf("--log-file: %w", err))
+		return nil, UsageError(fmt.Errorf("--log-file %s: %v", path, unwrapPath(err)))
 	}
 	return &logFile{f: f, now: now, redact: redact}, nil
 }

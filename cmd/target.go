@@ -82,6 +82,20 @@ func (t target) fingerprint() string {
 	return fmt.Sprintf("cosmos=%s;database=%s;tables=%s;blobs=%s/%s", t.cosmos.Endpoint, t.database, t.tables.TableEndpoint, t.blobs.BlobEndpoint, t.blobName)
 }
 
+// targetFingerprint is where a command of f works, on database and the
+// blob container blobName, as run's state names it (target.fingerprint),
+// from the settings alone (no request): "" when they cannot be resolved,
+// which connect then reports.
+func (f *Factory) targetFingerprint(database, blobName string) string {
+	tables, err1 := f.Storage()
+	blobs, err2 := f.BlobStorage()
+	cosmos, err3 := f.Cosmos()
+	if err1 != nil || err2 != nil || err3 != nil {
+		return ""
+	}
+	return target{tables: tables, blobs: blobs, cosmos: cosmos, database: database, blobName: blobName}.fingerprint()
+}
+
 // missing checks that the database, its containers entities and
 // executions, and (withBlobs) the blob container exist. It returns the
 // missing ones in that order (only the database when it is missing: it

@@ -19,15 +19,21 @@ type TransformFlags struct {
 	// forRun chooses help that describes the choice (run) rather than
 	// asking for run's choice (verify, replay, reverse).
 	forRun bool
+	// fs is the flag set the flags are bound to (adopt: which were
+	// given); target is where the command works as run's state names it
+	// (target.fingerprint), "" when it cannot be told before connecting.
+	fs     *pflag.FlagSet
+	target string
 }
 
 // bind adds the flags to fl.
 func (t *TransformFlags) bind(fl *pflag.FlagSet) {
+	t.fs = fl
 	help := [4]string{
-		"the inline result limit run used, in `bytes`",
-		"the ttl mode run used: remaining, full or none",
-		"the relationships mode run used: keep or migrate",
-		"run used --strict (unknown kinds were dead-lettered)",
+		"the inline result limit run used, in `bytes` (default: the run's in --state-dir)",
+		"the ttl mode run used: remaining, full or none (default: the run's in --state-dir)",
+		"the relationships mode run used: keep or migrate (default: the run's in --state-dir)",
+		"run used --strict (unknown kinds were dead-lettered) (default: the run's in --state-dir)",
 	}
 	if t.forRun {
 		help = [4]string{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -76,6 +77,7 @@ func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) 
 	opts.Connect = func(ctx context.Context) (verifyServices, error) { return connectVerify(ctx, f, opts) }
 	c := newCommand(verifyDoc, func(c *cobra.Command) error {
 		opts.IO, opts.Database = f.IO(), f.Global.Database
+		opts.TransformFlags.target = f.targetFingerprint(opts.Database, opts.BlobContainer)
 		return runWith(c, opts, runF, verifyRun)
 	})
 	addFlags(c, verifyFlags{opts}, &tablesFlag{what: "check", tables: &opts.Tables}, &opts.TransformFlags, &opts.testNames,
@@ -112,6 +114,18 @@ func (p verifyProgress) Step(msg string) {
 // mismatches return a PartialError (exit 3); a missing table, database or
 // container is an error (exit 1) before anything is compared.
 func verifyRun(ctx context.Context, opts *VerifyOptions) error {
+	o := opts.output("verify")
+	if opts.ReportFile != "" {
+		// Before any reading: a report that cannot be written would only
+		// be found out after hours.
+		if err := checkWritable("--report", opts.ReportFile); err != nil {
+			return err
+		}
+	}
+	sayOptions, err := opts.TransformFlags.adopt(o, "verify", opts.StateDir, false)
+	if err != nil {
+		return err
+	}
 	topts, err := opts.TransformFlags.options(opts.Now())
 	if err != nil {
 		return err
@@ -122,7 +136,6 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		// share of the budget, so that no 5-second window exceeds it.
 		opts.PageSize = min(opts.PageSize, max(100, int(opts.RU.MaxRU/10)))
 	}
-	o := opts.output("verify")
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
@@ -134,6 +147,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if err := ready(ctx, o, svc.conn, opts.TablePrefix, opts.Tables); err != nil {
 		return err
 	}
+	sayOptions()
 	r, err := v.Run(ctx, verify.Options{
 		Transform:   topts,
 		Tables:      opts.Tables,
@@ -150,37 +164,86 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if _, serr := os.Stat(r.DeadLetterFile); serr == nil {
 		r.DeadLetterFileFound = true
 	} else if !errors.Is(serr, fs.ErrNotExist) {
-		return fmt.Errorf("--state-dir: %w", serr)
+		o.warning("%s cannot be read: %v", r.DeadLetterFile, unwrapPath(serr))
 	}
 	o.status("%d rows in %.1fs (%.0f rows/s)", r.Totals.Rows, r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9))
 	if !opts.Quiet && !o.json() {
 		// With --output json, the summary's "ru" says the same.
 		ru.writeText(prefixed{opts.ErrOut, "verify: "})
 	}
+	verdict := verifyVerdict(r)
+	if err := writeVerifySummary(o, opts.Out, r, ru); err != nil {
+		return err
+	}
 	if opts.ReportFile != "" {
 		if err := writeReportFile(opts.ReportFile, r); err != nil {
-			return err
+			// The verdict is printed: say it again, and that the report
+			// the operator asked for is not there.
+			what := "verify: OK"
+			if verdict != nil {
+				what = verdict.Error()
+			}
+			return fmt.Errorf("%s; but the report was not written: %w", what, err)
 		}
 	}
+	return verdict
+}
+
+// writeVerifySummary prints the report: the summary line with ru
+// (--output json), or the text.
+func writeVerifySummary(o *output, out io.Writer, r *verify.Report, ru ruReport) error {
+	var err error
 	if o.json() {
 		err = o.lines.emit(lineSummary, struct {
 			*verify.Report
 			RU ruReport `json:"ru"`
 		}{r.Summary(), ru})
 	} else {
-		err = r.WriteText(opts.Out)
+		err = r.WriteText(out)
 	}
-	if err != nil {
-		return err
-	}
+	return err
+}
+
+// verifyVerdict is the error verify ends with for r: nil when r is OK,
+// else a PartialError (exit 3) that counts what failed.
+func verifyVerdict(r *verify.Report) error {
 	switch {
 	case r.OK:
 		return nil
 	case r.NotMigrated > 0:
-		return PartialError(fmt.Errorf("verify found %d row(s) not migrated (dead letters, see %s), %d missing, %d different and %d orphan doc(s)",
-			r.NotMigrated, r.DeadLetterFile, r.Totals.Missing, r.Totals.Different, r.Totals.Orphans))
+		listed := "see " + r.DeadLetterFile
+		if !r.DeadLetterFileFound {
+			listed = "`bifrost-migrate run --dry-run` lists them"
+		}
+		return PartialError(fmt.Errorf("verify found %d row(s) not migrated (dead letters; %s), %d missing, %d different and %d orphan doc(s)",
+			r.NotMigrated, listed, r.Totals.Missing, r.Totals.Different, r.Totals.Orphans))
 	}
 	return PartialError(fmt.Errorf("verify found %d missing, %d different and %d orphan doc(s)", r.Totals.Missing, r.Totals.Different, r.Totals.Orphans))
+}
+
+// checkWritable returns a usage error naming flag and name when a file
+// cannot be created at name (its folder missing or not writable, or name
+// a folder), having created and removed a temporary file beside it.
+func checkWritable(flag, name string) error {
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+		return UsageError(fmt.Errorf("%s %s: is a folder; give a file name", flag, name))
+	}
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*.tmp")
+	if err != nil {
+		return UsageError(fmt.Errorf("%s %s: cannot write there: %v", flag, name, unwrapPath(err)))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// unwrapPath is the reason of a file-system error without the operation
+// and path the sentence around it names ("permission denied").
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // writeReportFile writes the report as indented JSON, through a temporary
@@ -189,7 +252,7 @@ func writeReportFile(name string, r *verify.Report) error {
 	tmp := name + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
-		return fmt.Errorf("--report: %w", err)
+		return fmt.Errorf("--report %s: %v", name, unwrapPath(err))
 	}
 	enc := json.NewEncoder(f)
 	enc.SetIndent("", "  ")
@@ -201,21 +264,21 @@ func writeReportFile(name string, r *verify.Report) error {
 	}{"verify", r}); err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return fmt.Errorf("--report: %w", err)
+		return fmt.Errorf("--report %s: %v", name, unwrapPath(err))
 	}
 	// fsync before the rename, so that after a crash the report is either
 	// the old one or the complete new one, never an empty file.
 	if err := f.Sync(); err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return fmt.Errorf("--report: %w", err)
+		return fmt.Errorf("--report %s: %v", name, unwrapPath(err))
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("--report: %w", err)
+		return fmt.Errorf("--report %s: %v", name, unwrapPath(err))
 	}
 	if err := os.Rename(tmp, name); err != nil {
-		return fmt.Errorf("--report: %w", err)
+		return fmt.Errorf("--report %s: %v", name, unwrapPath(err))
 	}
 	return nil
 }

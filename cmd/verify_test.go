@@ -423,9 +423,8 @@ const deadLettersListed = "not migrated: 6 row(s) are dead letters, not in Cosmo
 
 // deadLettersNotFound is that line when dir holds no dead-letter file.
 func deadLettersNotFound(dir string) string {
-	return "not migrated: 6 row(s) are dead letters, not in Cosmos DB (DEAD-LETTER column); run lists them with their reasons in " +
-		filepath.Join(dir, "dead-letter.jsonl") +
-		", which does not exist here (give verify run's --state-dir, or list them with `bifrost-migrate run --dry-run`)\n"
+	return "not migrated: 6 row(s) are dead letters, not in Cosmos DB (DEAD-LETTER column); no run wrote a dead-letter file in " + dir +
+		": `bifrost-migrate run --dry-run` lists them with their reasons (or give verify the run's --state-dir)\n"
 }
 
 // cleanFixturesText is verify's output after a clean run on the fixtures,
@@ -727,15 +726,17 @@ func TestVerifyJSONOutputAndNoSecrets(t *testing.T) {
 	if code != ExitPartial {
 		t.Fatalf("exit %d, want 3: %s", code, stderr)
 	}
-	// stdout: the start-up status line, a progress line per phase, the
-	// status line that counts the rows, the summary and the error line;
-	// stderr only the error's sentence.
+	// stdout: the start-up status line, the line that says no run is in
+	// the state directory, a progress line per phase, the status line
+	// that counts the rows, the summary and the error line; stderr only
+	// the error's sentence.
 	lines := parseJSONLines(t, stdout)
-	if len(lines) < 5 || lines[0].Type != lineStatus || !strings.HasPrefix(lines[0].str("message"), "tables ") ||
+	if len(lines) < 6 || lines[0].Type != lineStatus || !strings.HasPrefix(lines[0].str("message"), "tables ") ||
+		lines[1].Type != lineStatus || !strings.HasPrefix(lines[1].str("message"), "no migration in "+e.stateDir+" (no state.json): verify uses --execution-ttl remaining") ||
 		lines[len(lines)-3].Type != lineStatus || lines[len(lines)-2].Type != lineSummary || lines[len(lines)-1].Type != lineError {
 		t.Fatalf("stdout:\n%s", stdout)
 	}
-	for _, l := range lines[1 : len(lines)-3] {
+	for _, l := range lines[2 : len(lines)-3] {
 		var p struct{ Type, Step string }
 		if err := json.Unmarshal([]byte(l.Raw), &p); err != nil || p.Type != "progress" || p.Step == "" {
 			t.Errorf("stdout line is not a progress object: %q", l.Raw)
@@ -749,8 +750,9 @@ func TestVerifyJSONOutputAndNoSecrets(t *testing.T) {
 		r.NotMigrated != fixtureDeadLetters || r.DeadLetterFile != filepath.Join(e.stateDir, "dead-letter.jsonl") {
 		t.Errorf("summary %s", stdout)
 	}
-	wantErr := "verify found 6 row(s) not migrated (dead letters, see " + filepath.Join(e.stateDir, "dead-letter.jsonl") +
-		"), 1 missing, 0 different and 0 orphan doc(s)"
+	// No run wrote into the state directory: no line points at its
+	// dead-letter file.
+	wantErr := "verify found 6 row(s) not migrated (dead letters; `bifrost-migrate run --dry-run` lists them), 1 missing, 0 different and 0 orphan doc(s)"
 	if stderr != "bifrost-migrate: "+wantErr+"\n" {
 		t.Errorf("stderr %q, want only the error", stderr)
 	}
@@ -891,7 +893,7 @@ func TestVerifyAfterRunWithADeadLetteredRow(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0].Raw), &sum); err != nil || code != ExitPartial || sum.OK || sum.NotMigrated != 1 || sum.DeadLetterFile != file {
 		t.Errorf("--output json: exit %d, %v:\n%s", code, err, stdout)
 	}
-	if got, want := lastLine(stderr), "bifrost-migrate: verify found 1 row(s) not migrated (dead letters, see "+file+"), 0 missing, 0 different and 0 orphan doc(s)"; got != want {
+	if got, want := lastLine(stderr), "bifrost-migrate: verify found 1 row(s) not migrated (dead letters; see "+file+"), 0 missing, 0 different and 0 orphan doc(s)"; got != want {
 		t.Errorf("last stderr line\n%s\nwant\n%s", got, want)
 	}
 }

@@ -387,6 +387,7 @@ func windowRun[D, S, C, T any](ctx context.Context, opts *windowOptions, c *migr
 	if err := ready(ctx, o, svc.conn, c.TablePrefix, w.tables); err != nil {
 		return err
 	}
+	e.sayOptions()
 	wf.startStatus(o, w.words.reads, wf.w.Since, c.DryRun)
 	// Said once the engine is at work: a command refused at its start (the
 	// state directory in use) prints only its error.

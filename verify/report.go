@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -322,8 +323,8 @@ func (r *Report) NotMigratedText() string {
 	case r.DeadLetterFileFound:
 		return s + "; run listed them with their reasons in " + r.DeadLetterFile
 	}
-	return s + "; run lists them with their reasons in " + r.DeadLetterFile +
-		", which does not exist here (give verify run's --state-dir, or list them with `bifrost-migrate run --dry-run`)"
+	return s + "; no run wrote a dead-letter file in " + filepath.Dir(r.DeadLetterFile) +
+		": `bifrost-migrate run --dry-run` lists them with their reasons (or give verify the run's --state-dir)"
 }
 
 // perContainer writes counts per container: "entities 0, executions 2".
