@@ -51,7 +51,7 @@ func TestVerifyInSyncAfterReverse(t *testing.T) {
 		"id": newExecID, "type": "execution", "scope": "org-" + orgID, "executionId": newExecID,
 		"workflowName": newExecWF, "executedBy": aliceEmail, "executedByName": "Alice Renamed",
 		"status": "Success", "inputData": map[string]any{"top": 5}, "resultInBlob": false,
-		"durationMs": 2000,
+		"durationMs":  2000,
 		"startedAt":   "2026-11-21T11:00:00.500000",       // isoformat() of a naive UTC time
 		"completedAt": "2026-11-21T11:00:02.500000+00:00", // isoformat() with its offset
 	}
