@@ -132,8 +132,9 @@ var replayDoc = cmdDoc{
 Table Storage again, bring Cosmos DB up to date from the tables: read the
 rows whose Timestamp is at or after --since (RFC 3339, e.g.
 ` + sinceExample + `; the Table service filters them), transform them as run
-does (pass run's --execution-ttl, --blob-threshold, --relationships and
---strict), and write each doc with optimistic concurrency on its _etag:
+does (with run's --execution-ttl, --blob-threshold, --relationships and
+--strict, taken from the run in --state-dir; another value given is
+refused), and write each doc with optimistic concurrency on its _etag:
 
   no doc                      create it (409: start over)
   doc already as the row      nothing

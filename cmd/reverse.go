@@ -131,8 +131,9 @@ only when they differ from what the table holds (an unchanged row keeps
 its Timestamp). Then the doc's _migration records the sync (If-Match on its
 _etag), so a second reverse writes nothing. A doc whose keys would hold a
 character Table Storage forbids is dead-lettered (reverse-dead-letter.jsonl
-in --state-dir), as are docs that cannot be written back. Pass run's
---execution-ttl, --blob-threshold, --relationships and --strict.
+in --state-dir), as are docs that cannot be written back. run's
+--execution-ttl, --blob-threshold, --relationships and --strict are taken
+from the run in --state-dir (another value given is refused).
 
 --prune also deletes the rows whose migrated doc is gone from Cosmos DB,
 unless it expired by its ttl (the tables keep their own retention) or the

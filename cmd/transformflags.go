@@ -10,7 +10,8 @@ import (
 )
 
 // TransformFlags are the flags that change what a doc looks like. run sets
-// them; verify and replay must be given the values run used.
+// them; verify, replay and reverse take run's from the state directory
+// (adopt, migration.go) unless given.
 type TransformFlags struct {
 	ExecutionTTL  string
 	BlobThreshold int
@@ -30,10 +31,10 @@ type TransformFlags struct {
 func (t *TransformFlags) bind(fl *pflag.FlagSet) {
 	t.fs = fl
 	help := [4]string{
-		"the inline result limit run used, in `bytes` (default: the run's in --state-dir)",
-		"the ttl mode run used: remaining, full or none (default: the run's in --state-dir)",
-		"the relationships mode run used: keep or migrate (default: the run's in --state-dir)",
-		"run used --strict (unknown kinds were dead-lettered) (default: the run's in --state-dir)",
+		"the inline result limit run used, in `bytes` (without it: the run's in --state-dir)",
+		"the ttl mode run used: remaining, full or none (without it: the run's in --state-dir)",
+		"the relationships mode run used: keep or migrate (without it: the run's in --state-dir)",
+		"run used --strict: unknown kinds were dead-lettered (without it: the run's in --state-dir)",
 	}
 	if t.forRun {
 		help = [4]string{

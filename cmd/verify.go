@@ -27,7 +27,7 @@ type VerifyOptions struct {
 	Sample float64
 	// ReportFile, when not empty, receives the whole report as JSON.
 	ReportFile string
-	// The transform options run used.
+	// The transform options run used (from --state-dir unless given).
 	TransformFlags
 	// Tables limits the tables checked; empty means all.
 	Tables      []string
@@ -289,12 +289,16 @@ var verifyDoc = cmdDoc{
 	short: "Compare every source row with what landed in Cosmos DB and Blob Storage",
 	long: `Compare every source row with what the migration left in Cosmos DB and Blob
 Storage. For each row verify recomputes the disposition and the doc that
-run writes (pass the same --execution-ttl, --blob-threshold,
---relationships and --strict as run), reads the docs of both containers in
+run writes, with run's --execution-ttl, --blob-threshold, --relationships
+and --strict (taken from the run in --state-dir; one given with another
+value is a warning naming both), reads the docs of both containers in
 bulk (a few large query pages, never one read per row), and compares them
-field by field, ignoring the system properties. A doc's ttl only has to
-be present under --execution-ttl remaining or full, with 0 < ttl <= 1209600;
-executions that are expired now may be present or absent. Every blob path
+field by field by meaning, ignoring the system properties: timestamps
+naming the same instant in any form, a null field and an absent one, and
+numbers of one value are equal; _migration.hash is not compared. A doc's
+ttl must be 0 < ttl <= 1209600 under --execution-ttl remaining or full; a
+doc without one (the application wrote it) is counted, not a difference.
+Executions that are expired now may be present or absent. Every blob path
 a doc names must exist in execution-data.
 
 It also finds orphans (docs carrying _migration whose row no longer
