@@ -34,6 +34,13 @@ func (e *engineOptions) from(f *Factory) {
 func (e *engineOptions) start(name string, c *migrate.Common) (*output, error) {
 	o := e.output(name)
 	e.sayOptions = func() {}
+	if !c.DryRun {
+		// It will hold the lock, the state and the dead letters: a folder
+		// that cannot be written is said before any request.
+		if err := checkStateDir(c.StateDir); err != nil {
+			return nil, err
+		}
+	}
 	if !e.TransformFlags.forRun {
 		var err error
 		if e.sayOptions, err = e.TransformFlags.adopt(o, name, c.StateDir, true); err != nil {

@@ -210,23 +210,35 @@ func TestVerifyNoRunSaysSo(t *testing.T) {
 	}
 }
 
-// TestVerifyOutputPathsCheckedFirst: a --report or --log-file that cannot
-// be written fails at once, naming the path, before any request; a
-// report that still fails at the end leaves the verdict printed, and the
-// exit says the report was not written.
+// report0 is a file in dir, where a folder is wanted.
+func report0(dir string) string { return filepath.Join(dir, "a-file") }
+
+// TestVerifyOutputPathsCheckedFirst: a --report, --log-file or (replay,
+// reverse) --state-dir that cannot be written fails at once, naming the
+// path, before any request; a report that still fails at the end leaves
+// the verdict printed, and the exit says the report was not written.
 func TestVerifyOutputPathsCheckedFirst(t *testing.T) {
 	e := migratedFixtures(t)
 	dir := t.TempDir()
-	common := []string{"--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs, "--state-dir", e.stateDir}
+	if err := os.WriteFile(report0(dir), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs}
+	state := []string{"--state-dir", e.stateDir}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"verify", "--report", filepath.Join(dir, "missing", "v.json")},
+		{[]string{"verify", "--state-dir", e.stateDir, "--report", filepath.Join(dir, "missing", "v.json")},
 			"bifrost-migrate: --report " + filepath.Join(dir, "missing", "v.json") + ": cannot write there: no such file or directory\n"},
-		{[]string{"verify", "--report", dir}, "bifrost-migrate: --report " + dir + ": is a folder; give a file name\n"},
-		{[]string{"--log-file", filepath.Join(dir, "missing", "v.log"), "verify"},
+		{[]string{"verify", "--state-dir", e.stateDir, "--report", dir}, "bifrost-migrate: --report " + dir + ": is a folder; give a file name\n"},
+		{[]string{"--log-file", filepath.Join(dir, "missing", "v.log"), "verify", "--state-dir", e.stateDir},
 			"bifrost-migrate: --log-file " + filepath.Join(dir, "missing", "v.log") + ": no such file or directory\n"},
+		// replay and reverse write their lock and dead letters there.
+		{[]string{"replay", "--since", "2026-11-20T00:00:00Z", "--state-dir", filepath.Join(report0(dir), "state")},
+			"bifrost-migrate: --state-dir " + filepath.Join(report0(dir), "state") + ": cannot create it: not a directory\n"},
+		{[]string{"reverse", "--since", "2026-11-20T00:00:00Z", "--state-dir", filepath.Join(report0(dir), "state")},
+			"bifrost-migrate: --state-dir " + filepath.Join(report0(dir), "state") + ": cannot create it: not a directory\n"},
 	} {
 		rec := recorder.New(nil)
 		start := time.Now()
@@ -246,7 +258,7 @@ func TestVerifyOutputPathsCheckedFirst(t *testing.T) {
 	if err := os.Mkdir(report+".tmp", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := e.cli(append([]string{"verify", "--report", report, "--quiet"}, common...)...)
+	code, stdout, stderr := e.cli(append(append([]string{"verify", "--report", report, "--quiet"}, common...), state...)...)
 	if !strings.Contains(stdout, "verify: 6 row(s) not migrated; 0 missing, 0 different, 0 orphan doc(s)\n") {
 		t.Errorf("the verdict is not printed:\n%s", stdout)
 	}

@@ -236,6 +236,21 @@ func checkWritable(flag, name string) error {
 	return os.Remove(f.Name())
 }
 
+// checkStateDir returns a usage error naming --state-dir and dir when dir
+// cannot be created or written (a file there, a read-only folder),
+// having created it and a temporary file in it.
+func checkStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return UsageError(fmt.Errorf("--state-dir %s: cannot create it: %v", dir, unwrapPath(err)))
+	}
+	f, err := os.CreateTemp(dir, ".write-check.*")
+	if err != nil {
+		return UsageError(fmt.Errorf("--state-dir %s: cannot write there: %v", dir, unwrapPath(err)))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // unwrapPath is the reason of a file-system error without the operation
 // and path the sentence around it names ("permission denied").
 func unwrapPath(err error) error {
