@@ -236,9 +236,9 @@ func TestVerifyOutputPathsCheckedFirst(t *testing.T) {
 			"bifrost-migrate: --log-file " + filepath.Join(dir, "missing", "v.log") + ": no such file or directory\n"},
 		// replay and reverse write their lock and dead letters there.
 		{[]string{"replay", "--since", "2026-11-20T00:00:00Z", "--state-dir", filepath.Join(report0(dir), "state")},
-			"bifrost-migrate: --state-dir " + filepath.Join(report0(dir), "state") + ": cannot create it: not a directory\n"},
+			"bifrost-migrate: --state-dir " + filepath.Join(report0(dir), "state") + ": cannot create it: " + report0(dir) + " is not a directory\n"},
 		{[]string{"reverse", "--since", "2026-11-20T00:00:00Z", "--state-dir", filepath.Join(report0(dir), "state")},
-			"bifrost-migrate: --state-dir " + filepath.Join(report0(dir), "state") + ": cannot create it: not a directory\n"},
+			"bifrost-migrate: --state-dir " + filepath.Join(report0(dir), "state") + ": cannot create it: " + report0(dir) + " is not a directory\n"},
 	} {
 		rec := recorder.New(nil)
 		start := time.Now()

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -237,18 +238,31 @@ func checkWritable(flag, name string) error {
 }
 
 // checkStateDir returns a usage error naming --state-dir and dir when dir
-// cannot be created or written (a file there, a read-only folder),
-// having created it and a temporary file in it.
+// could not be created or written (a file where a folder is needed, a
+// read-only folder). It creates nothing that stays: it writes a
+// temporary file into dir, or into its nearest existing parent when dir
+// does not exist yet.
 func checkStateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return UsageError(fmt.Errorf("--state-dir %s: cannot create it: %v", dir, unwrapPath(err)))
+	p := dir
+	for {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && !fi.IsDir():
+			return UsageError(fmt.Errorf("--state-dir %s: cannot create it: %s is not a directory", dir, p))
+		case err == nil:
+			f, err := os.CreateTemp(p, ".bifrost-migrate-check.*")
+			if err != nil {
+				return UsageError(fmt.Errorf("--state-dir %s: cannot write there: %v", dir, unwrapPath(err)))
+			}
+			f.Close()
+			return os.Remove(f.Name())
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return UsageError(fmt.Errorf("--state-dir %s: %v", dir, unwrapPath(err)))
+		case filepath.Dir(p) == p:
+			return nil
+		}
+		p = filepath.Dir(p)
 	}
-	f, err := os.CreateTemp(dir, ".write-check.*")
-	if err != nil {
-		return UsageError(fmt.Errorf("--state-dir %s: cannot write there: %v", dir, unwrapPath(err)))
-	}
-	f.Close()
-	return os.Remove(f.Name())
 }
 
 // unwrapPath is the reason of a file-system error without the operation

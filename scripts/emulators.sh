@@ -25,7 +25,13 @@ EMULATOR_PIDS=()
 SPAWNED_PORTS=()
 EMULATOR_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FEED_FRONT_DIR=
-EMULATOR_LOGS=${EMULATOR_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/bifrost-emulators.XXXXXX")}
+# The emulators' logs: a temporary folder, removed by stop_emulators,
+# unless EMULATOR_LOGS names one to keep.
+EMULATOR_LOGS_OWNED=
+if [ -z "${EMULATOR_LOGS:-}" ]; then
+	EMULATOR_LOGS=$(mktemp -d "${TMPDIR:-/tmp}/bifrost-emulators.XXXXXX")
+	EMULATOR_LOGS_OWNED=1
+fi
 
 # The published well-known keys of the emulators (not secrets).
 DEV_STORAGE_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
@@ -55,10 +61,10 @@ install_emulators() {
 	fi
 	rm -rf "$EMULATOR_CACHE.old"
 	[ -d "$EMULATOR_CACHE" ] && mv "$EMULATOR_CACHE" "$EMULATOR_CACHE.old.$$" 2>/dev/null
-	if ! mv -T "$tmp" "$EMULATOR_CACHE" 2>/dev/null; then
-		rm -rf "$tmp" # another install won the race; use its result
-	fi
-	rm -rf "$EMULATOR_CACHE.old.$$"
+	# POSIX mv (no GNU -T): when another install won the race, mv puts
+	# ours inside its folder, or fails; either way, use its result.
+	mv "$tmp" "$EMULATOR_CACHE" 2>/dev/null || rm -rf "$tmp"
+	rm -rf "$EMULATOR_CACHE/$(basename "$tmp")" "$EMULATOR_CACHE.old.$$"
 	[ -x "$bin/azurite-table" ] && [ -x "$bin/cosmosdb-server" ]
 }
 
@@ -70,12 +76,13 @@ free_ports() {
 
 # wait_port HOST PORT NAME: waits up to 60 s for a listener.
 wait_port() {
-	local i
-	for i in $(seq 1 600); do
+	local i=0
+	while [ "$i" -lt 600 ]; do
 		if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then
 			return 0
 		fi
 		sleep 0.1
+		i=$((i + 1))
 	done
 	log "$3 did not start on $1:$2; its log:"
 	cat "$EMULATOR_LOGS/$3.log" >&2 || true
@@ -218,9 +225,10 @@ stop_emulators() {
 	# this SIGTERM): give each emulator 5 s, then SIGKILL, so that the
 	# caller's exit never hangs.
 	for pid in "${EMULATOR_PIDS[@]}"; do
-		for i in $(seq 1 50); do
-			kill -0 "$pid" 2>/dev/null || break
+		i=0
+		while [ "$i" -lt 50 ] && kill -0 "$pid" 2>/dev/null; do
 			sleep 0.1
+			i=$((i + 1))
 		done
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
@@ -229,5 +237,9 @@ stop_emulators() {
 	if [ -n "$FEED_FRONT_DIR" ]; then
 		rm -rf "$FEED_FRONT_DIR"
 		FEED_FRONT_DIR=
+	fi
+	if [ -n "$EMULATOR_LOGS_OWNED" ]; then
+		rm -rf "$EMULATOR_LOGS"
+		EMULATOR_LOGS_OWNED=
 	fi
 }
