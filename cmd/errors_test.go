@@ -248,10 +248,21 @@ func TestErrVerboseDetailIsScrubbed(t *testing.T) {
 // stopped it came from a service call.
 func TestErrInterruptedKeepsTheCommandsMessage(t *testing.T) {
 	f, _, _ := newTestFactory(nil)
-	err := fmt.Errorf("state saved in s; run again to resume (%w)",
+	err := interrupted("state saved in s; run again to resume",
 		&azure.ResourceError{Resource: configTable, Op: "table Config", Err: &url.Error{Op: "Get", URL: tablesEP, Err: context.Canceled}})
-	want := "bifrost-migrate: interrupted: state saved in s; run again to resume (table Config: Get \"" + tablesEP + "\": context canceled)\n"
+	// The request cut short is not named: "context canceled" and the
+	// request's Go form tell an operator nothing.
+	want := "bifrost-migrate: interrupted: state saved in s; run again to resume\n"
 	if got := errorText(f, err, ExitInterrupted); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	// Another error during the interruption is kept.
+	other := interrupted("state saved in s; run again to resume", errors.New("write failed"))
+	if got, want := errorText(f, other, ExitInterrupted), "bifrost-migrate: interrupted: state saved in s; run again to resume (write failed)\n"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	// A cancellation with nothing else to say.
+	if got, want := errorText(f, context.Canceled, ExitInterrupted), "bifrost-migrate: interrupted: stopped before it finished; run the same command again\n"; got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 	if transient(err) {

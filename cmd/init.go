@@ -147,7 +147,7 @@ func loadLayout(file string) (provision.Layout, error) {
 	if file != "" {
 		var err error
 		if data, err = os.ReadFile(file); err != nil {
-			return provision.Layout{}, UsageError(fmt.Errorf("--containers: %w", err))
+			return provision.Layout{}, UsageError(fmt.Errorf("--containers %s: %v", file, unwrapPath(err)))
 		}
 		name = file
 	}

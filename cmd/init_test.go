@@ -496,7 +496,7 @@ func TestInitInvalidDefinitionsSendNothing(t *testing.T) {
 
 	f, _, errOut = newTestFactory(nil)
 	if code := Execute(context.Background(), f, []string{"init", "--containers", filepath.Join(t.TempDir(), "missing.json")}); code != ExitUsage ||
-		!strings.HasSuffix(errOut.String(), "missing.json: no such file or directory\nRun 'bifrost-migrate --help' for usage.\n") {
+		!strings.HasSuffix(errOut.String(), "missing.json: no such file or directory\nRun 'bifrost-migrate init --help' for usage.\n") {
 		t.Errorf("missing file: exit %d\n%s", code, errOut)
 	}
 }

@@ -154,7 +154,7 @@ func TestVerifyReplayReverseUseTheMigrationsOptions(t *testing.T) {
 		rec := recorder.New(nil)
 		code, stdout, stderr = e.cliWith(rec, append([]string{command, "--since", "2026-11-20T00:00:00Z", "--execution-ttl", "none", "--blob-threshold", "1024"}, common...)...)
 		want := fmt.Sprintf("bifrost-migrate: --execution-ttl none where the migration used --execution-ttl full and --blob-threshold 1024 where the migration used --blob-threshold 32768 (run %s in %s): %s would write in another form than the migration did; leave those flags out to use the migration's, or give the --state-dir of the migration you mean\n"+
-			"Run 'bifrost-migrate --help' for usage.\n", st.RunID, e.stateDir, command)
+			"Run 'bifrost-migrate %s --help' for usage.\n", st.RunID, e.stateDir, command, command)
 		if code != ExitUsage || stdout != "" || stderr != want || len(rec.Requests()) != 0 {
 			t.Errorf("%s with other options: exit %d, %d request(s), stdout %q, stderr:\n%s\nwant exit 2, no request and:\n%s", command, code, len(rec.Requests()), stdout, stderr, want)
 		}
@@ -243,7 +243,11 @@ func TestVerifyOutputPathsCheckedFirst(t *testing.T) {
 		rec := recorder.New(nil)
 		start := time.Now()
 		code, stdout, stderr := e.cliWith(rec, append(tc.args, common...)...)
-		want := tc.want + "Run 'bifrost-migrate --help' for usage.\n"
+		sub := tc.args[0]
+		if sub == "--log-file" {
+			sub = tc.args[2]
+		}
+		want := tc.want + "Run 'bifrost-migrate " + sub + " --help' for usage.\n"
 		if code != ExitUsage || stdout != "" || stderr != want || len(rec.Requests()) != 0 {
 			t.Errorf("%q: exit %d, %d request(s), stdout %q, stderr:\n%s\nwant exit 2, no request and:\n%s", tc.args, code, len(rec.Requests()), stdout, stderr, want)
 		}

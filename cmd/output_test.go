@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -322,9 +323,10 @@ func checkJSONRun(t *testing.T, what string, code int, stdout, stderr string, wa
 	}
 	wantErr := "bifrost-migrate: " + e.Message + "\n"
 	if code == ExitUsage {
-		wantErr += "Run 'bifrost-migrate --help' for usage.\n"
+		// The hint names the help of the command that failed.
+		wantErr += usageHint.FindString(strings.TrimPrefix(stderr, wantErr))
 	}
-	if stderr != wantErr {
+	if stderr != wantErr || (code == ExitUsage && !strings.HasSuffix(wantErr, " --help' for usage.\n")) {
 		t.Errorf("%s: stderr\n%s\nwant only the error's sentence\n%s", what, stderr, wantErr)
 	}
 	return lines
@@ -546,3 +548,7 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 		t.Errorf("replay --since yesterday: exit %d:\n%s", code, stdout)
 	}
 }
+
+// usageHint is the line after a usage error: the help of the command that
+// failed.
+var usageHint = regexp.MustCompile(`^Run 'bifrost-migrate( [a-z]+)* --help' for usage\.\n$`)

@@ -51,8 +51,11 @@ type Factory struct {
 
 	// log is --log-file, open while a command runs; nil without it.
 	log *logFile
-	// args is the command line Execute runs, for the log.
-	args []string
+	// args is the command line Execute runs, for the log; command is the
+	// path of the command it found ("bifrost-migrate run"), whose help a
+	// usage error points at.
+	args    []string
+	command string
 }
 
 // GlobalOptions are the flags every command shares (SPEC §1).
@@ -303,7 +306,7 @@ With no connection settings it targets the local emulators: Azurite
 	pf.DurationVar(&f.Global.RetryTimeout, "retry-timeout", azure.DefaultRetryTimeout, "how long to keep retrying one request that is throttled (429) or fails transiently before giving up, waits included")
 	pf.StringVar(&f.Global.LogFile, "log-file", "", "append a timestamped log of what the command does (pages, retries, dead letters, checkpoints; never secrets) to `FILE`")
 	pf.BoolVar(&f.Global.Verbose, "verbose", false, "print every HTTP request (method, host, path, status; never query strings, headers or bodies) on stderr")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return UsageError(err) })
+	root.SetFlagErrorFunc(flagError)
 	root.SetOut(f.Out)
 	root.SetErr(f.ErrOut)
 	root.SetIn(f.In)
@@ -342,7 +345,7 @@ func addExitCodes(c *cobra.Command) {
 		}
 		c.Long = long + "\n" + exitStatusHelp(ss)
 	}
-	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return UsageError(err) })
+	c.SetFlagErrorFunc(flagError)
 	for _, sub := range c.Commands() {
 		addExitCodes(sub)
 	}
@@ -373,7 +376,10 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	root := NewRootCmd(f)
 	root.SetArgs(args)
 	f.args = args
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
+	if c != nil {
+		f.command = c.CommandPath()
+	}
 	if f.log != nil {
 		if err != nil {
 			f.log.Printf("end: %v", err)
@@ -441,7 +447,7 @@ func errorMessage(f *Factory, err error, code int) (msg, raw string) {
 	raw = f.Redact(err.Error())
 	switch {
 	case code == ExitInterrupted:
-		return "interrupted: " + raw, raw
+		return interruptedSentence(raw), raw
 	case explain(err) != "":
 		return f.Redact(explain(err)), raw
 	}
@@ -462,7 +468,7 @@ func errorText(f *Factory, err error, code int) string {
 	}
 	fmt.Fprintf(&b, "bifrost-migrate: %s\n", msg)
 	if code == ExitUsage && !isInputError(err) {
-		fmt.Fprintln(&b, "Run 'bifrost-migrate --help' for usage.")
+		fmt.Fprintf(&b, "Run '%s --help' for usage.\n", firstNonEmpty(f.command, "bifrost-migrate"))
 	}
 	return b.String()
 }
@@ -480,3 +486,35 @@ func isCobraUsage(err error) bool {
 func notBuilt(name string) error {
 	return fmt.Errorf("%s is not implemented yet in this version of bifrost-migrate", name)
 }
+
+// interruptedSentence is the message of a command SIGINT or SIGTERM
+// stopped (exit 130), from its error's text: "interrupted: " and what to
+// do, without the Go runtime's "context canceled".
+func interruptedSentence(raw string) string {
+	for _, frag := range []string{" (context canceled)", ": context canceled", "context canceled"} {
+		raw = strings.ReplaceAll(raw, frag, "")
+	}
+	if raw = strings.TrimSpace(raw); raw == "" {
+		return "interrupted: stopped before it finished; run the same command again"
+	}
+	return "interrupted: " + raw
+}
+
+// interrupted is the error a command stopped by SIGINT or SIGTERM ends
+// with: its sentence msg (what was saved, what to run), wrapping err. The
+// text of err is left out when it is the cancellation itself — a request
+// cut short says nothing an operator can act on.
+func interrupted(msg string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return &interruptError{msg, err}
+	}
+	return fmt.Errorf("%s (%w)", msg, err)
+}
+
+type interruptError struct {
+	msg string
+	err error
+}
+
+func (e *interruptError) Error() string { return e.msg }
+func (e *interruptError) Unwrap() error { return e.err }

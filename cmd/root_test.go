@@ -113,7 +113,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		want string
 	}{
 		{[]string{"bogus"}, `bifrost-migrate: unknown command "bogus" for "bifrost-migrate"`},
-		{[]string{"run", "--no-such-flag"}, "bifrost-migrate: unknown flag: --no-such-flag"},
+		{[]string{"run", "--no-such-flag"}, "bifrost-migrate: unknown flag --no-such-flag"},
 		{[]string{"verify", "extra"}, `bifrost-migrate: unknown command "extra" for "bifrost-migrate verify"`},
 		{[]string{"fixtures", "bogus"}, `bifrost-migrate: unknown command "bogus" for "bifrost-migrate fixtures"`},
 		{[]string{"--output", "yaml", "run"}, `bifrost-migrate: --output must be text or json, not "yaml"`},

@@ -158,7 +158,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	var fe *migrate.FingerprintError
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return fmt.Errorf("state saved in %s; run again to resume (%w)", m.StateDir, err)
+		return interrupted(fmt.Sprintf("state saved in %s; run again to resume", m.StateDir), err)
 	case errors.As(err, &fe):
 		return UsageError(errors.New(optionMismatch(fe)))
 	case errors.Is(err, migrate.ErrTooManyDeadLetters):

@@ -647,7 +647,7 @@ func TestRunOtherOptionsThanTheSavedRun(t *testing.T) {
 		t.Errorf("second run: exit %d, want %d", code, ExitUsage)
 	}
 	want := "bifrost-migrate: the saved run in " + e.stateDir + " used --execution-ttl full, this run --execution-ttl remaining; " +
-		"run with the saved options to resume, or use --restart to start over\nRun 'bifrost-migrate --help' for usage.\n"
+		"run with the saved options to resume, or use --restart to start over\nRun 'bifrost-migrate run --help' for usage.\n"
 	if stderr != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
 	}

@@ -260,14 +260,14 @@ func followedSummary[C, T any](o *output, f followed[C], total T, ru ruReport, r
 // once its summary is printed: err as it is (interrupted: a sentence
 // that says to run the same command again, words.rerun), else exit 4 for
 // the conflicts t left, else exit 3 for its dead letters.
-func windowExit(err error, interrupted, dryRun bool, t tally, deadLetterFile string, words wayWords) error {
+func windowExit(err error, isInterrupted, dryRun bool, t tally, deadLetterFile string, words wayWords) error {
 	dry := ""
 	if dryRun {
 		dry = "dry run: "
 	}
 	switch {
-	case err != nil && interrupted:
-		return fmt.Errorf("%s (%w)", words.rerun, err)
+	case err != nil && isInterrupted:
+		return interrupted(words.rerun, err)
 	case err != nil:
 		return err
 	case t.conflicts > 0:
