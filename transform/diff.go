@@ -222,12 +222,13 @@ func valueJSON(v any) json.RawMessage {
 }
 
 // redactTop redacts a value under the top-level property name when SPEC
-// §1 says that property's values never reach output (null stays null).
+// §1 says that property's values never reach output; null, booleans and
+// numbers stay (RedactDoc: no secret).
 func redactTop(name string, v json.RawMessage) json.RawMessage {
-	if v == nil || string(v) == "null" {
+	if v == nil || (v[0] != '"' && v[0] != '{' && v[0] != '[') {
 		return v
 	}
-	probe := RedactDoc(map[string]any{name: true}).(map[string]any)
+	probe := RedactDoc(map[string]any{name: "x"}).(map[string]any)
 	if probe[name] == Redacted {
 		return json.RawMessage(strconv.Quote(Redacted))
 	}

@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -204,9 +205,14 @@ func TestRedact(t *testing.T) {
 	if v, _ := o.Doc.Get("clientSecretRef"); v != "c" {
 		t.Errorf("RedactDoc changed the original doc")
 	}
-	m := RedactDoc(map[string]any{"value": 5, "secretRef": nil, "sourceValue": "x", "other": "y"}).(map[string]any)
-	if m["value"] != "***" || m["secretRef"] != nil || m["sourceValue"] != "***" || m["other"] != "y" {
+	m := RedactDoc(map[string]any{"value": "5", "secretRef": nil, "sourceValue": "x", "other": "y", "hashedKey": map[string]any{"k": "v"}}).(map[string]any)
+	if m["value"] != "***" || m["secretRef"] != nil || m["sourceValue"] != "***" || m["other"] != "y" || m["hashedKey"] != "***" {
 		t.Errorf("RedactDoc(map) = %v", m)
+	}
+	// A boolean or a number is no secret: a bool or int config's value.
+	m = RedactDoc(map[string]any{"value": 5, "sourceValue": true, "secretRef": json.Number("7")}).(map[string]any)
+	if m["value"] != 5 || m["sourceValue"] != true || m["secretRef"] != json.Number("7") {
+		t.Errorf("RedactDoc(map) = %v, want booleans and numbers kept", m)
 	}
 	// Dead-letter reasons never carry a config value.
 	o = Transform(mkRow(t, TableConfig, `{"PartitionKey":"GLOBAL","RowKey":"config:k","Type":"json","Value":"{secret-text"}`), BlobFacts{}, testOpts())
@@ -273,5 +279,34 @@ func TestBlobFacts(t *testing.T) {
 	}
 	if _, ok := ParseBlobName("result.xml"); ok {
 		t.Error("ParseBlobName(result.xml)")
+	}
+}
+
+// TestRedactRowKeepsWhatCannotBeSecret: the dead-letter row of a bool or
+// int config shows its bad value, as do Values typed Boolean, number or
+// DateTime; a string or json config's Value stays hidden.
+func TestRedactRowKeepsWhatCannotBeSecret(t *testing.T) {
+	for _, tc := range []struct {
+		entity, want string
+	}{
+		{`{"PartitionKey":"GLOBAL","RowKey":"config:a","Type":"bool","Value":"yes"}`, `"yes"`},
+		{`{"PartitionKey":"GLOBAL","RowKey":"config:a","Type":"int","Value":"ten"}`, `"ten"`},
+		{`{"PartitionKey":"GLOBAL","RowKey":"config:a","Type":"string","Value":"hunter2"}`, `"***"`},
+		{`{"PartitionKey":"GLOBAL","RowKey":"config:a","Type":"json","Value":"{\"pw\":1"}`, `"***"`},
+		{`{"PartitionKey":"GLOBAL","RowKey":"config:a","Type":"secret_ref","Value":"kv-name"}`, `"***"`},
+		{`{"PartitionKey":"GLOBAL","RowKey":"config:a","Value":"hunter2"}`, `"***"`},
+		{`{"PartitionKey":"GLOBAL","RowKey":"config:a","Type":"bool","Value":true}`, `true`},
+		{`{"PartitionKey":"GLOBAL","RowKey":"config:a","Value@odata.type":"Edm.Int64","Value":"42"}`, `"42"`},
+		{`{"PartitionKey":"GLOBAL","RowKey":"workflowkey:a","Type":"bool","HashedKey":"h"}`, `"***"`},
+	} {
+		row := mkRow(t, TableConfig, tc.entity)
+		enc := string(EncodeEntity(RedactRow(row)))
+		prop := "Value"
+		if strings.Contains(tc.entity, "HashedKey") {
+			prop = "HashedKey"
+		}
+		if !strings.Contains(enc, `"`+prop+`":`+tc.want) {
+			t.Errorf("%s: redacted %s, want %s %s", tc.entity, enc, prop, tc.want)
+		}
 	}
 }

@@ -1,5 +1,7 @@
 package transform
 
+import "encoding/json"
+
 // Redacted is what redacted values are replaced with (SPEC §1).
 const Redacted = "***"
 
@@ -29,16 +31,19 @@ func redactedDocProp(name string) bool {
 }
 
 // RedactRow returns a copy of row whose properties Value, HashedKey,
-// SecretRef, ClientSecretRef and OAuthResponseRef are the string "***".
-// It redacts them in rows of every table, not only Config. The original
-// row is not modified.
+// SecretRef, ClientSecretRef and OAuthResponseRef are the string "***",
+// unless the value cannot be a secret: a Boolean, a number or a DateTime,
+// or the Value of a row whose Type says it is a bool or an int (the bad
+// value of such a config row, "yes" or "ten", is what the operator must
+// see to fix it). It redacts them in rows of every table, not only
+// Config. The original row is not modified.
 func RedactRow(row Row) Row {
 	props := make(map[string]Value, len(row.Props))
 	for name, v := range row.Props {
 		props[name] = v
 	}
 	for _, p := range redactedProps {
-		if _, ok := props[p]; ok {
+		if v, ok := props[p]; ok && !notSecret(row, p, v) {
 			props[p] = String(Redacted)
 		}
 	}
@@ -46,16 +51,36 @@ func RedactRow(row Row) Row {
 	return row
 }
 
+// notSecret reports whether the value v of property name of row cannot be
+// a secret (RedactRow).
+func notSecret(row Row, name string, v Value) bool {
+	switch v.Type {
+	case EdmBoolean, EdmInt32, EdmInt64, EdmDouble, EdmDateTime:
+		return true
+	}
+	if name != "Value" {
+		return false
+	}
+	switch t := row.Props["Type"]; {
+	case t.Type != EdmString:
+		return false
+	case t.Str == "bool" || t.Str == "boolean" || t.Str == "int":
+		return true
+	}
+	return false
+}
+
 // RedactDoc returns a copy of a doc (a Doc or a map[string]any decoded
 // from JSON) whose top-level properties value, hashedKey, secretRef,
-// clientSecretRef and oauthResponseRef are "***" unless they are null.
-// Other values are returned as they are.
+// clientSecretRef and oauthResponseRef are "***" unless they are null, a
+// boolean or a number (a bool or int config's value: no secret). Other
+// values are returned as they are.
 func RedactDoc(doc any) any {
 	switch d := doc.(type) {
 	case Doc:
 		out := make(Doc, len(d))
 		for i, f := range d {
-			if f.Value != nil && redactedDocProp(f.Name) {
+			if redactedDocProp(f.Name) && mayBeSecret(f.Value) {
 				f.Value = Redacted
 			}
 			out[i] = f
@@ -64,7 +89,7 @@ func RedactDoc(doc any) any {
 	case map[string]any:
 		out := make(map[string]any, len(d))
 		for k, v := range d {
-			if v != nil && redactedDocProp(k) {
+			if redactedDocProp(k) && mayBeSecret(v) {
 				v = Redacted
 			}
 			out[k] = v
@@ -72,4 +97,14 @@ func RedactDoc(doc any) any {
 		return out
 	}
 	return doc
+}
+
+// mayBeSecret reports whether a doc value may hold a secret: anything
+// but null, a boolean or a number.
+func mayBeSecret(v any) bool {
+	switch v.(type) {
+	case nil, bool, json.Number, float64, float32, int, int32, int64:
+		return false
+	}
+	return true
 }
