@@ -88,7 +88,7 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 			{ExitConflicts, "reverse conflicts left unresolved (with --dry-run: would be)"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run the same reverse again (docs written back are skipped)"},
 		}, true
-	case "bifrost-migrate fixtures":
+	case "bifrost-migrate fixtures", "bifrost-migrate version":
 		return []exitStatus{ok, usage}, true
 	case "bifrost-migrate fixtures load":
 		return []exitStatus{ok, fatal,

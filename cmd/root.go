@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/version"
 )
 
 // Factory is what every command needs from the outside world. Main fills it
@@ -286,6 +287,7 @@ With no connection settings it targets the local emulators: Azurite
 				}
 				f.log = l
 				l.Printf("start: bifrost-migrate %s", strings.Join(redactArgs(f.args), " "))
+				l.Printf("toolVersion: %s", version.Get().Line())
 			}
 			return nil
 		},
@@ -315,7 +317,11 @@ With no connection settings it targets the local emulators: Azurite
 		NewCmdReplay(f, nil),
 		NewCmdReverse(f, nil),
 		NewCmdFixtures(f),
+		NewCmdVersion(f, nil),
 	)
+	// --version prints what `version` prints (cobra adds the flag, and -v).
+	root.Version = version.Get().Text()
+	root.SetVersionTemplate("{{.Version}}")
 	for _, c := range root.Commands() {
 		if c.Name() == "help" || c.Name() == "completion" {
 			continue
