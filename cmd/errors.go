@@ -88,7 +88,9 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 			{ExitConflicts, "reverse conflicts left unresolved (with --dry-run: would be)"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run the same reverse again (docs written back are skipped)"},
 		}, true
-	case "bifrost-migrate fixtures", "bifrost-migrate version":
+	case "bifrost-migrate fixtures", "bifrost-migrate version", "bifrost-migrate completion",
+		"bifrost-migrate completion bash", "bifrost-migrate completion zsh",
+		"bifrost-migrate completion fish", "bifrost-migrate completion powershell":
 		return []exitStatus{ok, usage}, true
 	case "bifrost-migrate fixtures load":
 		return []exitStatus{ok, fatal,

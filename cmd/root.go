@@ -322,13 +322,22 @@ With no connection settings it targets the local emulators: Azurite
 	// --version prints what `version` prints (cobra adds the flag, and -v).
 	root.Version = version.Get().Text()
 	root.SetVersionTemplate("{{.Version}}")
+	// cobra's `completion bash|zsh|fish|powershell`, added now rather
+	// than when the command line runs, so that its help lists its exit
+	// codes like every other command's.
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		// Runnable, as fixtures is, so that cobra checks its Args:
+		// `completion tcsh` is a usage error, not its help and exit 0.
+		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
 	for _, c := range root.Commands() {
-		if c.Name() == "help" || c.Name() == "completion" {
+		if c.Name() == "help" {
 			continue
 		}
 		addExitCodes(c)
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	addCompletions(root, f)
 	return root
 }
 
