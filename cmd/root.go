@@ -454,6 +454,12 @@ func redactArgs(args []string) []string {
 // too, which --verbose prints before the sentence when they differ.
 func errorMessage(f *Factory, err error, code int) (msg, raw string) {
 	raw = f.Redact(err.Error())
+	var cred *azure.CredentialError
+	if errors.As(err, &cred) {
+		// The sentence names the services and what to do; the raw text
+		// is what each credential of the chain answered.
+		raw = f.Redact(azure.ScrubError(cred.Err).Error())
+	}
 	switch {
 	case code == ExitInterrupted:
 		return "interrupted: " + raw, raw
