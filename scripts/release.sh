@@ -20,22 +20,35 @@
 # commit they name. --allow-dirty builds them anyway, marked "modified"
 # (and VERSION gets +dirty).
 #
+# --platform OS/ARCH (repeatable) builds only those (scripts/image.sh
+# builds linux/amd64 or linux/arm64 this way).
+#
 # Needs Go and git; the network only for the Go module proxy (the modules
 # in go.sum, when they are not in the module cache yet).
 #
-# Usage: scripts/release.sh [--allow-dirty] [--out DIR] [VERSION]
+# Usage: scripts/release.sh [--allow-dirty] [--out DIR] [--platform OS/ARCH]... [VERSION]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=dist
 allow_dirty=
 version=
+all="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64"
+platforms=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--allow-dirty) allow_dirty=1 ;;
 	--out)
 		[ $# -ge 2 ] || { echo "release.sh: --out needs a directory" >&2; exit 2; }
 		out=$2
+		shift
+		;;
+	--platform)
+		[ $# -ge 2 ] || { echo "release.sh: --platform needs OS/ARCH" >&2; exit 2; }
+		case " $all " in
+		*" $2 "*) platforms="$platforms $2" ;;
+		*) echo "release.sh: --platform $2 is not one of $all" >&2; exit 2 ;;
+		esac
 		shift
 		;;
 	-h | --help)
@@ -90,7 +103,7 @@ mkdir -p "$out"
 rm -f "$out"/bifrost-migrate_* "$out"/SHA256SUMS
 echo "release $version ($revision, $revision_time, modified $modified) with $(go version | cut -d' ' -f3)" >&2
 names=()
-for target in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do
+for target in ${platforms:-$all}; do
 	goos=${target%/*} goarch=${target#*/}
 	name="bifrost-migrate_${version}_${goos}_${goarch}"
 	[ "$goos" = windows ] && name="$name.exe"
