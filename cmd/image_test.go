@@ -17,6 +17,7 @@ import (
 // runs the image with --isolation chroot, which needs nothing more of the
 // machine.
 func TestContainerImage(t *testing.T) {
+	t.Parallel()
 	var engine string
 	for _, e := range []string{"buildah", "podman"} {
 		if _, err := exec.LookPath(e); err == nil {
