@@ -8,6 +8,8 @@
 # reverse writes it back to the tables, verify agrees. It stops what it
 # started. Needs Go and Node.js. If BIFROST_TABLES_CONNECTION and
 # CosmosDBConnection point to running emulators, it uses those instead.
+# BIFROST_MIGRATE_BIN=PATH runs that bifrost-migrate binary (a release
+# binary) instead of building one.
 #
 # All its Cosmos DB traffic goes through the front
 # (BIFROST_COSMOS_FEED_CONNECTION), as an application's would on Azure: the
@@ -36,7 +38,13 @@ fi
 
 start_emulators || exit 1
 export CosmosDBConnection="$BIFROST_COSMOS_FEED_CONNECTION"
-go build -o "$tmp/bifrost-migrate" . || exit 1
+if [ -n "${BIFROST_MIGRATE_BIN:-}" ]; then
+	# A binary already built (a release binary from scripts/release.sh).
+	cp "$BIFROST_MIGRATE_BIN" "$tmp/bifrost-migrate" || exit 1
+	echo "demo: with $BIFROST_MIGRATE_BIN: $("$tmp/bifrost-migrate" version | head -1)"
+else
+	go build -o "$tmp/bifrost-migrate" . || exit 1
+fi
 go build -o "$tmp/demoapp" ./internal/demoapp || exit 1
 # The run's state goes to .bifrost-migrate in the temporary folder, as it
 # would in the folder an operator runs from.

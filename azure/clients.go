@@ -3,8 +3,12 @@ package azure
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,13 +116,87 @@ func (d *defaultCredential) GetToken(ctx context.Context, o policy.TokenRequestO
 	d.once.Do(func() {
 		d.cred, d.err = azidentity.NewDefaultAzureCredential(nil)
 		if d.err != nil {
-			d.err = fmt.Errorf("Entra ID credential: %w", d.err)
+			d.err = &CredentialError{Setup: true, Err: d.err}
 		}
 	})
 	if d.err != nil {
 		return azcore.AccessToken{}, d.err
 	}
-	return d.cred.GetToken(ctx, o)
+	tok, err := d.cred.GetToken(ctx, o)
+	if err != nil && !errors.Is(ctx.Err(), context.Canceled) {
+		// A cancelled context (SIGINT) is not a missing credential; a
+		// deadline met while the chain tries is one.
+		return tok, newCredentialError(err)
+	}
+	return tok, err
+}
+
+// newCredentialError describes err, which the default chain returned.
+func newCredentialError(err error) *CredentialError {
+	e := &CredentialError{Tried: DefaultCredentials(os.Getenv), Err: err}
+	var failed *azidentity.AuthenticationFailedError
+	if !errors.As(err, &failed) {
+		return e
+	}
+	e.Failed = "failed"
+	if r := failed.RawResponse; r != nil && r.Request != nil {
+		host := r.Request.URL.Host
+		if host == "169.254.169.254" {
+			host = "the managed identity endpoint " + host
+		}
+		e.Failed = fmt.Sprintf("failed: %s answered %s", host, r.Status)
+	}
+	return e
+}
+
+// CredentialError is Microsoft Entra ID sign-in that gave no token: no
+// credential of the chain was available (no environment variables, no
+// managed identity, no Azure CLI login, …), or the one found refused.
+// Err is the Azure SDK's account of each credential's answer, many lines
+// long: package cmd prints one sentence and shows Err with --verbose.
+type CredentialError struct {
+	// Tried names the credentials of the chain, in the order it tries
+	// them (DefaultCredentials).
+	Tried []string
+	// Failed is empty when no credential of the chain was available here
+	// (every one was tried); else one was found and failed, which
+	// stopped the chain: "failed", or "failed: HOST answered 403
+	// Forbidden".
+	Failed string
+	// Setup is true when the chain could not even be built (an
+	// AZURE_TOKEN_CREDENTIALS value the SDK does not know).
+	Setup bool
+	Err   error
+}
+
+func (e *CredentialError) Error() string {
+	return "Microsoft Entra ID sign-in: " + e.Err.Error()
+}
+
+func (e *CredentialError) Unwrap() error { return e.Err }
+
+// DefaultCredentials names, in the order it tries them, the credentials
+// of the Azure SDK's default chain that AZURE_TOKEN_CREDENTIALS (read
+// with getenv) selects: all six when it is not set, "dev" the three
+// developer tools, "prod" the three of a deployed service, or one by its
+// type name. It returns nil for a value the SDK refuses.
+func DefaultCredentials(getenv func(string) string) []string {
+	all := []string{"environment variables", "workload identity", "managed identity", "Azure CLI", "Azure Developer CLI", "Azure PowerShell"}
+	byName := []string{"environmentcredential", "workloadidentitycredential", "managedidentitycredential",
+		"azureclicredential", "azuredeveloperclicredential", "azurepowershellcredential"}
+	switch v := getenv("AZURE_TOKEN_CREDENTIALS"); v {
+	case "":
+		return all
+	case "dev":
+		return all[3:]
+	case "prod":
+		return all[:3]
+	default:
+		if i := slices.Index(byName, strings.ToLower(v)); i >= 0 {
+			return all[i : i+1]
+		}
+	}
+	return nil
 }
 
 // client returns the azcore options of a client of service at endpoint:

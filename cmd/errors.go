@@ -88,7 +88,9 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 			{ExitConflicts, "reverse conflicts left unresolved (with --dry-run: would be)"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run the same reverse again (docs written back are skipped)"},
 		}, true
-	case "bifrost-migrate fixtures":
+	case "bifrost-migrate fixtures", "bifrost-migrate version", "bifrost-migrate completion",
+		"bifrost-migrate completion bash", "bifrost-migrate completion zsh",
+		"bifrost-migrate completion fish", "bifrost-migrate completion powershell":
 		return []exitStatus{ok, usage}, true
 	case "bifrost-migrate fixtures load":
 		return []exitStatus{ok, fatal,
@@ -279,6 +281,14 @@ func explain(err error) string {
 	}
 	var res *azure.ResourceError
 	hasRes := errors.As(err, &res)
+	var cred *azure.CredentialError
+	if errors.As(err, &cred) {
+		where := "the accounts reached with an endpoint"
+		if hasRes {
+			where = string(res.Service) + " at " + hostPort(res.Endpoint)
+		}
+		return noTokenSentence([]string{where}, cred)
+	}
 	if errors.Is(err, azure.ErrNoChangeFeed) || isDecodeError(err) {
 		return unreadable(err, res)
 	}
@@ -330,6 +340,28 @@ func explain(err error) string {
 		return fmt.Sprintf("%s %s refused access to %s (%s): %s", r.Service, r.Endpoint, r, statusText(re), accessAdvice(r.Service))
 	}
 	return fmt.Sprintf("%s %s answered %s for %s (run with --verbose for its whole answer)", r.Service, r.Endpoint, statusText(re), r)
+}
+
+// noTokenSentence is the one line that says Microsoft Entra ID sign-in
+// gave no token (cred) for the services at where ("Cosmos DB at
+// host:443"): what was tried and what to do. The Azure SDK's account of
+// each credential's answer is left to --verbose (errorMessage).
+func noTokenSentence(where []string, cred *azure.CredentialError) string {
+	if cred.Setup || len(cred.Tried) == 0 {
+		return fmt.Sprintf("cannot sign in to Microsoft Entra ID for %s: the Azure SDK refused its settings "+
+			"(AZURE_TOKEN_CREDENTIALS must be dev, prod or one credential's name; run with --verbose for its message)", joinAnd(where))
+	}
+	const verbose = " (run with --verbose for each credential's answer)"
+	if cred.Failed != "" {
+		return fmt.Sprintf("no Microsoft Entra ID token for %s: of %s, tried in that order, one was found and %s; "+
+			"check its settings (a managed identity assigned to where this runs, AZURE_CLIENT_ID naming a user-assigned one; "+
+			"or AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET), sign in with `az login`, "+
+			"or use a connection string with a key"+verbose, joinAnd(where), joinAnd(cred.Tried), cred.Failed)
+	}
+	return fmt.Sprintf("no Microsoft Entra ID token for %s: tried %s, and none is set up here; "+
+		"sign in with `az login`, run where a managed identity is assigned (AZURE_CLIENT_ID names a user-assigned one), "+
+		"or set AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET; or use a connection string with a key"+verbose,
+		joinAnd(where), joinAnd(cred.Tried))
 }
 
 // isDecodeError reports whether err comes from decoding an answer that

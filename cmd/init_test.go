@@ -252,7 +252,7 @@ func TestInitCreatesEverythingThenSecondRunWritesNothing(t *testing.T) {
 	// object on stdout, nothing on stderr, no writes.
 	e.rec.Reset()
 	code, out, errOut = e.run("--containers", file, "--output", "json")
-	want := e.statusJSON() + e.expand(`{"type":"summary","database":"dbXXXXXXXXXXXX","dryRun":false,"changes":0,"resources":[`+
+	want := e.statusJSON() + summaryHead() + e.expand(`"database":"dbXXXXXXXXXXXX","dryRun":false,"changes":0,"resources":[`+
 		`{"kind":"database","name":"dbXXXXXXXXXXXX","action":"unchanged"},`+
 		`{"kind":"container","name":"entities","partitionKey":"/scope","defaultTtl":null,"action":"unchanged"},`+
 		`{"kind":"container","name":"executions","partitionKey":"/scope","defaultTtl":1209600,"action":"unchanged"},`+
@@ -274,7 +274,7 @@ func TestInitBuiltInDefinitions(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("init: exit %d\n%s%s", code, out, errOut)
 	}
-	head := `{"type":"summary","database":"` + e.db + `","dryRun":false,"changes":`
+	head := summaryHead() + `"database":"` + e.db + `","dryRun":false,"changes":`
 	body := `,"resources":[` +
 		`{"kind":"database","name":"` + e.db + `","action":"create"},` +
 		`{"kind":"container","name":"entities","partitionKey":"/scope","defaultTtl":null,"action":"create"},` +

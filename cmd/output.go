@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/bifrost/bifrost-migrate/internal/version"
 )
 
 // The output convention of every command (README, "Output"):
@@ -36,7 +38,8 @@ const (
 	// result: {"message"}.
 	lineWarning = "warning"
 	// lineSummary is a command's result, printed once, last before any
-	// error line.
+	// error line. Every summary line carries, after its type, the
+	// "toolVersion" of the build that printed it (jsonLine adds it).
 	lineSummary = "summary"
 	// lineError ends the output of a command that failed: errorLine.
 	lineError = "error"
@@ -131,9 +134,10 @@ func (j *jsonLines) emit(typ string, v any) error {
 	return j.err
 }
 
-// jsonLine encodes v as one line of --output json with "type":typ first.
-// It refuses a v that is not a JSON object or that sets "type" itself:
-// the line's type is given here, once.
+// jsonLine encodes v as one line of --output json with "type":typ first,
+// and for a summary "toolVersion" (the running build's version) next.
+// It refuses a v that is not a JSON object or that sets "type" (or, for
+// a summary, "toolVersion") itself: they are given here, once.
 func jsonLine(typ string, v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -152,6 +156,16 @@ func jsonLine(typ string, v any) ([]byte, error) {
 	head, err := json.Marshal(typ)
 	if err != nil {
 		return nil, err
+	}
+	if typ == lineSummary {
+		if _, ok := fields["toolVersion"]; ok {
+			return nil, fmt.Errorf("--output json: a %s line must not set its own \"toolVersion\"", typ)
+		}
+		v, err := json.Marshal(version.String())
+		if err != nil {
+			return nil, err
+		}
+		head = append(append(head, `,"toolVersion":`...), v...)
 	}
 	var line bytes.Buffer
 	line.Grow(len(body) + len(head) + 10)

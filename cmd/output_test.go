@@ -19,7 +19,15 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/internal/version"
 )
+
+// summaryHead is how every summary line starts: its type, then the
+// running build's toolVersion.
+func summaryHead() string {
+	v, _ := json.Marshal(version.String())
+	return `{"type":"summary","toolVersion":` + string(v) + `,`
+}
 
 // outLine is one line of --output json as a test reads it.
 type outLine struct {
@@ -102,7 +110,7 @@ func TestJSONLinesTypeFirstOneObjectPerLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"type":"status","message":"a <b> & c"}` + "\n" +
-		`{"type":"summary"}` + "\n" +
+		`{"type":"summary","toolVersion":"` + version.String() + `"}` + "\n" +
 		`{"type":"progress","table":"Config","done":3,"total":7,"rowsPerSecond":0,"ruPerSecond":12.5,"throttledShare":0.25,"inFlight":40,"latencyP50Ms":80.5,"finished":false}` + "\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
@@ -117,12 +125,21 @@ func TestJSONLinesTypeFirstOneObjectPerLine(t *testing.T) {
 // written, so that the summary's emit reports an error met on a progress
 // line.
 func TestJSONLinesRefusesAndKeepsTheFirstError(t *testing.T) {
-	for _, v := range []any{"text", []int{1}, nil, 3, struct {
-		Type string `json:"type"`
-	}{"mine"}, map[string]any{"type": "x"}, struct{ C chan int }{}} {
+	for _, c := range []struct {
+		typ string
+		v   any
+	}{
+		{lineProgress, "text"}, {lineProgress, []int{1}}, {lineProgress, nil}, {lineProgress, 3},
+		{lineProgress, struct {
+			Type string `json:"type"`
+		}{"mine"}}, {lineProgress, map[string]any{"type": "x"}}, {lineProgress, struct{ C chan int }{}},
+		// A summary's toolVersion is the running build's, set by jsonLine.
+		{lineSummary, map[string]any{"toolVersion": "v0"}},
+	} {
+		v := c.v
 		var b bytes.Buffer
 		j := newJSONLines(&b)
-		err := j.emit(lineProgress, v)
+		err := j.emit(c.typ, v)
 		if err == nil {
 			t.Errorf("%#v: no error", v)
 			continue
@@ -438,7 +455,7 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 	code, stdout, stderr := e.cli("--output", "json", "init", "--database", e.db)
 	lines := checkJSONRun(t, "init", code, stdout, stderr, true)
 	if code != ExitOK || !slices.Equal(types(lines), []string{lineStatus, lineSummary}) ||
-		!strings.HasPrefix(lines[0].str("message"), "Cosmos DB ") || !strings.HasPrefix(summaryOfLines(lines).Raw, `{"type":"summary","database":"`+e.db+`"`) {
+		!strings.HasPrefix(lines[0].str("message"), "Cosmos DB ") || !strings.HasPrefix(summaryOfLines(lines).Raw, summaryHead()+`"database":"`+e.db+`"`) {
 		t.Errorf("init: exit %d:\n%s", code, stdout)
 	}
 

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/version"
 )
 
 // Factory is what every command needs from the outside world. Main fills it
@@ -289,6 +290,7 @@ With no connection settings it targets the local emulators: Azurite
 				}
 				f.log = l
 				l.Printf("start: bifrost-migrate %s", strings.Join(redactArgs(f.args), " "))
+				l.Printf("toolVersion: %s", version.Get().Line())
 			}
 			return nil
 		},
@@ -318,14 +320,27 @@ With no connection settings it targets the local emulators: Azurite
 		NewCmdReplay(f, nil),
 		NewCmdReverse(f, nil),
 		NewCmdFixtures(f),
+		NewCmdVersion(f, nil),
 	)
+	// --version prints what `version` prints (cobra adds the flag, and -v).
+	root.Version = version.Get().Text()
+	root.SetVersionTemplate("{{.Version}}")
+	// cobra's `completion bash|zsh|fish|powershell`, added now rather
+	// than when the command line runs, so that its help lists its exit
+	// codes like every other command's.
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		// Runnable, as fixtures is, so that cobra checks its Args:
+		// `completion tcsh` is a usage error, not its help and exit 0.
+		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
 	for _, c := range root.Commands() {
-		if c.Name() == "help" || c.Name() == "completion" {
+		if c.Name() == "help" {
 			continue
 		}
 		addExitCodes(c)
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	addCompletions(root, f)
 	return root
 }
 
@@ -445,6 +460,12 @@ func redactArgs(args []string) []string {
 // too, which --verbose prints before the sentence when they differ.
 func errorMessage(f *Factory, err error, code int) (msg, raw string) {
 	raw = f.Redact(err.Error())
+	var cred *azure.CredentialError
+	if errors.As(err, &cred) {
+		// The sentence names the services and what to do; the raw text
+		// is what each credential of the chain answered.
+		raw = f.Redact(azure.ScrubError(cred.Err).Error())
+	}
 	switch {
 	case code == ExitInterrupted:
 		return interruptedSentence(raw), raw

@@ -242,9 +242,28 @@ func checkEndpoints(ctx context.Context, probes ...probe) error {
 type endpointErrors []*EndpointError
 
 func (e endpointErrors) Error() string {
-	lines := make([]string, len(e))
-	for i, ee := range e {
-		lines[i] = ee.Error()
+	// The endpoints that got no Entra ID token share one line, at the
+	// place of the first: the cause and the remedy are the same.
+	var (
+		lines   []string
+		noToken []string
+		cred    *azure.CredentialError
+		at      int
+	)
+	for _, ee := range e {
+		var ce *azure.CredentialError
+		if errors.As(ee.Err, &ce) {
+			if cred == nil {
+				cred, at = ce, len(lines)
+				lines = append(lines, "")
+			}
+			noToken = append(noToken, ee.Service+" at "+ee.Endpoint)
+			continue
+		}
+		lines = append(lines, ee.Error())
+	}
+	if cred != nil {
+		lines[at] = noTokenSentence(noToken, cred)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -270,6 +289,10 @@ type EndpointError struct {
 }
 
 func (e *EndpointError) Error() string {
+	var ce *azure.CredentialError
+	if errors.As(e.Err, &ce) {
+		return noTokenSentence([]string{e.Service + " at " + e.Endpoint}, ce)
+	}
 	return fmt.Sprintf("cannot use %s at %s: %s; check %s", e.Service, e.Endpoint, e.Cause, e.Settings)
 }
 
@@ -296,7 +319,10 @@ func probeCause(err error) string {
 	var re *azcore.ResponseError
 	var dns *net.DNSError
 	var errno syscall.Errno
+	var cred *azure.CredentialError
 	switch {
+	case errors.As(err, &cred):
+		return "no Microsoft Entra ID token"
 	case errors.As(err, &re) && (re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden):
 		return fmt.Sprintf("the credentials were refused (%d %s)", re.StatusCode, http.StatusText(re.StatusCode))
 	case errors.As(err, &re):

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/verify"
@@ -288,9 +289,10 @@ func writeReportFile(name string, r *verify.Report) error {
 	// The file is one document, not --output json lines; its "type" says
 	// what it is.
 	if err := enc.Encode(struct {
-		Type string `json:"type"`
+		Type        string `json:"type"`
+		ToolVersion string `json:"toolVersion"`
 		*verify.Report
-	}{"verify", r}); err != nil {
+	}{"verify", version.String(), r}); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("--report %s: %v", name, unwrapPath(err))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/store"
 )
 
@@ -30,8 +31,11 @@ const stateVersion = 2
 // and written again on resume, which is harmless because writes are
 // idempotent upserts and create-only blob uploads.
 type State struct {
-	Version int    `json:"version"`
-	RunID   string `json:"runId"`
+	Version int `json:"version"`
+	// ToolVersion is the build of bifrost-migrate that saved this
+	// checkpoint (internal/version); a resumed run saves its own.
+	ToolVersion string `json:"toolVersion,omitempty"`
+	RunID       string `json:"runId"`
 	// Fingerprint is the text of the options that change the output; a
 	// resume with a different one is refused.
 	Fingerprint string    `json:"fingerprint"`
@@ -158,11 +162,14 @@ func LoadState(dir string) (*State, error) {
 	return &s, nil
 }
 
-// Save writes s to a temporary file, syncs it, renames it over state.json
-// and syncs the directory, so that state.json is always either the old or
-// the new state, whole.
+// Save writes s, stamped with the running build's version, to a
+// temporary file, syncs it, renames it over state.json and syncs the
+// directory, so that state.json is always either the old or the new
+// state, whole.
 func (d dirStore) Save(s *State) error {
-	data, err := json.MarshalIndent(s, "", "  ")
+	stamped := *s
+	stamped.ToolVersion = version.String()
+	data, err := json.MarshalIndent(&stamped, "", "  ")
 	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
