@@ -115,8 +115,10 @@ func TestReplayFollow(t *testing.T) {
 	for _, p := range passes {
 		written += p.Written
 	}
-	if len(passes) < 4 || written < 16 || summary == "" {
-		t.Errorf("%d pass lines writing %d docs; want one line per pass (at least 4 in 8 s), the 16 changes written, and the summary last", len(passes), written)
+	// How many passes fit in the 8 s depends on the machine's speed (a
+	// loaded machine ran 3): at least two show that it follows.
+	if len(passes) < 2 || written < 16 || summary == "" {
+		t.Errorf("%d pass lines writing %d docs; want one line per pass (at least 2), the 16 changes written, and the summary last", len(passes), written)
 	}
 }
 
