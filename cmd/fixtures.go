@@ -52,6 +52,9 @@ func NewCmdFixtures(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fixtures",
 		Short: "Sample data for demos and benchmarks",
+		Long: `Load Bifrost's sample data, or generated executions, into the local
+emulators' Table and Blob Storage.`,
+		Example: `  bifrost-migrate fixtures load`,
 		Args:  cobra.NoArgs,
 		// Runnable only so that cobra checks Args: `fixtures bogus` is a
 		// usage error (exit 2), not help with exit 0.
@@ -372,27 +375,12 @@ func pluralize(n int, one, many string) string {
 var fixturesLoadDoc = cmdDoc{
 	use:   "load [--generate N [--seed S] [--base-time TIME]] [--tables LIST]",
 	short: "Load the sample data (or generated executions) into Table and Blob Storage",
-	long: `Load Bifrost sample data into Table Storage (tables Config, Entities,
-Relationships) and Blob Storage (container execution-data), creating the
-tables and the container when missing. Rows are upserted in entity-group
-transactions, so loading twice changes nothing.
-
-Without --generate it loads the fixtures embedded from fixtures/: realistic
-rows of every kind, including the awkward ones (see fixtures/inventory.json).
-With --generate N it loads N generated executions into Entities, each with
-its four index rows in Relationships (userexec, workflowexec, formexec,
-status) and, rarely, result blobs; Config is created empty, so that run
-finds all three tables. The data is deterministic for a given --seed and
---base-time; the executions start within the 13 days before --base-time
-(RFC 3339; default: the start of the current UTC day).
-
-It writes only into the emulator's storage account devstoreaccount1. Any
-other account, for the tables or the blobs (BIFROST_BLOB_CONNECTION may
-name another one), is refused before any request unless you repeat its
-name with --account NAME, so that sample data never lands in a production
-account by accident.
-
-What was written goes to stdout; progress to stderr. With --output json,
-stdout gets {"type":"progress"} lines (rows per table) and "status" lines,
-then one {"type":"summary"} object (or a {"type":"error"} line).`,
+	long: `Load Bifrost's sample rows of every kind (fixtures/), or N generated
+executions with their index rows, into the tables and the blob container,
+creating them when missing; loading twice changes nothing. It writes only
+into the emulator's account devstoreaccount1: any other account is refused
+before any request unless --account repeats its name.`,
+	example: `  bifrost-migrate fixtures load
+  # 100,000 executions (500,000 rows) for a benchmark, the same every time
+  bifrost-migrate fixtures load --generate 100000 --seed 1`,
 }

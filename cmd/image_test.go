@@ -39,7 +39,7 @@ func TestContainerImage(t *testing.T) {
 	}
 	lines := strings.Split(out.String(), "\n")
 	if len(lines) < 4 || !strings.HasPrefix(lines[0], "bifrost-migrate v") || !strings.HasPrefix(lines[1], "revision: ") ||
-		!strings.HasPrefix(lines[2], "go: ") || !strings.Contains(out.String(), "bifrost-migrate moves the Bifrost platform's data") {
+		!strings.HasPrefix(lines[2], "go: ") || !strings.Contains(out.String(), "Move Bifrost's data from Azure Table Storage") {
 		t.Errorf("--version and --help in the image printed:\n%s", out.String())
 	}
 	if !strings.Contains(errOut.String(), "built with "+engine+"; --version and --help ran in it") {

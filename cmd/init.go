@@ -42,21 +42,15 @@ func NewCmdInit(f *Factory, runF func(context.Context, *InitOptions) error) *cob
 	opts := &InitOptions{}
 	c := &cobra.Command{
 		Use:   "init [--dry-run] [--containers FILE]",
-		Short: "Create or converge the database, containers and blob container",
-		Long: `Create or converge the Cosmos DB database (--database), its containers and
-the blob containers, from declarative definitions: by default Bifrost's
-entities and executions containers and the blob container execution-data,
-embedded in the binary; with --containers FILE, the layout in FILE (same
-JSON format, see init/containers/bifrost.json).
-
-Every definition is validated before any request. A missing resource is
-created; an existing container is compared semantically with its definition
-and a differing indexing policy or defaultTtl is replaced, with the
-difference printed. A differing partition key cannot be changed in place:
-init then writes nothing and exits 1. Invalid definitions exit 2.
---dry-run prints the plan and writes nothing. With --output json, stdout
-gets "status" lines, then the plan as one {"type":"summary"} object (or a
-{"type":"error"} line).`,
+		Short: "Create or converge the database, its containers and the blob container",
+		Long: `Provision from declarative definitions (Bifrost's, embedded; or your own
+layout with --containers FILE): create what is missing, replace a differing
+indexing policy or default TTL and print the difference. A differing
+partition key cannot change in place (exit 1). Definitions are validated
+before any request; a second init changes nothing.`,
+		Example: `  bifrost-migrate init --dry-run
+  bifrost-migrate init
+  bifrost-migrate init --containers my-layout.json --database bifrost-test`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Out, opts.ErrOut = f.Out, f.ErrOut

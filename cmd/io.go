@@ -50,16 +50,17 @@ func runWith[O any](c *cobra.Command, opts O, runF, run func(context.Context, O)
 }
 
 // cmdDoc is the help of a command: its usage line, its one-line
-// summary and its long description.
+// summary, a short paragraph and the command lines of its examples
+// (help.go).
 type cmdDoc struct {
-	use, short, long string
+	use, short, long, example string
 }
 
 // newCommand returns the command doc describes: it takes no arguments
 // and, once its flags are parsed and valid (addFlags), does run.
 func newCommand(doc cmdDoc, run func(c *cobra.Command) error) *cobra.Command {
 	return &cobra.Command{
-		Use: doc.use, Short: doc.short, Long: doc.long,
+		Use: doc.use, Short: doc.short, Long: doc.long, Example: doc.example,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return run(c) },
 	}

@@ -126,49 +126,18 @@ func writeReplayJSON(lines *jsonLines, s migrate.ReplaySummary, ru ruReport, end
 
 // replayDoc is the help of `bifrost-migrate replay`.
 var replayDoc = cmdDoc{
-	use:   "replay --since TIME [--prune] [--force] [--dry-run]",
-	short: "Rollback replay: re-apply rows changed in the tables since a time",
-	long: `After a cutover to Cosmos DB was rolled back and the application ran on
-Table Storage again, bring Cosmos DB up to date from the tables: read the
-rows whose Timestamp is at or after --since (RFC 3339, e.g.
-` + sinceExample + `; the Table service filters them), transform them as run
-does (with run's --execution-ttl, --blob-threshold, --relationships and
---strict, taken from the run in --state-dir; another value given is
-refused), and write each doc with optimistic concurrency on its _etag:
-
-  no doc                      create it (409: start over)
-  doc already as the row      nothing
-  doc the tool wrote, nobody  replace it with If-Match when its
-  changed it since            _migration.timestamp is older than the row's
-                              (412: read again and start over)
-  doc the application changed a conflict: not written, listed with its
-  (no _migration, or its      differing fields (the tables' and Cosmos DB's
-  _migration.hash does not    values, secrets as "***"); exit 4.
-  match its content)          --force overwrites it (still with If-Match)
-
-A doc whose _migration names another row is an id collision: the row is
-dead-lettered. Start-overs are bounded (5 per doc); a doc that keeps
-changing is dead-lettered. Blobs follow run's rules (create-only; a
-different existing blob dead-letters the row). Dead letters go to
-replay-dead-letter.jsonl in --state-dir, replaced by every replay. While
-it works, replay holds the lock of --state-dir as run does: when a run or
-replay already holds it, replay exits 1 right after its start-up checks,
-naming that process's PID (a dry run takes no lock).
-
---prune also deletes docs carrying _migration whose source row no longer
-exists, when they are unchanged (If-Match); changed ones are conflicts
-(exit 4) unless --force. Without --prune nothing is deleted.
-
-Replay keeps no checkpoint: every decision is made from what Cosmos DB
-holds now, so after an interruption run it again; replaying the same
-window twice writes nothing the second time.
-
---dry-run reads the tables and Cosmos DB and writes nothing anywhere; the
-summary says what would be created, replaced, pruned, and lists the
-conflicts. With --output json stdout gets {"type":"progress"} and
-"status" lines, then one {"type":"summary"} object (and a {"type":"error"}
-line when replay fails or leaves conflicts).
-
-Exit 4 when conflicts are left unresolved, else 3 when rows were
-dead-lettered; 1 when another process holds the state directory.`,
+	use:   "replay --since TIME [--follow] [--prune] [--force] [--dry-run]",
+	short: "After a rollback, bring Cosmos DB up to date from the tables",
+	long: `Read the rows changed in the tables since --since and write their docs
+with optimistic concurrency: a doc the tool wrote and nobody changed since
+is replaced, a doc the application changed is a conflict, listed and left
+alone (exit 4; --force overwrites it). --follow keeps replaying, for a
+cutover of seconds. Safe to run again: a second replay of one window writes
+nothing.`,
+	example: `  bifrost-migrate replay --since 2026-11-20T14:00:00Z --dry-run
+  bifrost-migrate replay --since 2026-11-20T14:00:00Z
+  # keep Cosmos DB in step while the application still writes to the tables
+  bifrost-migrate replay --since 2026-11-20T14:00:00Z --follow --interval 10s
+  # also delete the docs whose rows were deleted during the rollback
+  bifrost-migrate replay --since 2026-11-20T14:00:00Z --prune`,
 }

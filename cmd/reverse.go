@@ -108,40 +108,16 @@ func writeReverseConflict(w io.Writer, c migrate.ReverseConflict) {
 // reverseDoc is the help of `bifrost-migrate reverse`.
 var reverseDoc = cmdDoc{
 	use:   "reverse --since TIME [--follow] [--prune] [--force] [--dry-run]",
-	short: "Write back to the tables what the application changed in Cosmos DB",
-	long: `After a cutover to Cosmos DB, when the application has to go back to Table
-Storage, write back to the tables what the application wrote in Cosmos DB
-since --since (RFC 3339, e.g. ` + sinceExample + `): the docs of both
-containers changed since then (Cosmos DB's change feed), each as the rows
-the Table-based application would have written for it.
-
-  doc that came from the tables    nothing (its _migration.hash matches)
-  and nobody changed
-  changed or created doc           its row, keys from _migration (or from its
-                                   type, id and scope), properties in the
-                                   application's own format; an execution's
-                                   index rows too (userexec, workflowexec,
-                                   formexec, status while Pending or Running),
-                                   a status row of an old status deleted
-  row that changed in the tables   a conflict: not written, listed; exit 4.
-  after the doc was migrated       --force writes it (still with If-Match)
-
-Rows are inserted, or replaced with If-Match on the ETag just read, and
-only when they differ from what the table holds (an unchanged row keeps
-its Timestamp). Then the doc's _migration records the sync (If-Match on its
-_etag), so a second reverse writes nothing. A doc whose keys would hold a
-character Table Storage forbids is dead-lettered (reverse-dead-letter.jsonl
-in --state-dir), as are docs that cannot be written back. run's
---execution-ttl, --blob-threshold, --relationships and --strict are taken
-from the run in --state-dir (another value given is refused).
-
---prune also deletes the rows whose migrated doc is gone from Cosmos DB,
-unless it expired by its ttl (the tables keep their own retention) or the
-row was written after --since (the Table-based application's). --dry-run
-reads everything and writes nothing; the summary lists the writes it would
-do. --follow keeps going: a pass every --interval, each from the newest
-change the previous pass read less --skew (clock skew between servers; a
-change read twice is harmless); SIGINT or SIGTERM stop after the pass in
-progress (exit 0). An interrupted reverse is simply run again: docs
-already written back are skipped.`,
+	short: "Roll back: write to the tables what the application changed in Cosmos DB",
+	long: `Read the docs changed in Cosmos DB since --since (its change feed) and write
+back their rows, and an execution's index rows, as the Table-based
+application would have written them, each with If-Match. A row the tables
+changed too is a conflict, listed and left alone (exit 4; --force writes
+it). --follow keeps the tables in step, for a rollback of seconds.`,
+	example: `  bifrost-migrate reverse --since 2026-11-20T14:00:00Z --dry-run
+  bifrost-migrate reverse --since 2026-11-20T14:00:00Z
+  # keep the tables in step while the application still writes to Cosmos DB
+  bifrost-migrate reverse --since 2026-11-20T14:00:00Z --follow
+  # then prove that the two sides agree
+  bifrost-migrate verify`,
 }

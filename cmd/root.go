@@ -254,18 +254,23 @@ func joinAnd(parts []string) string {
 
 // NewRootCmd builds the command tree.
 func NewRootCmd(f *Factory) *cobra.Command {
-	rootExits, _ := exitStatuses("bifrost-migrate")
+	// Commands in the order of a migration (init, run, verify, replay,
+	// reverse), not by name.
+	cobra.EnableCommandSorting = false
 	root := &cobra.Command{
 		Use:   "bifrost-migrate",
-		Short: "Move Bifrost's data from Azure Table Storage to Azure Cosmos DB",
-		Long: `bifrost-migrate moves the Bifrost platform's data from Azure Table Storage
-(tables Config, Entities, Relationships) into Azure Cosmos DB (containers
-entities and executions, partition key /scope), keeping large execution
-results in Blob Storage (container execution-data).
-
-With no connection settings it targets the local emulators: Azurite
-(devstoreaccount1) and the Cosmos DB emulator at https://localhost:8081.
-` + exitStatusHelp(rootExits),
+		Short: "Move Bifrost's data from Azure Table Storage to Azure Cosmos DB, prove it, and back",
+		Long: `Provision Cosmos DB (init), migrate the tables Config, Entities and
+Relationships into the containers entities and executions (run), prove it
+field by field (verify), and after a rollback bring either side up to date
+(replay: tables to Cosmos DB; reverse: Cosmos DB to tables), within a
+request-unit budget. With no connection settings it works on the local
+emulators (Azurite and the Cosmos DB emulator).`,
+		Example: `  bifrost-migrate init
+  bifrost-migrate run --dry-run
+  bifrost-migrate run --max-ru 4000
+  bifrost-migrate verify --report verify.json
+  bifrost-migrate reverse --since 2026-11-20T14:00:00Z --follow`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
@@ -333,36 +338,30 @@ With no connection settings it targets the local emulators: Azurite
 		// Runnable, as fixtures is, so that cobra checks its Args:
 		// `completion tcsh` is a usage error, not its help and exit 0.
 		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
-	}
-	for _, c := range root.Commands() {
-		if c.Name() == "help" {
-			continue
+		c.Short = "Print the shell completion script: bash, zsh, fish or powershell"
+		c.Long = `Print the script that completes bifrost-migrate's commands, flags and
+values (--output, --execution-ttl, --relationships, --tables, --since) in
+your shell. Each shell's help says where to put it.`
+		c.Example = `  # bash, this session
+  source <(bifrost-migrate completion bash)
+  # zsh, every session
+  bifrost-migrate completion zsh > "${fpath[1]}/_bifrost-migrate"`
+		for _, sh := range c.Commands() {
+			sh.Example = "  bifrost-migrate completion " + sh.Name() + " --help"
 		}
-		addExitCodes(c)
 	}
+	setFlagErrors(root)
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) { writeHelp(c.OutOrStdout(), c) })
 	addCompletions(root, f)
 	return root
 }
 
-// addExitCodes appends to the help of c, and of its subcommands, the
-// exit codes it can return (exitStatuses). A command missing from
-// exitStatuses gets the root's full table, which is true if not precise;
-// a test checks that none is missing.
-func addExitCodes(c *cobra.Command) {
-	if !strings.Contains(c.Long, "Exit status:") {
-		long := c.Long
-		if long == "" {
-			long = c.Short
-		}
-		ss, ok := exitStatuses(c.CommandPath())
-		if !ok {
-			ss, _ = exitStatuses(c.Root().CommandPath())
-		}
-		c.Long = long + "\n" + exitStatusHelp(ss)
-	}
+// setFlagErrors makes flagError the flag error function of c and of its
+// subcommands (cobra does not inherit it).
+func setFlagErrors(c *cobra.Command) {
 	c.SetFlagErrorFunc(flagError)
 	for _, sub := range c.Commands() {
-		addExitCodes(sub)
+		setFlagErrors(sub)
 	}
 }
 

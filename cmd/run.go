@@ -413,57 +413,19 @@ func writeRunJSON(lines *jsonLines, s migrate.Summary, ru *ruReport) error {
 // runDoc is the help of `bifrost-migrate run`.
 var runDoc = cmdDoc{
 	use:   "run [--dry-run] [flags]",
-	short: "Stream the tables into Cosmos DB (resumable)",
-	long: `Migrate the tables Config, Entities and Relationships (--tables to choose;
-always read in that order, rows in key order) into the Cosmos DB containers
-entities and executions, page by page. Every row ends in one disposition:
-doc, dropped-index, kept-in-tables, expired or dead-letter. Inline results
-above --blob-threshold and legacy inline logs, variables and snapshots are
-uploaded to the blob container execution-data first (create-only; an
-existing blob with other content dead-letters the row). Docs are upserted
-through --concurrency workers; throttling, timeouts, 5xx and dropped
-connections are retried.
-
-State: --state-dir (default .bifrost-migrate) holds state.json, replaced
-atomically after every page whose writes are all acknowledged, and
-dead-letter.jsonl, one JSON line per dead-lettered row
-{table, partitionKey, rowKey, reason, row} with the row in the Table
-service's annotated JSON and secrets shown as "***". A run that finds an
-unfinished state with the same options resumes where it stopped (it reads
-the rows before the checkpoint again, without writing, so that id
-collisions and dangling indexes are judged as in one run); other options
-are refused; --restart discards the state and the dead letters and starts
-over. A run whose state is complete does nothing and says so.
-
-One process per state directory: a run holds an exclusive lock on the file
-lock in --state-dir (an operating-system lock, released when the run ends
-or its process dies, even by SIGKILL) from before it reads the state to
-its end. A second run or replay on the same directory exits 1 right after
-its start-up checks, naming the holder's PID, and leaves the state and the
-dead letters as they are (--restart removes nothing).
-
---dry-run reads and transforms everything and writes nothing: not to Cosmos
-DB, not to Blob Storage, not to the state directory (it takes no lock, so
-it may run beside a run on the same directory). It prints the same
-summary plus the plan: id collisions, sanitized ids, results that would
-move to blobs, dead letters with reasons, estimated request units (5 RU per
-started KB of each doc) and stored size, and with --show N, N redacted
-sample docs per kind.
-
-Progress bars (one per table) appear on stderr when it is a terminal,
-unless --quiet; with --output json, stdout gets {"type":"progress"},
-"status" and "warning" lines, then one {"type":"summary"} object (and a
-{"type":"error"} line when run fails). The summary counts rows per table, kind
-and disposition, warnings by reason, blobs uploaded, request units, elapsed
-time and docs/s.
-
-Exit 3 when rows were dead-lettered (a dry run too: it predicts them),
-1 when --max-errors stopped the run, when another process holds the state
-directory, or on any fatal error, 130 when
-interrupted. The checkpoint survives every failure: after an interruption or a
-transient failure (throttling or 5xx beyond the retries) a rerun resumes;
-after any other error, fix what the error says first. Options that differ
-from those of the saved run exit 2, naming the options. The containers and
-the selected tables must exist (run 'bifrost-migrate init' first); run
-checks them before it reads or writes anything.`,
+	short: "Migrate the tables into Cosmos DB, resumably",
+	long: `Read Config, Entities and Relationships page by page in key order, give
+every row one disposition (doc, dropped-index, kept-in-tables, expired or
+dead-letter), move large results to Blob Storage and upsert the docs
+within the request-unit budget. The checkpoint in --state-dir advances only
+past acknowledged writes: after any interruption, the same command
+resumes. --dry-run reads everything, writes nothing and prints the plan.`,
+	example: `  # the plan: dispositions, collisions, dead letters, request units and time
+  bifrost-migrate run --dry-run --max-ru 4000
+  # migrate with at most 4,000 RU/s of the account (the application keeps the rest)
+  bifrost-migrate run --max-ru 4000
+  # after an interruption: the same command resumes
+  bifrost-migrate run --max-ru 4000
+  # start over: discards the checkpoint and the dead letters
+  bifrost-migrate run --restart`,
 }

@@ -317,54 +317,16 @@ func writeReportFile(name string, r *verify.Report) error {
 // verifyDoc is the help of `bifrost-migrate verify`.
 var verifyDoc = cmdDoc{
 	use:   "verify [--sample F] [--report FILE]",
-	short: "Compare every source row with what landed in Cosmos DB and Blob Storage",
-	long: `Compare every source row with what the migration left in Cosmos DB and Blob
-Storage. For each row verify recomputes the disposition and the doc that
-run writes, with run's --execution-ttl, --blob-threshold, --relationships
-and --strict (taken from the run in --state-dir; one given with another
-value is a warning naming both), reads the docs of both containers in
-bulk (a few large query pages, never one read per row), and compares them
-field by field by meaning, ignoring the system properties: timestamps
-naming the same instant in any form, a null field and an absent one, and
-numbers of one value are equal; _migration.hash is not compared. A doc's
-ttl must be 0 < ttl <= 1209600 under --execution-ttl remaining or full; a
-doc without one (the application wrote it) is counted, not a difference.
-Executions that are expired now may be present or absent. Every blob path
-a doc names must exist in execution-data.
-
-It also finds orphans (docs carrying _migration whose row no longer
-expects them) and counts docs without _migration (written by the
-application; not judged).
-
-Access patterns: the execution index rows of Relationships (userexec,
-workflowexec, formexec, status) are not migrated, since Cosmos DB answers
-their questions with queries on the execution docs. verify checks every
-index row against its execution: dangling (no such execution), stale (its
-user, workflow, partition, form or status differs from the execution's),
-and every migrated execution without a userexec or workflowexec row
-(unindexed). These are data-quality findings, not failures: the counts and
-the first 20 of each are printed, and --report lists every dangling and
-stale row (up to 1,000 of each) under "accessPatterns". The check needs
-both Entities and Relationships in --tables; with --sample it judges the
-sampled index rows and executions against every execution.
-
-Every source row must be accounted for: a row that run dead-letters is
-not in Cosmos DB, so it fails verify like a missing doc; verify counts
-these rows and names run's dead-letter file (dead-letter.jsonl in
---state-dir, default .bifrost-migrate), which lists them with their
-reasons. A selected table that does not exist is an error (exit 1), never
-an empty table; so is a missing database or container (run
-'bifrost-migrate init').
-
-Output: a table per table and kind (rows, expected docs, matched,
-missing, different, orphans, rows skipped by disposition), then the first
-20 differences with their field paths and both values (secrets redacted).
---report FILE writes everything as JSON. --sample F checks a deterministic
-fraction of the rows, chosen by a hash of their keys. With --output json,
-stdout gets {"type":"progress"} lines (the phases) and "status" lines, then
-one {"type":"summary"} object with the first 20 of each list (and a
-{"type":"error"} line when verify fails).
-
-Exit 0 ("verify: OK") only when no row is dead-lettered and no doc is
-missing, different or orphaned; else 3.`,
+	short: "Prove the migration: every source row against Cosmos DB and Blob Storage",
+	long: `Recompute the doc of every source row with the migration's options (from
+--state-dir), read the docs in bulk and compare them field by field, by
+meaning: timestamps as instants, a null field as an absent one. It reports
+missing, different and orphan docs, rows not migrated (dead letters), and
+where users will see executions differently after cutover (access
+patterns). "verify: OK" (exit 0) is the signal to cut over.`,
+	example: `  bifrost-migrate verify
+  # everything, as JSON, for the change ticket
+  bifrost-migrate verify --report verify.json
+  # a quick look at 1 % of the rows, chosen by a hash of their keys
+  bifrost-migrate verify --sample 0.01`,
 }

@@ -49,13 +49,11 @@ func versionRun(_ context.Context, opts *VersionOptions) error {
 var versionDoc = cmdDoc{
 	use:   "version",
 	short: "Print the version, the revision it was built from and the Go version",
-	long: `Print which build of bifrost-migrate this is: its version, the VCS revision
-it was built from with that revision's time (and "modified" when the tree had
-uncommitted changes), the Go version and the platform. --version prints the
-same. The version is also written into state.json, the --log-file header,
-verify's --report and every JSON summary, as "toolVersion".
-
-Examples:
-  bifrost-migrate version
+	long: `Print which build this is: its version, the VCS revision and its time
+("modified" when the tree had uncommitted changes), the Go version and the
+platform; --version prints the same. The version also goes into
+state.json, the --log-file header, verify's --report and every JSON
+summary, as "toolVersion".`,
+	example: `  bifrost-migrate version
   bifrost-migrate --output json version`,
 }
