@@ -55,7 +55,7 @@ func NewCmdFixtures(f *Factory) *cobra.Command {
 		Long: `Load Bifrost's sample data, or generated executions, into the local
 emulators' Table and Blob Storage.`,
 		Example: `  bifrost-migrate fixtures load`,
-		Args:  cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		// Runnable only so that cobra checks Args: `fixtures bogus` is a
 		// usage error (exit 2), not help with exit 0.
 		RunE: func(c *cobra.Command, args []string) error { return c.Help() },
