@@ -154,7 +154,7 @@ func NewPacer(o PacerOptions) *Pacer {
 		p.now = time.Now
 	}
 	if p.sleep == nil {
-		p.sleep = sleepCtx
+		p.sleep = store.Sleep
 	}
 	p.rate = pacerStartRate
 	if p.max > 0 {

@@ -90,7 +90,7 @@ func (o RetryOptions) withDefaults() RetryOptions {
 		o.AttemptTimeout = 60 * time.Second
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepCtx
+		o.Sleep = store.Sleep
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -99,17 +99,6 @@ func (o RetryOptions) withDefaults() RetryOptions {
 		o.Jitter = rand.Float64
 	}
 	return o
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // retryBudget is the state of one operation's retry loop: it decides,

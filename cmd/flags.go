@@ -11,6 +11,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/transform"
 )
 
 // flagGroup is a set of flags that binds and validates as one (cli/cli's
@@ -76,12 +77,12 @@ func parseTables(list string) ([]string, error) {
 	var out []string
 	for _, t := range strings.Split(list, ",") {
 		t = strings.TrimSpace(t)
-		if !slices.Contains(fixtures.Tables(), t) {
+		if !slices.Contains(transform.Tables(), t) {
 			return nil, UsageError(fmt.Errorf("--tables: unknown table %q (want Config, Entities, Relationships)", t))
 		}
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b string) int { return slices.Index(fixtures.Tables(), a) - slices.Index(fixtures.Tables(), b) })
+	slices.SortFunc(out, func(a, b string) int { return transform.TableOrder(a) - transform.TableOrder(b) })
 	return slices.Compact(out), nil
 }
 

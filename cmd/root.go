@@ -501,12 +501,6 @@ func isCobraUsage(err error) bool {
 		strings.Contains(msg, "arg(s)") || strings.HasPrefix(msg, "required flag")
 }
 
-// notBuilt is what a command that does not exist yet returns: it says so
-// and fails, it does not pretend.
-func notBuilt(name string) error {
-	return fmt.Errorf("%s is not implemented yet in this version of bifrost-migrate", name)
-}
-
 // interruptedSentence is the message of a command SIGINT or SIGTERM
 // stopped (exit 130), from its error's text: "interrupted: " and what to
 // do, without the Go runtime's "context canceled".

@@ -3,6 +3,8 @@ package migrate
 import (
 	"context"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // Defaults of FollowOptions (SPEC §16).
@@ -71,16 +73,7 @@ func Follow(ctx context.Context, opts FollowOptions, pass func(ctx context.Conte
 		opts.Now = time.Now
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = func(ctx context.Context, d time.Duration) error {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
+		opts.Sleep = store.Sleep
 	}
 	since := opts.Since
 	for n := 1; ; n++ {
