@@ -51,6 +51,9 @@ type needs struct {
 	// request is sent; its error stops the command (fixtures load refuses
 	// accounts other than the emulator's).
 	refuse func(tables, blobs azure.StorageAccount) error
+	// provisions: the command creates init's resources (init), so what
+	// of them is missing is not looked up.
+	provisions bool
 }
 
 func (n needs) has(u need) bool { return n.uses&u != 0 }
@@ -93,7 +96,7 @@ func connect(ctx context.Context, f *Factory, n needs) (conn, error) {
 	if err := c.build(n); err != nil {
 		return c, err
 	}
-	if n.has(anyCosmos) {
+	if n.has(anyCosmos) && !n.provisions {
 		c.missing, c.noBlobContainer, err = c.target.missing(ctx, n.has(anyBlobs))
 	}
 	return c, err

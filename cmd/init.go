@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
@@ -19,79 +20,89 @@ import (
 
 // InitOptions are the flags and dependencies of `bifrost-migrate init`.
 type InitOptions struct {
-	Out    io.Writer // the plan/result: a table; or with JSON every line (output.go)
-	ErrOut io.Writer // status (text); the error (JSON)
-	JSON   bool
-	Quiet  bool
-
+	IO
 	Database string
 	DryRun   bool
 	// ContainersFile replaces the embedded definitions when not empty.
 	ContainersFile string
 
-	// Cosmos and Blobs connect to the accounts and check that each
-	// answers; they are called only after the definitions are valid, and
-	// Blobs only when the layout has blob containers.
-	Cosmos func(ctx context.Context) (provision.Cosmos, string, error) // client and a description without secrets
-	Blobs  func(ctx context.Context) (provision.Blobs, string, error)  // and the blob endpoint, without secrets
+	// Connect connects to the Cosmos DB account and, withBlobs (the
+	// layout has blob containers), to Blob Storage, each checked to
+	// answer; it is called only after the definitions are valid.
+	Connect func(ctx context.Context, withBlobs bool) (initServices, error)
 }
+
+// initServices are what InitOptions.Connect returns: the provisioners and
+// where they work, without secrets.
+type initServices struct {
+	cosmos provision.Cosmos
+	blobs  provision.Blobs
+	where  string
+}
+
+// initFlags are the flags of init: --dry-run and --containers.
+type initFlags struct{ o *InitOptions }
+
+func (i initFlags) bind(fl *pflag.FlagSet) {
+	fl.BoolVar(&i.o.DryRun, "dry-run", false, "print the plan and write nothing")
+	fl.StringVar(&i.o.ContainersFile, "containers", "", "JSON `FILE` of container definitions replacing the built-in ones")
+}
+
+// validate leaves the file to loadLayout, which reads it once.
+func (i initFlags) validate() error { return nil }
 
 // NewCmdInit builds `bifrost-migrate init`. runF replaces the command's
 // work in tests; nil means initRun.
 func NewCmdInit(f *Factory, runF func(context.Context, *InitOptions) error) *cobra.Command {
 	opts := &InitOptions{}
-	c := &cobra.Command{
-		Use:   "init [--dry-run] [--containers FILE]",
-		Short: "Create or converge the database, its containers and the blob container",
-		Long: `Provision from declarative definitions (Bifrost's, embedded; or your own
+	opts.Connect = func(ctx context.Context, withBlobs bool) (initServices, error) { return connectInit(ctx, f, opts.Database, withBlobs) }
+	c := newCommand(initDoc, func(c *cobra.Command) error {
+		opts.IO, opts.Database = f.IO(), f.Global.Database
+		return runWith(c, opts, runF, initRun)
+	})
+	addFlags(c, initFlags{opts})
+	return c
+}
+
+// connectInit connects to the accounts of f that init provisions: Cosmos
+// DB (database), then, when withBlobs, Blob Storage; the first that fails
+// its check ends it.
+func connectInit(ctx context.Context, f *Factory, database string, withBlobs bool) (initServices, error) {
+	c, err := connect(ctx, f, needs{uses: cosmosRead, database: database, provisions: true})
+	if err != nil {
+		return initServices{}, err
+	}
+	s := initServices{cosmos: azure.NewProvisionCosmos(c.client), where: describeCosmos(c.cosmos, database)}
+	if !withBlobs {
+		return s, nil
+	}
+	b, err := connect(ctx, f, needs{uses: blobsRead, blobContainer: fixtures.BlobContainer, provisions: true})
+	if err != nil {
+		return initServices{}, err
+	}
+	s.blobs = azure.NewProvisionBlobs(b.blobs, b.azopts)
+	s.where += fmt.Sprintf(", blobs %s (account %s, %s)", b.blobs.BlobEndpoint, b.blobs.Name, b.blobs.Auth())
+	return s, nil
+}
+
+// initDoc is the help of `bifrost-migrate init`.
+var initDoc = cmdDoc{
+	use:   "init [--dry-run] [--containers FILE]",
+	short: "Create or converge the database, its containers and the blob container",
+	long: `Provision from declarative definitions (Bifrost's, embedded; or your own
 layout with --containers FILE): create what is missing, replace a differing
 indexing policy or default TTL and print the difference. A differing
 partition key cannot change in place (exit 1). Definitions are validated
 before any request; a second init changes nothing.`,
-		Example: `  bifrost-migrate init --dry-run
+	example: `  bifrost-migrate init --dry-run
   bifrost-migrate init
   bifrost-migrate init --containers my-layout.json --database bifrost-test`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Out, opts.ErrOut = f.Out, f.ErrOut
-			opts.JSON, opts.Quiet = f.Global.JSON(), f.Global.Quiet
-			opts.Database = f.Global.Database
-			opts.Cosmos = func(ctx context.Context) (provision.Cosmos, string, error) {
-				acct, client, err := connectCosmos(f, nil)
-				if err != nil {
-					return nil, "", err
-				}
-				if err := checkEndpoints(ctx, cosmosProbe(acct, client, opts.Database)); err != nil {
-					return nil, "", err
-				}
-				return azure.NewProvisionCosmos(client), describeCosmos(acct, opts.Database), nil
-			}
-			opts.Blobs = func(ctx context.Context) (provision.Blobs, string, error) {
-				acct, err := f.BlobStorage()
-				if err != nil {
-					return nil, "", err
-				}
-				if err := checkEndpoints(ctx, blobsProbe(acct, f.azureOptions(), fixtures.BlobContainer)); err != nil {
-					return nil, "", err
-				}
-				where := fmt.Sprintf("blobs %s (account %s, %s)", acct.BlobEndpoint, acct.Name, acct.Auth())
-				return azure.NewProvisionBlobs(acct, f.azureOptions()), where, nil
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return initRun(c.Context(), opts)
-		},
-	}
-	c.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print the plan and write nothing")
-	c.Flags().StringVar(&opts.ContainersFile, "containers", "", "JSON file of container definitions replacing the built-in ones")
-	return c
 }
 
 // initRun validates the definitions, plans against the accounts and, unless
 // a dry run, applies the plan; then prints the result.
 func initRun(ctx context.Context, opts *InitOptions) error {
-	o := newOutput("init", opts.Out, opts.ErrOut, opts.JSON, opts.Quiet)
+	o := opts.output("init")
 	layout, err := loadLayout(opts.ContainersFile)
 	if err != nil {
 		return err
@@ -99,19 +110,12 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 	if strings.TrimSpace(opts.Database) == "" {
 		return UsageError(errors.New("--database must not be empty"))
 	}
-	cosmos, where, err := opts.Cosmos(ctx)
+	svc, err := opts.Connect(ctx, len(layout.BlobContainers) > 0)
 	if err != nil {
 		return err
 	}
-	p := provision.Provisioner{Cosmos: cosmos, Database: opts.Database}
-	if len(layout.BlobContainers) > 0 {
-		var blobs string
-		if p.Blobs, blobs, err = opts.Blobs(ctx); err != nil {
-			return err
-		}
-		where += ", " + blobs
-	}
-	o.status("%s", where)
+	p := provision.Provisioner{Cosmos: svc.cosmos, Blobs: svc.blobs, Database: opts.Database}
+	o.status("%s", svc.where)
 
 	plan, err := p.Plan(ctx, layout)
 	if err != nil {
