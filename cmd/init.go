@@ -55,7 +55,9 @@ func (i initFlags) validate() error { return nil }
 // work in tests; nil means initRun.
 func NewCmdInit(f *Factory, runF func(context.Context, *InitOptions) error) *cobra.Command {
 	opts := &InitOptions{}
-	opts.Connect = func(ctx context.Context, withBlobs bool) (initServices, error) { return connectInit(ctx, f, opts.Database, withBlobs) }
+	opts.Connect = func(ctx context.Context, withBlobs bool) (initServices, error) {
+		return connectInit(ctx, f, opts.Database, withBlobs)
+	}
 	c := newCommand(initDoc, func(c *cobra.Command) error {
 		opts.IO, opts.Database = f.IO(), f.Global.Database
 		return runWith(c, opts, runF, initRun)
