@@ -17,7 +17,7 @@ const maxReverseTs = 9999999999999
 // before the doc is built, may make it expired instead; its fields are
 // the kind's.
 func (b *builder) execution(k *kindSpec, rest string) {
-	reverseTs, rkID, hasID := strings.Cut(rest, "_")
+	reverseTs, rkID, hasID := splitExecutionRowKey(rest)
 	id := rkID
 	if v, ok := b.prop("ExecutionId"); ok {
 		if v.Type != EdmString && v.Type != EdmGuid {

@@ -99,7 +99,7 @@ var groupFields = [...][]string{
 }
 
 // idRule is how a kind's doc id and scope follow from its row's keys
-// (forward) and back (reverser.deriveRowKey).
+// (forward) and back: idRules holds both directions of each.
 type idRule uint8
 
 const (
@@ -317,6 +317,53 @@ var relationshipKeys = map[string][2]string{
 	"roleform":     {"roleId", "formId"},
 }
 
+// indexSpec is a kind of execution index row in Relationships (SPEC §9,
+// §15): how its RowKey files an execution and what Bifrost's execution
+// repository copies into it. Both directions read it: the forward
+// transform drops these rows (and run and verify check them against the
+// executions), reverse writes them for an execution doc.
+type indexSpec struct {
+	kind string
+	// key is the execution property the row is filed under; partition:
+	// the key is followed by the execution's PartitionKey (workflowexec):
+	// {kind}:{key}[:{partition}]:{executionId}.
+	key       string
+	partition bool
+	// required: an execution without the key is worth a warning when
+	// written back (the application always sets it).
+	required bool
+	// active, when not nil, says for which key values the row exists
+	// (status: while Pending or Running); nil: whenever the key is set.
+	active func(key string) bool
+	// props are the execution's properties the row copies, besides
+	// ExecutionId and OrganizationId; stamped: it carries UpdatedAt, the
+	// time it was written.
+	props   []string
+	stamped bool
+}
+
+// rowKey is the RowKey of the index row filing execution id under key
+// (and partition).
+func (x *indexSpec) rowKey(key, partition, id string) string {
+	if x.partition {
+		return x.kind + ":" + key + ":" + partition + ":" + id
+	}
+	return x.kind + ":" + key + ":" + id
+}
+
+// allIndexes are the execution index kinds, in the order reverse writes
+// them.
+var allIndexes = []*indexSpec{
+	{kind: "userexec", key: "ExecutedBy", required: true,
+		props: []string{"WorkflowName", "FormId", "Status", "StartedAt", "CompletedAt", "DurationMs", "ErrorMessage", "ExecutedByName"}},
+	{kind: "workflowexec", key: "WorkflowName", partition: true, required: true,
+		props: []string{"ExecutedBy", "ExecutedByName", "FormId", "Status", "StartedAt", "CompletedAt", "DurationMs", "ErrorMessage"}},
+	{kind: "formexec", key: "FormId",
+		props: []string{"WorkflowName", "ExecutedBy", "ExecutedByName", "Status", "StartedAt", "CompletedAt", "DurationMs", "ErrorMessage"}},
+	{kind: "status", key: "Status", active: statusIndexed, stamped: true,
+		props: []string{"WorkflowName", "ExecutedBy", "ExecutedByName", "Status", "StartedAt"}},
+}
+
 // allKinds are the kinds of defaultKinds; in each table, a RowKey is of
 // the first kind that matches it.
 var allKinds = []*kindSpec{
@@ -326,7 +373,7 @@ var allKinds = []*kindSpec{
 }
 
 // defaultKinds is the kind table Transform, ReverseDoc and DocRowRef use.
-var defaultKinds = newKindTable(allKinds)
+var defaultKinds = newKindTable(allKinds, allIndexes)
 
 // kindTable is a set of kinds, indexed for both directions.
 type kindTable struct {
@@ -341,12 +388,14 @@ type kindTable struct {
 	// stamps are each table's timestamp properties; docStamps the same
 	// under their doc names.
 	stamps, docStamps map[string]map[string]bool
+	// indexes are the execution index kinds, in order.
+	indexes []*indexSpec
 }
 
-// newKindTable indexes kinds.
-func newKindTable(kinds []*kindSpec) *kindTable {
+// newKindTable indexes kinds and the execution index kinds.
+func newKindTable(kinds []*kindSpec, indexes []*indexSpec) *kindTable {
 	t := &kindTable{unknown: map[string]*kindSpec{}, byType: map[string][]*kindSpec{}, stamps: map[string]map[string]bool{},
-		docStamps: map[string]map[string]bool{}}
+		docStamps: map[string]map[string]bool{}, indexes: indexes}
 	for _, k := range kinds {
 		switch {
 		case k.id == idUnknown:
@@ -410,4 +459,14 @@ func (t *kindTable) ofType(docType string, doc Doc) *kindSpec {
 		}
 	}
 	return ks[0]
+}
+
+// index returns the execution index kind named kind, nil for another.
+func (t *kindTable) index(kind string) *indexSpec {
+	for _, x := range t.indexes {
+		if x.kind == kind {
+			return x
+		}
+	}
+	return nil
 }

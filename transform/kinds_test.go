@@ -19,7 +19,7 @@ func withField(t *testing.T, k *kindSpec, f field, after string) *kindTable {
 	added.fields = slices.Insert(slices.Clone(k.fields), i+1, f)
 	kinds := slices.Clone(allKinds)
 	kinds[slices.Index(kinds, k)] = &added
-	return newKindTable(kinds)
+	return newKindTable(kinds, allIndexes)
 }
 
 // jsonValue is the doc value of a JSON text, as a doc read back from
@@ -316,5 +316,69 @@ func TestKindTableConsistent(t *testing.T) {
 				t.Errorf("%s %s: its RowKey classifies as %s", k.table, k.prefix, got.prefix)
 			}
 		}
+	}
+}
+
+// TestIndexKindsDriveBothDirections: the execution index kinds are one
+// table both directions read. In a test-only table, userexec copies only
+// Status and a new index kind tagexec files an execution under its
+// workflow: the forward transform then drops tagexec rows (and run and
+// verify check them as indexes), and reverse writes tagexec rows and
+// userexec rows with only those properties. The default table, on the
+// same row and doc, keeps tagexec rows in the tables and writes no such
+// row.
+func TestIndexKindsDriveBothDirections(t *testing.T) {
+	indexes := make([]*indexSpec, 0, len(allIndexes)+1)
+	for _, x := range allIndexes {
+		c := *x
+		if c.kind == "userexec" {
+			c.props = []string{"Status"}
+		}
+		indexes = append(indexes, &c)
+	}
+	indexes = append(indexes, &indexSpec{kind: "tagexec", key: "WorkflowName", props: []string{"Status", "DurationMs"}})
+	kt := newKindTable(allKinds, indexes)
+	opts := Options{Now: testNow, ExecutionTTL: TTLFull}
+
+	row := mkRow(t, TableRelationships, `{"PartitionKey":"GLOBAL","RowKey":"tagexec:wf:e1"}`)
+	if o := transformWith(kt, row, BlobFacts{}, opts); o.Disposition != DispositionDroppedIndex || o.IndexExecutionID != "e1" {
+		t.Errorf("test table: tagexec row %s (%s), want dropped-index of e1", o.Disposition, o.IndexExecutionID)
+	}
+	if ix, ok := kt.parseIndex(row.RowKey); !ok || ix.Key != "wf" || ix.ExecutionID != "e1" {
+		t.Errorf("test table: parseIndex = %+v %v", ix, ok)
+	}
+	if o := transformWith(defaultKinds, row, BlobFacts{}, opts); o.Disposition != DispositionKeptInTables {
+		t.Errorf("default table: tagexec row %s, want kept-in-tables", o.Disposition)
+	}
+
+	exec := mkRow(t, TableEntities, `{"PartitionKey":"o1","RowKey":"execution:8235000000000_e1","ExecutionId":"e1",`+
+		`"WorkflowName":"wf","ExecutedBy":"u1","Status":"Success","DurationMs":5,"StartedAt":"2026-11-20T08:00:00"}`)
+	o := Transform(exec, BlobFacts{}, opts)
+	doc, err := DecodeDocOrdered(o.DocJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = withoutMigration(doc)
+	written := func(kt *kindTable) map[string]string {
+		ro, err := reverseDocWith(kt, doc, nil, opts)
+		if err != nil || ro.DeadLetter != nil {
+			t.Fatalf("reverse: %v %+v", err, ro.DeadLetter)
+		}
+		out := map[string]string{}
+		for _, r := range ro.Index {
+			out[r.RowKey] = string(EncodeEntity(r))
+		}
+		return out
+	}
+	got := written(kt)
+	if want := `{"PartitionKey":"GLOBAL","RowKey":"tagexec:wf:e1","DurationMs":5,"ExecutionId":"e1","OrganizationId":"o1","Status":"Success"}`; got["tagexec:wf:e1"] != want {
+		t.Errorf("test table: tagexec row %s, want %s", got["tagexec:wf:e1"], want)
+	}
+	if want := `{"PartitionKey":"GLOBAL","RowKey":"userexec:u1:e1","ExecutionId":"e1","OrganizationId":"o1","Status":"Success"}`; got["userexec:u1:e1"] != want {
+		t.Errorf("test table: userexec row %s, want %s", got["userexec:u1:e1"], want)
+	}
+	def := written(defaultKinds)
+	if _, ok := def["tagexec:wf:e1"]; ok || !strings.Contains(def["userexec:u1:e1"], `"WorkflowName":"wf"`) {
+		t.Errorf("default table: index rows %v, want no tagexec row and userexec with WorkflowName", def)
 	}
 }

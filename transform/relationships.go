@@ -21,28 +21,32 @@ type IndexRow struct {
 
 // ParseIndex parses the RowKey of an execution index row:
 // userexec:{userId}:{executionId}, workflowexec:{workflow}:{partition}:{executionId},
-// formexec:{formId}:{executionId} or status:{status}:{executionId}. The
-// execution id is the last ':' field and a workflowexec partition the one
-// before it; the key is everything between the kind and those, so user
-// ids and workflow names may contain ':'. ok is false for a RowKey of
-// another kind, and for a malformed one: too few fields, or an empty
-// execution id. It is pure and allocates nothing.
+// formexec:{formId}:{executionId} or status:{status}:{executionId} (the
+// index kinds of the kind table). The execution id is the last ':' field
+// and a workflowexec partition the one before it; the key is everything
+// between the kind and those, so user ids and workflow names may contain
+// ':'. ok is false for a RowKey of another kind, and for a malformed one:
+// too few fields, or an empty execution id. It is pure and allocates
+// nothing.
 func ParseIndex(rowKey string) (ix IndexRow, ok bool) {
+	return defaultKinds.parseIndex(rowKey)
+}
+
+func (t *kindTable) parseIndex(rowKey string) (ix IndexRow, ok bool) {
 	kind, rest, found := strings.Cut(rowKey, ":")
 	if !found {
 		return IndexRow{}, false
 	}
-	switch kind {
-	case "userexec", "workflowexec", "formexec", "status":
-	default:
+	x := t.index(kind)
+	if x == nil {
 		return IndexRow{}, false
 	}
 	i := strings.LastIndexByte(rest, ':')
 	if i < 0 || i == len(rest)-1 {
 		return IndexRow{}, false
 	}
-	ix = IndexRow{Kind: kind, Key: rest[:i], ExecutionID: rest[i+1:]}
-	if kind == "workflowexec" {
+	ix = IndexRow{Kind: x.kind, Key: rest[:i], ExecutionID: rest[i+1:]}
+	if x.partition {
 		j := strings.LastIndexByte(ix.Key, ':')
 		if j < 0 {
 			return IndexRow{}, false
@@ -55,9 +59,8 @@ func ParseIndex(rowKey string) (ix IndexRow, ok bool) {
 // relationships transforms a Relationships row (SPEC §9).
 func (b *builder) relationships() {
 	kind := b.out.Kind
-	switch kind {
-	case "userexec", "workflowexec", "formexec", "status":
-		ix, ok := ParseIndex(b.row.RowKey)
+	if b.kinds.index(kind) != nil {
+		ix, ok := b.kinds.parseIndex(b.row.RowKey)
 		if !ok {
 			b.out.Disposition = DispositionKeptInTables
 			b.warn(ReasonMalformedIndex, kind)

@@ -1,6 +1,9 @@
 package transform
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // resultProps decides Result and ResultInBlob from result and resultInBlob,
 // which the forward transform derives together (SPEC §8). An inline
@@ -64,101 +67,73 @@ func isHTML(s string) bool {
 }
 
 // indexes builds an execution's index rows in Relationships as Bifrost's
-// execution repository writes them (PartitionKey GLOBAL, display
-// properties copied from the execution row), and the index rows to
-// delete.
+// execution repository writes them (the kind table's index kinds:
+// PartitionKey GLOBAL, the display properties copied from the execution
+// row), and the index rows to delete: those filed under the existing
+// row's values where the doc changed them.
 func (r *reverser) indexes() {
-	p := r.props
-	text := func(name string) string {
-		if v, ok := p[name]; ok && (v.Type == EdmString || v.Type == EdmGuid) {
+	text := func(props map[string]Value, name string) string {
+		if v, ok := props[name]; ok && (v.Type == EdmString || v.Type == EdmGuid) {
 			return v.Str
 		}
 		return ""
 	}
 	id := r.execID
-	status, executedBy, workflowName, formID := text("Status"), text("ExecutedBy"), text("WorkflowName"), text("FormId")
-	row := func(rk string, names ...string) Row {
-		props := map[string]Value{"ExecutionId": String(id)}
-		if r.pk != "GLOBAL" {
-			props["OrganizationId"] = String(r.pk)
-		}
-		for _, n := range names {
-			if v, ok := p[n]; ok {
-				props[n] = v
+	for _, x := range r.kinds.indexes {
+		key := text(r.props, x.key)
+		switch {
+		case key == "" && x.required:
+			r.warn(ReasonIndexSkipped, fmt.Sprintf("%s (no %s)", x.kind, camel(x.key)))
+		case key != "" && (x.active == nil || x.active(key)):
+			props := map[string]Value{"ExecutionId": String(id)}
+			if r.pk != "GLOBAL" {
+				props["OrganizationId"] = String(r.pk)
 			}
-		}
-		return Row{Table: TableRelationships, PartitionKey: "GLOBAL", RowKey: rk, Props: props}
-	}
-	ref := func(rk string) RowRef { return RowRef{TableRelationships, "GLOBAL", rk} }
-	userKey := func(by string) string { return "userexec:" + by + ":" + id }
-	workflowKey := func(wf string) string { return "workflowexec:" + wf + ":" + r.pk + ":" + id }
-	formKey := func(form string) string { return "formexec:" + form + ":" + id }
-
-	if executedBy != "" {
-		r.out.Index = append(r.out.Index, row(userKey(executedBy), "WorkflowName", "FormId", "Status", "StartedAt",
-			"CompletedAt", "DurationMs", "ErrorMessage", "ExecutedByName"))
-	} else {
-		r.warn(ReasonIndexSkipped, "userexec (no executedBy)")
-	}
-	if workflowName != "" {
-		r.out.Index = append(r.out.Index, row(workflowKey(workflowName), "ExecutedBy", "ExecutedByName", "FormId",
-			"Status", "StartedAt", "CompletedAt", "DurationMs", "ErrorMessage"))
-	} else {
-		r.warn(ReasonIndexSkipped, "workflowexec (no workflowName)")
-	}
-	if formID != "" {
-		r.out.Index = append(r.out.Index, row(formKey(formID), "WorkflowName", "ExecutedBy", "ExecutedByName",
-			"Status", "StartedAt", "CompletedAt", "DurationMs", "ErrorMessage"))
-	}
-	if statusIndexed(status) {
-		s := row("status:"+status+":"+id, "WorkflowName", "ExecutedBy", "ExecutedByName", "Status", "StartedAt")
-		s.Props["UpdatedAt"] = String(pythonISOFormat(r.opts.Now))
-		r.out.Index = append(r.out.Index, s)
-	}
-	for _, s := range r.staleStatuses(status) {
-		r.out.Delete = append(r.out.Delete, ref("status:"+s+":"+id))
-	}
-	// Index rows under the existing row's values, when the doc changed
-	// them.
-	if r.existing != nil {
-		old := func(name string) string {
-			if v, ok := r.existing.Props[name]; ok && (v.Type == EdmString || v.Type == EdmGuid) {
-				return v.Str
+			for _, n := range x.props {
+				if v, ok := r.props[n]; ok {
+					props[n] = v
+				}
 			}
-			return ""
+			if x.stamped {
+				props["UpdatedAt"] = String(pythonISOFormat(r.opts.Now))
+			}
+			r.out.Index = append(r.out.Index, Row{Table: TableRelationships, PartitionKey: "GLOBAL", RowKey: x.rowKey(key, r.pk, id), Props: props})
 		}
-		if by := old("ExecutedBy"); by != "" && by != executedBy {
-			r.out.Delete = append(r.out.Delete, ref(userKey(by)))
-		}
-		if wf := old("WorkflowName"); wf != "" && wf != workflowName {
-			r.out.Delete = append(r.out.Delete, ref(workflowKey(wf)))
-		}
-		if form := old("FormId"); form != "" && form != formID {
-			r.out.Delete = append(r.out.Delete, ref(formKey(form)))
+		for _, old := range r.staleKeys(x, key, text) {
+			r.out.Delete = append(r.out.Delete, RowRef{TableRelationships, "GLOBAL", x.rowKey(old, r.pk, id)})
 		}
 	}
 }
 
-// staleStatuses are the statuses whose index row reverse deletes for an
-// execution now in status: as the repository does, the old status's (the
-// existing row's), when it had one (Pending, Running) and the doc's status
-// is another; none for a new row. When the existing row's status cannot
-// be read, every indexed status but the doc's. Each delete is a read of
-// the row first, and a doc far from the tables should not pay for rows
-// that cannot exist.
-func (r *reverser) staleStatuses(status string) []string {
+// staleKeys are the keys under which the existing row filed the
+// execution in index kind x and the doc (whose key is key) no longer
+// does: the existing row's value where the doc changed it; none for a new
+// row. For a kind that exists only for some values (status), as the
+// repository does, the existing row's value when it was one of them (the
+// old status, Pending or Running); when the existing row's cannot be
+// read, every such value but the doc's. Each delete is a read of the row
+// first: a doc far from the tables should not pay for rows that cannot
+// exist.
+func (r *reverser) staleKeys(x *indexSpec, key string, text func(map[string]Value, string) string) []string {
 	if r.existing == nil {
 		return nil
 	}
-	if old, ok := r.existing.Props["Status"]; ok && old.Type == EdmString {
-		if old.Str != status && statusIndexed(old.Str) {
-			return []string{old.Str}
+	old := text(r.existing.Props, x.key)
+	if x.active == nil {
+		if old != "" && old != key {
+			return []string{old}
+		}
+		return nil
+	}
+	if v, ok := r.existing.Props[x.key]; ok && v.Type == EdmString {
+		if old != key && x.active(old) {
+			return []string{old}
 		}
 		return nil
 	}
 	var stale []string
 	for _, s := range executionStatuses {
-		if s != status && statusIndexed(s) {
+		if s != key && x.active(s) {
 			stale = append(stale, s)
 		}
 	}

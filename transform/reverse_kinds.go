@@ -63,69 +63,14 @@ func (r *reverser) locate() bool {
 	return r.deriveRowKey()
 }
 
-// deriveRowKey sets the RowKey of a doc without _migration: the inverse of
-// the id rules of SPEC §6–§10 (builder.idAndScope), checked by applying
-// them again.
+// deriveRowKey sets the RowKey of a doc without _migration: its kind's
+// id rule, backwards (idrules.go).
 func (r *reverser) deriveRowKey() bool {
-	k := r.kind
-	fail := func(detail string) bool {
-		r.dead(ReverseNoKeys, detail)
-		return false
+	inverse := idRules[r.kind.id].inverse
+	if inverse == nil {
+		return r.noKeys(fmt.Sprintf("a %s doc without _migration: its RowKey is known only from there", r.docType))
 	}
-	switch k.id {
-	case idConfigKey:
-		// The key's "_" became "-" in the id: only the key field tells
-		// which.
-		key, ok := r.str(k.keyField())
-		if !ok {
-			return fail(fmt.Sprintf("%s doc has no string %s", r.docType, k.keyField()))
-		}
-		if id, _, _ := SanitizeID(k.idPrefix + strings.ReplaceAll(key, "_", "-")); id != r.id {
-			return fail(fmt.Sprintf("%s %s does not give the doc id", r.docType, k.keyField()))
-		}
-		r.rk, r.keyFromRK = k.prefix+key, key
-	case idScope:
-		if r.id != k.idPrefix+r.scp {
-			return fail(fmt.Sprintf("%s doc id is not %s + scope", r.docType, k.idPrefix))
-		}
-		r.rk = k.prefix
-	case idOrg:
-		// org:{uuid} and org:org-{uuid} both give the id org-{uuid}; the
-		// application writes the first.
-		uuid, ok := r.keyFromID("")
-		if !ok || uuid == "" {
-			return fail("organization id does not map back to org:{id}")
-		}
-		r.rk, r.keyFromRK = k.prefix+uuid, uuid
-	case idExecution:
-		r.execID = executionIDOfDoc(r.doc, "")
-		if r.execID == "" {
-			raw, ok := r.keyFromID("")
-			if !ok {
-				return fail("execution id does not map back to an execution id")
-			}
-			r.execID = raw
-		}
-		if id, _, _ := SanitizeID(r.execID); id != r.id {
-			return fail("executionId does not give the doc id")
-		}
-		s, _ := r.str("startedAt")
-		started, ok := ParseTimestamp(s)
-		if !ok {
-			return fail("execution has no parseable startedAt, which its RowKey needs")
-		}
-		r.rk = fmt.Sprintf("execution:%d_%s", pythonReverseTs(started), r.execID)
-	case idRowKey:
-		return r.relationshipRowKey()
-	default:
-		key, ok := r.keyFromID(k.keyField())
-		if !ok {
-			return fail(fmt.Sprintf("%s id does not map back to a RowKey", r.docType))
-		}
-		r.keyFromRK = key
-		r.rk = k.prefix + key
-	}
-	return true
+	return inverse(r)
 }
 
 // keyFromID returns the key a doc id was made from: the id after the
@@ -169,40 +114,6 @@ func looksTruncated(id string) bool {
 		}
 	}
 	return true
-}
-
-// relationshipRowKey derives a relationship's RowKey from its kind and
-// the two properties its RowKey is made of, checked against the doc id.
-func (r *reverser) relationshipRowKey() bool {
-	kind, _ := r.str("relationship")
-	parts, ok := relationshipKeys[kind]
-	if !ok {
-		r.dead(ReverseNoKeys, fmt.Sprintf("relationship kind %q is not one the tool migrates", kind))
-		return false
-	}
-	a, ok1 := r.str(parts[0])
-	b, ok2 := r.str(parts[1])
-	rk := kind + ":" + a + ":" + b
-	if id, _, _ := SanitizeID(strings.ReplaceAll(rk, ":", "-")); !ok1 || !ok2 || id != r.id {
-		r.dead(ReverseNoKeys, fmt.Sprintf("%s relationship: %s and %s do not give the doc id", kind, parts[0], parts[1]))
-		return false
-	}
-	r.rk, r.keyFromRK = rk, a+":"+b
-	return true
-}
-
-// executionIDOfDoc is an execution doc's executionId field, else the id in
-// RowKey rk (after the first '_'), else "".
-func executionIDOfDoc(doc Doc, rk string) string {
-	if v, _ := doc.Get("executionId"); v != nil {
-		if s, ok := v.(string); ok && s != "" {
-			return s
-		}
-	}
-	if _, id, ok := strings.Cut(strings.TrimPrefix(rk, "execution:"), "_"); ok && rk != "" {
-		return id
-	}
-	return ""
 }
 
 // Migration is a doc's _migration (SPEC §10): the keys and Timestamp of

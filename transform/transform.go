@@ -294,35 +294,10 @@ func (b *builder) kindDoc(k *kindSpec, key string) {
 		b.execution(k, key)
 		return
 	}
-	rawID, scope := b.idAndScope(k, key)
+	rawID, scope := idRules[k.id].forward(b, k, key)
 	b.start(ContainerEntities, rawID, scope, k.typeValue)
 	b.writeFields(k, key)
 	b.extras()
-}
-
-// idAndScope are the raw id and scope of the doc of a row of kind k whose
-// RowKey holds key (SPEC §3, §6–§9); reverser.deriveRowKey is the
-// inverse.
-func (b *builder) idAndScope(k *kindSpec, key string) (rawID, scope string) {
-	switch k.id {
-	case idOrg:
-		// An organization's scope is its own id, whatever the PartitionKey.
-		id := key
-		if !strings.HasPrefix(id, "org-") {
-			id = "org-" + id
-		}
-		return id, id
-	case idRowKey:
-		return strings.ReplaceAll(b.row.RowKey, ":", "-"), "GLOBAL"
-	}
-	scope = b.rowScope()
-	switch k.id {
-	case idScope:
-		return k.idPrefix + scope, scope
-	case idConfigKey:
-		return k.idPrefix + strings.ReplaceAll(key, "_", "-"), scope
-	}
-	return k.idPrefix + key, scope
 }
 
 // writeFields writes the fields of kind k in order, by their rules, from
