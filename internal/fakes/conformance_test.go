@@ -87,6 +87,9 @@ type services struct {
 	table     string
 	noTable   string
 	blobs     blobStore
+	// blobWriter writes into the same blob container as blobs (fixtures
+	// load's writer).
+	blobWriter fixtures.BlobWriter
 }
 
 // backend makes a case's services.
@@ -109,8 +112,9 @@ func TestConformance(t *testing.T) {
 func fakeBackend(*testing.T) backend {
 	return func(t *testing.T) services {
 		docs := fakes.NewDocs()
+		blobs := fakes.NewBlobs()
 		return services{docs: docs, reader: docs.Reader(), since: docs.Reader().Since, container: "docs",
-			rows: fakes.NewTables("rows"), table: "rows", noTable: "missing", blobs: fakes.NewBlobs()}
+			rows: fakes.NewTables("rows"), table: "rows", noTable: "missing", blobs: blobs, blobWriter: blobs}
 	}
 }
 
@@ -177,6 +181,9 @@ func azureBackend(t *testing.T) backend {
 		}
 		t.Cleanup(func() { _, _ = c.Delete(context.WithoutCancel(ctx), nil) })
 		s.blobs = bs
+		if s.blobWriter, err = azure.NewBlobWriter(acct, name, azure.Options{}); err != nil {
+			t.Fatal(err)
+		}
 		return s
 	}
 }
@@ -195,7 +202,9 @@ var cases = []struct {
 	{"RowsQueryFilter", rowsQueryFilter},
 	{"RowsSelect", rowsSelect},
 	{"RowsMissingTable", rowsMissingTable},
+	{"RowsUpsertBatch", rowsUpsertBatch},
 	{"BlobsPutIfAbsent", blobsPutIfAbsent},
+	{"BlobsUpload", blobsUpload},
 	{"BlobsListInNameOrder", blobsListInNameOrder},
 }
 
@@ -635,6 +644,61 @@ func rowsMissingTable(t *testing.T, s services) {
 	err = s.rows.Delete(bg, s.noTable, store.Key{PartitionKey: "p", RowKey: "r"}, "*")
 	if err == nil || errors.Is(err, store.ErrNotFound) {
 		t.Errorf("delete in a missing table: %v, want an error that is not ErrNotFound", err)
+	}
+}
+
+// UpsertBatch (fixtures load) inserts or replaces the entities of one
+// partition, a RowKey with a quote included (sent alone: the batch's
+// request cannot carry it), whole: a second batch replaces, not merges.
+func rowsUpsertBatch(t *testing.T, s services) {
+	rks := []string{"a", "b", "o'brien"}
+	batch := func(name string, extra string) [][]byte {
+		var out [][]byte
+		for i, rk := range rks {
+			out = append(out, fmt.Appendf(nil, `{"PartitionKey":"p","RowKey":%q,"Name":%q,"N":%d%s}`, rk, name, i, extra))
+		}
+		return out
+	}
+	if err := s.rows.UpsertBatch(bg, s.table, "p", batch("one", `,"Extra":"x"`), rks); err != nil {
+		t.Fatalf("first batch: %v", err)
+	}
+	for _, rk := range rks {
+		if row, ok := readRow(t, s, "p", rk); !ok || row.Props["Name"].Str != "one" || row.Props["Extra"].Str != "x" {
+			t.Errorf("after the first batch, row %q: %+v %v", rk, row, ok)
+		}
+	}
+	if err := s.rows.UpsertBatch(bg, s.table, "p", batch("two", ""), rks); err != nil {
+		t.Fatalf("second batch: %v", err)
+	}
+	for _, rk := range rks {
+		row, ok := readRow(t, s, "p", rk)
+		if _, extra := row.Props["Extra"]; !ok || row.Props["Name"].Str != "two" || extra {
+			t.Errorf("after the second batch, row %q: %+v %v; want Name two and no Extra (replaced, not merged)", rk, row, ok)
+		}
+	}
+	if err := s.rows.UpsertBatch(bg, s.table, "p", batch("x", ""), rks[:2]); err == nil {
+		t.Error("a batch with fewer row keys than entities was accepted")
+	}
+}
+
+// Upload (fixtures load) writes a blob, replacing what is there; the
+// listing and PutIfAbsent see what it wrote.
+func blobsUpload(t *testing.T, s services) {
+	if err := s.blobWriter.Upload(bg, "e1/logs.json", []byte(`[1]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.blobWriter.Upload(bg, "e1/logs.json", []byte(`[1,2,3]`)); err != nil {
+		t.Fatalf("upload over a blob: %v", err)
+	}
+	var sizes []int64
+	if err := s.blobs.List(bg, func(name string, size int64) error { sizes = append(sizes, size); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(sizes, []int64{7}) {
+		t.Errorf("listed sizes %v, want the second upload's 7 bytes", sizes)
+	}
+	if created, err := s.blobs.PutIfAbsent(bg, "e1/logs.json", []byte(`[1,2,3]`), "application/json"); err != nil || created {
+		t.Errorf("PutIfAbsent of the uploaded content: created %v, %v; want false, nil", created, err)
 	}
 }
 
