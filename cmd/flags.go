@@ -142,6 +142,8 @@ type engineFlags struct {
 	TransformFlags
 	// RU is --max-ru.
 	RU ruFlags
+	// Observe are --progress-interval and --metrics-addr.
+	Observe observeFlags
 	testNames
 }
 
@@ -158,6 +160,7 @@ func (e *engineFlags) bind(fl *pflag.FlagSet) {
 		"the most "+e.help.concurrency+": below it, the requests in flight follow the RU budget × the latency measured")
 	e.RU.bind(fl)
 	e.stateDir().bind(fl)
+	e.Observe.bind(fl)
 	e.testNames.bind(fl)
 }
 
@@ -169,6 +172,9 @@ func (e *engineFlags) validate() error {
 		return err
 	}
 	if err := e.RU.validate(); err != nil {
+		return err
+	}
+	if err := e.Observe.validate(); err != nil {
 		return err
 	}
 	return e.TransformFlags.validate()

@@ -44,6 +44,8 @@ type VerifyOptions struct {
 	// RU is --max-ru; pacer, made from it, paces every Cosmos DB request.
 	RU    ruFlags
 	pacer *azure.Pacer
+	// Observe are --progress-interval and --metrics-addr.
+	Observe observeFlags
 
 	// Connect connects to the accounts and returns the engine with its
 	// sources, where they are and what of init's resources is missing.
@@ -80,10 +82,11 @@ func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) 
 	c := newCommand(verifyDoc, func(c *cobra.Command) error {
 		opts.IO, opts.Database = f.IO(), f.Global.Database
 		opts.TransformFlags.target = f.targetFingerprint(opts.Database, opts.BlobContainer)
+		opts.Observe.attach(f, c.Name())
 		return runWith(c, opts, runF, verifyRun)
 	})
 	addFlags(c, verifyFlags{opts}, &tablesFlag{what: "check", tables: &opts.Tables}, &opts.TransformFlags, &opts.testNames,
-		stateDirFlag{&opts.StateDir, "run's state, whose dead-letter.jsonl lists the rows not migrated"}, &opts.RU)
+		stateDirFlag{&opts.StateDir, "run's state, whose dead-letter.jsonl lists the rows not migrated"}, &opts.RU, &opts.Observe)
 	return c
 }
 
@@ -97,14 +100,17 @@ func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verify
 // verifyProgress reports verify's phases to its output: "verify: step"
 // status lines on stderr, or with --output json stepProgress lines, with
 // the request units per second and the throttled share of the last
-// seconds. It is safe for concurrent use.
+// seconds (none with --quiet, but in --log-file); and to obs, whose
+// progress lines name the phase. It is safe for concurrent use.
 type verifyProgress struct {
-	o  *output
-	ru ruRecent
+	o   *output
+	ru  ruRecent
+	obs *observer
 }
 
 func (p verifyProgress) Step(msg string) {
-	if p.o.json() {
+	p.obs.step(msg)
+	if p.o.json() && !p.o.quiet {
 		// A write error is kept by lines and returned by the summary's emit.
 		_ = p.o.lines.emit(lineProgress, stepProgress{Step: msg, ruNow: newRUNow(p.ru)})
 		return
@@ -133,6 +139,11 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	opts.pacer = opts.RU.pacer()
+	obs, err := opts.Observe.observe(opts.IO, o, "verify", &opts.RU, observeWords{}, "")
+	if err != nil {
+		return err
+	}
+	defer obs.finish()
 	if opts.RU.MaxRU > 0 {
 		// A query page is charged as a whole: keep one page to a small
 		// share of the budget, so that no 5-second window exceeds it.
@@ -143,9 +154,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	v := svc.deps
-	if !opts.Quiet {
-		v.Progress = verifyProgress{o, opts.RU.recent()}
-	}
+	v.Progress = verifyProgress{o, opts.RU.recent(), obs}
 	if err := ready(ctx, o, svc.conn, opts.TablePrefix, opts.Tables); err != nil {
 		return err
 	}
