@@ -215,16 +215,16 @@ type Report struct {
 	// start and end (RFC 3339, UTC). CommandLine is verify's, connection
 	// strings as "***". These, Endpoints and Migration are filled by the
 	// command (verify itself reads no files and knows no endpoints).
-	RunID       string     `json:"runId"`
-	Started     string     `json:"started,omitempty"`
-	Ended       string     `json:"ended,omitempty"`
-	CommandLine string     `json:"commandLine,omitempty"`
-	Endpoints   *Endpoints `json:"endpoints,omitempty"`
-	Migration   *Migration `json:"migration,omitempty"`
-	Settings    Settings   `json:"settings"`
-	OK       bool         `json:"ok"`
-	Totals   Counts       `json:"totals"`
-	Tables   []KindCounts `json:"tables"`
+	RunID       string       `json:"runId"`
+	Started     string       `json:"started,omitempty"`
+	Ended       string       `json:"ended,omitempty"`
+	CommandLine string       `json:"commandLine,omitempty"`
+	Endpoints   *Endpoints   `json:"endpoints,omitempty"`
+	Migration   *Migration   `json:"migration,omitempty"`
+	Settings    Settings     `json:"settings"`
+	OK          bool         `json:"ok"`
+	Totals      Counts       `json:"totals"`
+	Tables      []KindCounts `json:"tables"`
 	// AppWritten counts, per container, the docs without _migration that
 	// are not where a row's doc is expected (not judged).
 	AppWritten map[string]int `json:"appWritten"`
