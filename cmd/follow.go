@@ -92,7 +92,6 @@ func followPasses[C any](ctx context.Context, o *output, obs *observer, fo migra
 		last pass[C]
 		werr error
 	)
-	obs.following(fo.Since)
 	err := migrate.Follow(ctx, fo, func(pctx context.Context, since time.Time) (migrate.PassResult, error) {
 		obs.passStarted()
 		p, err := run(pctx, since)

@@ -313,7 +313,7 @@ func (b *observer) step(msg string) {
 	b.phase, b.phaseAt, b.active = msg, time.Now(), true
 }
 
-// following starts the lag of --follow at since.
+// following starts the lag of --follow at since, before the first pass.
 func (b *observer) following(since time.Time) {
 	if b != nil && b.m != nil {
 		b.m.follow(since)

@@ -387,6 +387,9 @@ func windowRun[D, S, C, T any](ctx context.Context, opts *windowOptions, c *migr
 		return err
 	}
 	defer obs.finish()
+	if wf.Follow {
+		obs.following(wf.w.Since)
+	}
 	svc, err := connect(ctx)
 	if err != nil {
 		return err
