@@ -149,9 +149,12 @@ type observedTable struct {
 // mark is what the observer had seen at a line or a sample, for the
 // rates since.
 type mark struct {
-	at        time.Time
-	rows      int64
-	written   int64
+	at      time.Time
+	rows    int64
+	written int64
+	// items are the writes the flow saw end: docs as they are written,
+	// where written counts them at their page's checkpoint.
+	items     int64
 	ru        float64
 	requests  int64
 	throttled int64
@@ -374,6 +377,9 @@ func (b *observer) markAt(now time.Time) mark {
 		s := b.ru.p.Stats()
 		m.ru, m.requests, m.throttled = s.RequestUnits, s.Requests, s.Throttled
 	}
+	if b.ru != nil && b.ru.f != nil {
+		m.items = b.ru.f.Stats().Items
+	}
 	return m
 }
 
@@ -513,7 +519,7 @@ func (b *observer) takeSample(last bool) bool {
 	secs := now.Sub(prev.at).Seconds()
 	s := migrate.ThroughputSample{
 		Time: b.stamp().UTC(), RunID: b.runID, Seconds: secs, RowsDone: done,
-		RowsPerSecond: float64(cur.rows-prev.rows) / secs, DocsPerSecond: float64(cur.written-prev.written) / secs,
+		RowsPerSecond: float64(cur.rows-prev.rows) / secs, DocsPerSecond: float64(cur.items-prev.items) / secs,
 		RUPerSecond: (cur.ru - prev.ru) / secs, InFlight: inFlight,
 	}
 	if n := cur.requests - prev.requests; n > 0 {
