@@ -15,15 +15,20 @@
 # (BIFROST_COSMOS_FEED_CONNECTION), as an application's would on Azure: the
 # front serves the change feed that reverse reads.
 #
-# It prints about 140 lines: each step is introduced, and long summaries
-# are cut to their totals. Its last line says whether the rehearsal's
-# checks held (exit 0) or which failed (exit 1). Colours only on a
-# terminal. Its temporary folder (the binaries, the run's state, the
-# emulators' logs) is deleted on exit.
+# It prints about 150 lines: each step is introduced, and long summaries
+# are cut to their totals. It ends by writing verify's HTML report (the
+# page an operator attaches to the change ticket) to
+# $BIFROST_DEMO_REPORT (default: bifrost-migrate-demo-report.html in
+# $TMPDIR or /tmp), kept after the demo; its last line says whether the
+# rehearsal's checks held (exit 0) or which failed (exit 1), and where
+# the report is. Colours only on a terminal. Its temporary folder (the
+# binaries, the run's state, the emulators' logs) is deleted on exit.
 set -uo pipefail
 cd "$(dirname "$0")"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bifrost-demo.XXXXXX") || exit 1
+report=${BIFROST_DEMO_REPORT:-${TMPDIR:-/tmp}/bifrost-migrate-demo-report.html}
+case "$report" in /*) ;; *) report="$PWD/$report" ;; esac
 export EMULATOR_LOGS="$tmp/emulator-logs"
 mkdir -p "$EMULATOR_LOGS"
 . scripts/emulators.sh
@@ -188,6 +193,13 @@ app show --org "$org" "$execution"
 [ "$code" = 0 ] && grep -q "^application on the tables: execution $execution is Success, .*; not in the status:Running index$" "$tmp/out"
 check "the Entities row is not Success, or the status:Running index still lists it"
 
+say "10. The report to sign the cutover off with: one HTML page (verdict, rows per" \
+	"    disposition, throughput and RU/s over the run, dead letters with their" \
+	"    reasons, access patterns, settings and versions), self-contained."
+step -l --quiet verify --execution-ttl full --report "$report"
+[ "$code" = 3 ] && grep -q '<svg' "$report"
+check "verify did not write the HTML report"
+
 printf '\n'
 if [ ${#failed[@]} -gt 0 ]; then
 	sep='Rehearsal FAILED: '
@@ -195,7 +207,8 @@ if [ ${#failed[@]} -gt 0 ]; then
 		printf '%s%s' "$sep" "$f"
 		sep='; '
 	done
-	printf '.\n'
+	printf '. Report: %s\n' "$report"
 	exit 1
 fi
-printf '%s\n' "Rollback rehearsal checked: the completion is back in the tables (Success, no longer indexed as Running), and verify agrees."
+printf '%s\n' "Rollback rehearsal checked: the completion is back in the tables (Success, no longer indexed as Running), and verify agrees. Report: $report"
+

@@ -21,10 +21,12 @@ type engineOptions struct {
 }
 
 // from takes the I/O, the database and the target from f, once the flags
-// are parsed.
-func (e *engineOptions) from(f *Factory) {
+// are parsed, and makes the metrics of the command name when they are
+// asked for.
+func (e *engineOptions) from(f *Factory, name string) {
 	e.IO, e.Database = f.IO(), f.Global.Database
 	e.TransformFlags.target = f.targetFingerprint(e.Database, e.BlobContainer)
+	e.Observe.attach(f, name)
 }
 
 // start is what the engine's commands do first, once the flags are

@@ -143,6 +143,8 @@ type engineFlags struct {
 	TransformFlags
 	// RU is --max-ru.
 	RU ruFlags
+	// Observe are --progress-interval and --metrics-addr.
+	Observe observeFlags
 	testNames
 }
 
@@ -159,6 +161,7 @@ func (e *engineFlags) bind(fl *pflag.FlagSet) {
 		"the most "+e.help.concurrency+": below it, the requests in flight follow the RU budget × the latency measured")
 	e.RU.bind(fl)
 	e.stateDir().bind(fl)
+	e.Observe.bind(fl)
 	e.testNames.bind(fl)
 }
 
@@ -170,6 +173,9 @@ func (e *engineFlags) validate() error {
 		return err
 	}
 	if err := e.RU.validate(); err != nil {
+		return err
+	}
+	if err := e.Observe.validate(); err != nil {
 		return err
 	}
 	return e.TransformFlags.validate()

@@ -35,11 +35,13 @@ func writePass(o *output, r migrate.PassReport, deadLetters int64) error {
 		line.LagSeconds = &secs
 		lag = "lag " + r.Lag.Round(100*time.Millisecond).String()
 	}
+	text := fmt.Sprintf("pass %d since %s: %d row(s), %d written, %d conflict(s), %d dead letter(s), %s (%.1fs)",
+		line.Pass, line.Since, line.Rows, line.Written, line.Conflicts, line.DeadLetters, lag, line.Seconds)
+	o.log.Printf("%s: %s", o.name, text)
 	if o.json() {
 		return o.lines.emit(linePass, line)
 	}
-	_, err := fmt.Fprintf(o.out, "%s: pass %d since %s: %d row(s), %d written, %d conflict(s), %d dead letter(s), %s (%.1fs)\n",
-		o.name, line.Pass, line.Since, line.Rows, line.Written, line.Conflicts, line.DeadLetters, lag, line.Seconds)
+	_, err := fmt.Fprintf(o.out, "%s: %s\n", o.name, text)
 	return err
 }
 
@@ -79,10 +81,11 @@ func (f followed[C]) exit(deadLetterFile string) error {
 }
 
 // followPasses runs run as the passes of --follow (migrate.Follow) and
-// prints a pass line for each through o. It returns what the passes did once
-// ctx ends (SIGINT, SIGTERM: the pass in progress is finished), or the
-// first error of a pass or of printing.
-func followPasses[C any](ctx context.Context, o *output, fo migrate.FollowOptions,
+// prints a pass line for each through o; obs hears where each pass
+// starts and ends. It returns what the passes did once ctx ends (SIGINT,
+// SIGTERM: the pass in progress is finished), or the first error of a
+// pass or of printing.
+func followPasses[C any](ctx context.Context, o *output, obs *observer, fo migrate.FollowOptions,
 	run func(ctx context.Context, since time.Time) (pass[C], error)) (followed[C], error) {
 	f := followed[C]{conflicts: map[string]C{}}
 	var (
@@ -90,6 +93,7 @@ func followPasses[C any](ctx context.Context, o *output, fo migrate.FollowOption
 		werr error
 	)
 	err := migrate.Follow(ctx, fo, func(pctx context.Context, since time.Time) (migrate.PassResult, error) {
+		obs.passStarted()
 		p, err := run(pctx, since)
 		if err != nil {
 			return migrate.PassResult{}, err
@@ -101,6 +105,7 @@ func followPasses[C any](ctx context.Context, o *output, fo migrate.FollowOption
 		}
 		return p.result, nil
 	}, func(r migrate.PassReport) {
+		obs.passEnded(r)
 		f.passes = r.Pass
 		if err := writePass(o, r, last.deadLetters); err != nil && werr == nil {
 			werr = err

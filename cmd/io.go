@@ -23,6 +23,9 @@ type IO struct {
 	// ErrIsTerminal says whether ErrOut is a terminal (progress bars).
 	ErrIsTerminal bool
 	Now           func() time.Time
+	// log is --log-file (nil without it): status lines, warnings and
+	// progress lines go there too.
+	log *logFile
 }
 
 // IO returns the streams, the output flags and the clock of f.
@@ -32,12 +35,15 @@ func (f *Factory) IO() IO {
 		JSON: f.Global.JSON(), Quiet: f.Global.Quiet,
 		ErrIsTerminal: f.ErrIsTerminal != nil && f.ErrIsTerminal(),
 		Now:           f.Now,
+		log:           f.log,
 	}
 }
 
 // output returns the output of the command name through s.
 func (s IO) output(name string) *output {
-	return newOutput(name, s.Out, s.ErrOut, s.JSON, s.Quiet)
+	o := newOutput(name, s.Out, s.ErrOut, s.JSON, s.Quiet)
+	o.log = s.log
+	return o
 }
 
 // runWith does a command's work with opts: runF when a test gave one,

@@ -190,6 +190,9 @@ type output struct {
 	out, errOut io.Writer
 	lines       *jsonLines // nil: text
 	quiet       bool
+	// log, when not nil, gets every status and warning line too, even
+	// with --quiet (--log-file).
+	log *logFile
 
 	mu   sync.Mutex // serialises text lines on errOut
 	bars *barProgress
@@ -220,10 +223,12 @@ func (o *output) showBars(b *barProgress) {
 // on stderr, or a status line on stdout with --output json; nothing with
 // --quiet.
 func (o *output) status(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
 	if o.quiet {
+		o.log.Printf("%s: %s", o.name, msg)
 		return
 	}
-	o.say(lineStatus, fmt.Sprintf(format, args...))
+	o.say(lineStatus, msg)
 }
 
 // warning reports something the user should know before relying on the
@@ -235,11 +240,30 @@ func (o *output) warning(format string, args ...any) {
 // say prints msg as a line of type typ. An error writing stdout is kept
 // by lines and returned by the summary's emit; stderr's has nowhere to go.
 func (o *output) say(typ, msg string) {
+	if typ == lineWarning {
+		o.log.Printf("%s: warning: %s", o.name, msg)
+	} else {
+		o.log.Printf("%s: %s", o.name, msg)
+	}
 	if o.lines != nil {
 		_ = o.lines.emit(typ, messageLine{msg})
 		return
 	}
 	text := o.name + ": " + msg
+	o.mu.Lock()
+	bars := o.bars
+	if bars == nil {
+		defer o.mu.Unlock()
+		fmt.Fprintln(o.errOut, text)
+		return
+	}
+	o.mu.Unlock()
+	bars.Message(text)
+}
+
+// progressLine prints a line of text progress on stderr, above the live
+// bar if there is one.
+func (o *output) progressLine(text string) {
 	o.mu.Lock()
 	bars := o.bars
 	if bars == nil {

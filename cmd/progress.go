@@ -261,7 +261,24 @@ func (p commandProgress) TableDone(table string) {
 	}
 }
 
-func (p commandProgress) Message(msg string) { p.out.status("%s", msg) }
+// Message prints msg as a status line; none without an output (the
+// passes of --follow).
+func (p commandProgress) Message(msg string) {
+	if p.out != nil {
+		p.out.status("%s", msg)
+	}
+}
+
+// Outcome passes o on to the displays that hear outcomes (the observer).
+func (p commandProgress) Outcome(group string, o migrate.Outcome) {
+	for _, d := range p.displays {
+		if od, ok := d.(interface {
+			Outcome(string, migrate.Outcome)
+		}); ok {
+			od.Outcome(group, o)
+		}
+	}
+}
 
 // ruRecent gives what progress shows of Cosmos DB: the RU/s and the share
 // of requests answered 429 over the last seconds, the requests in flight
@@ -276,25 +293,30 @@ type liveFigures struct {
 }
 
 // newProgress returns the progress of a table-by-table command (run,
-// replay) reporting to o: bars on stderr when terminal says it is a
-// terminal, tableProgress lines on stdout with --output json (both, when
-// both apply), the engine's messages as status lines; nil with --quiet.
-// now is the clock of the rates; ru, when not nil, gives the request
-// units to show. bars, when not nil, must be finished after the command;
-// counted says whether the progress shows totals, which the command then
-// pre-counts.
-func newProgress(o *output, terminal bool, now func() time.Time, ru ruRecent) (p migrate.Progress, bars *barProgress, counted bool) {
-	if o.quiet {
-		return nil, nil, false
-	}
+// replay, reverse) reporting to o: bars on stderr when terminal says it
+// is a terminal, tableProgress lines on stdout with --output json (both,
+// when both apply), the engine's messages as status lines, and obs (the
+// progress lines, metrics, samples) when it shows anything; with --quiet
+// only obs, and nil without it. now is the clock of the rates; ru, when
+// not nil, gives the request units to show. bars, when not nil, must be
+// finished after the command; counted says whether the progress shows
+// totals, which the command then pre-counts.
+func newProgress(o *output, terminal bool, now func() time.Time, ru ruRecent, obs *observer) (p migrate.Progress, bars *barProgress, counted bool) {
 	cp := commandProgress{out: o}
-	if terminal {
+	if !o.quiet && terminal {
 		bars = newBarProgress(o.errOut, ru)
 		o.showBars(bars)
 		cp.displays = append(cp.displays, bars)
 	}
-	if o.json() {
+	if !o.quiet && o.json() {
 		cp.displays = append(cp.displays, newJSONProgress(o.lines, now, ru))
 	}
-	return cp, bars, len(cp.displays) > 0
+	counted = len(cp.displays) > 0 || obs.wantsTotals()
+	if obs.shows() {
+		cp.displays = append(cp.displays, obs)
+	}
+	if o.quiet && len(cp.displays) == 0 {
+		return nil, nil, false
+	}
+	return cp, bars, counted
 }

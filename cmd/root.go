@@ -52,6 +52,9 @@ type Factory struct {
 
 	// log is --log-file, open while a command runs; nil without it.
 	log *logFile
+	// metrics, when not nil, count and time every request of the
+	// command's clients (--metrics-addr).
+	metrics *metrics
 	// args is the command line Execute runs, for the log; command is the
 	// path of the command it found ("bifrost-migrate run"), whose help a
 	// usage error points at.
@@ -193,6 +196,9 @@ func (f *Factory) Cosmos() (azure.CosmosAccount, error) {
 // the transport (tests, --verbose) and the retry rule (--retry-timeout).
 func (f *Factory) azureOptions() azure.Options {
 	o := azure.Options{Transport: f.Transport, Retry: azure.RetryOptions{Timeout: f.Global.RetryTimeout}, Credential: f.Credential}
+	if f.metrics != nil {
+		o.Transport = f.metrics.transport(f.Transport)
+	}
 	if f.log != nil {
 		o.Retry.OnRetry = f.log.retried
 	}

@@ -72,7 +72,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	}, true)
 	opts.Connect = func(ctx context.Context) (runServices, error) { return connectRun(ctx, f, opts) }
 	c := newCommand(runDoc, func(c *cobra.Command) error {
-		opts.from(f)
+		opts.from(f, c.Name())
 		return runWith(c, opts, runF, runRun)
 	})
 	addFlags(c, &tablesFlag{what: "migrate", tables: &opts.Migrate.Tables}, &opts.engineFlags, runFlags{&opts.Migrate})
@@ -102,6 +102,18 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	var (
+		obsRU    *ruFlags
+		stateDir string
+	)
+	if !m.DryRun {
+		obsRU, stateDir = &opts.RU, m.StateDir
+	}
+	obs, err := opts.Observe.observe(opts.IO, o, "run", obsRU, rowsToDocs, stateDir)
+	if err != nil {
+		return err
+	}
+	defer obs.finish()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
@@ -130,7 +142,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		ru = opts.RU.recent()
 	}
 	var bars *barProgress
-	svc.deps.Progress, bars, m.CountRows = newProgress(o, opts.ErrIsTerminal, time.Now, ru)
+	svc.deps.Progress, bars, m.CountRows = newProgress(o, opts.ErrIsTerminal, time.Now, ru, obs)
 	if m.DryRun {
 		o.status("dry run: nothing will be written (not even %s)", m.StateDir)
 	}

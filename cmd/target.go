@@ -70,11 +70,15 @@ func describeBlobs(a azure.StorageAccount, container string) string {
 
 // describeCosmos names database of account a.
 func describeCosmos(a azure.CosmosAccount, database string) string {
-	auth := "account key"
+	return fmt.Sprintf("Cosmos DB %s database %q (%s)", a.Endpoint, database, cosmosAuth(a))
+}
+
+// cosmosAuth says how a Cosmos DB account authenticates.
+func cosmosAuth(a azure.CosmosAccount) string {
 	if a.Key == "" {
-		auth = "Entra ID"
+		return "Entra ID"
 	}
-	return fmt.Sprintf("Cosmos DB %s database %q (%s)", a.Endpoint, database, auth)
+	return "account key"
 }
 
 // fingerprint identifies the targets in run's state, without secrets.

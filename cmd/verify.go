@@ -9,7 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -27,8 +29,13 @@ type VerifyOptions struct {
 	Database string
 	// Sample is the fraction of rows checked (0 < Sample ≤ 1).
 	Sample float64
-	// ReportFile, when not empty, receives the whole report as JSON.
-	ReportFile string
+	// ReportFile, when not empty, receives the whole report: as JSON, or
+	// as one HTML page (ReportFormat html, or a .html or .htm name).
+	ReportFile   string
+	ReportFormat string
+	// commandLine is the command line, connection strings as "***", for
+	// the report.
+	commandLine string
 	// The transform options run used (from --state-dir unless given).
 	TransformFlags
 	// Tables limits the tables checked; empty means all.
@@ -44,6 +51,8 @@ type VerifyOptions struct {
 	// RU is --max-ru; pacer, made from it, paces every Cosmos DB request.
 	RU    ruFlags
 	pacer *azure.Pacer
+	// Observe are --progress-interval and --metrics-addr.
+	Observe observeFlags
 
 	// Connect connects to the accounts and returns the engine with its
 	// sources, where they are and what of init's resources is missing.
@@ -59,7 +68,8 @@ type verifyFlags struct{ o *VerifyOptions }
 
 func (v verifyFlags) bind(fl *pflag.FlagSet) {
 	fl.Float64Var(&v.o.Sample, "sample", 1, "check only this `fraction` of the rows (0 < F <= 1), chosen by a hash of their keys")
-	fl.StringVar(&v.o.ReportFile, "report", "", "write the whole report as JSON to `FILE`")
+	fl.StringVar(&v.o.ReportFile, "report", "", "write the whole report to `FILE`: JSON, or one HTML page for a .html name")
+	fl.StringVar(&v.o.ReportFormat, "report-format", "", "the --report file's `format`: json or html (default: by its name)")
 	fl.IntVar(&v.o.PageSize, "page-size", store.DefaultQueryPageSize, "docs per query page")
 	_ = fl.MarkHidden("page-size")
 }
@@ -68,7 +78,34 @@ func (v verifyFlags) validate() error {
 	if !(v.o.Sample > 0 && v.o.Sample <= 1) {
 		return UsageError(fmt.Errorf("--sample must be in (0, 1], got %g", v.o.Sample))
 	}
+	switch v.o.ReportFormat {
+	case "", reportJSON, reportHTML:
+	default:
+		return UsageError(fmt.Errorf("--report-format: %q is not json or html", v.o.ReportFormat))
+	}
+	if v.o.ReportFormat != "" && v.o.ReportFile == "" {
+		return UsageError(errors.New("--report-format needs --report FILE"))
+	}
 	return nil
+}
+
+// The formats of --report.
+const (
+	reportJSON = "json"
+	reportHTML = "html"
+)
+
+// reportFormat is the format of the --report file: --report-format, else
+// html for a name ending in .html or .htm, else json.
+func (o *VerifyOptions) reportFormat() string {
+	if o.ReportFormat != "" {
+		return o.ReportFormat
+	}
+	switch strings.ToLower(filepath.Ext(o.ReportFile)) {
+	case ".html", ".htm":
+		return reportHTML
+	}
+	return reportJSON
 }
 
 // NewCmdVerify builds `bifrost-migrate verify`. runF replaces the command's
@@ -80,10 +117,12 @@ func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) 
 	c := newCommand(verifyDoc, func(c *cobra.Command) error {
 		opts.IO, opts.Database = f.IO(), f.Global.Database
 		opts.TransformFlags.target = f.targetFingerprint(opts.Database, opts.BlobContainer)
+		opts.Observe.attach(f, c.Name())
+		opts.commandLine = strings.Join(append([]string{"bifrost-migrate"}, redactArgs(f.args)...), " ")
 		return runWith(c, opts, runF, verifyRun)
 	})
 	addFlags(c, verifyFlags{opts}, &tablesFlag{what: "check", tables: &opts.Tables}, &opts.TransformFlags, &opts.testNames,
-		stateDirFlag{&opts.StateDir, "run's state, whose dead-letter.jsonl lists the rows not migrated"}, &opts.RU)
+		stateDirFlag{&opts.StateDir, "run's state, whose dead-letter.jsonl lists the rows not migrated"}, &opts.RU, &opts.Observe)
 	return c
 }
 
@@ -97,14 +136,17 @@ func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verify
 // verifyProgress reports verify's phases to its output: "verify: step"
 // status lines on stderr, or with --output json stepProgress lines, with
 // the request units per second and the throttled share of the last
-// seconds. It is safe for concurrent use.
+// seconds (none with --quiet, but in --log-file); and to obs, whose
+// progress lines name the phase. It is safe for concurrent use.
 type verifyProgress struct {
-	o  *output
-	ru ruRecent
+	o   *output
+	ru  ruRecent
+	obs *observer
 }
 
 func (p verifyProgress) Step(msg string) {
-	if p.o.json() {
+	p.obs.step(msg)
+	if p.o.json() && !p.o.quiet {
 		// A write error is kept by lines and returned by the summary's emit.
 		_ = p.o.lines.emit(lineProgress, stepProgress{Step: msg, ruNow: newRUNow(p.ru)})
 		return
@@ -117,6 +159,7 @@ func (p verifyProgress) Step(msg string) {
 // container is an error (exit 1) before anything is compared.
 func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	o := opts.output("verify")
+	started := opts.Now()
 	if opts.ReportFile != "" {
 		// Before any reading: a report that cannot be written would only
 		// be found out after hours.
@@ -133,6 +176,11 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	opts.pacer = opts.RU.pacer()
+	obs, err := opts.Observe.observe(opts.IO, o, "verify", &opts.RU, observeWords{}, "")
+	if err != nil {
+		return err
+	}
+	defer obs.finish()
 	if opts.RU.MaxRU > 0 {
 		// A query page is charged as a whole: keep one page to a small
 		// share of the budget, so that no 5-second window exceeds it.
@@ -143,9 +191,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	v := svc.deps
-	if !opts.Quiet {
-		v.Progress = verifyProgress{o, opts.RU.recent()}
-	}
+	v.Progress = verifyProgress{o, opts.RU.recent(), obs}
 	if err := ready(ctx, o, svc.conn, opts.TablePrefix, opts.Tables); err != nil {
 		return err
 	}
@@ -161,6 +207,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if err != nil {
 		return err
 	}
+	signOff(r, opts, svc.conn.target, started)
 	ru := opts.RU.report(0)
 	r.DeadLetterFile = filepath.Join(opts.StateDir, migrate.DeadLetterFile)
 	if _, serr := os.Stat(r.DeadLetterFile); serr == nil {
@@ -178,7 +225,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	if opts.ReportFile != "" {
-		if err := writeReportFile(opts.ReportFile, r); err != nil {
+		if err := writeReportFile(opts.ReportFile, opts.reportFormat(), r, func() verify.HTMLFacts { return htmlFacts(o, opts.StateDir, r.RunID) }); err != nil {
 			// The verdict is printed: say it again, and that the report
 			// the operator asked for is not there.
 			what := "verify: OK"
@@ -276,23 +323,68 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// writeReportFile writes the report as indented JSON, through a temporary
-// file so that a half-written report never replaces a complete one.
-func writeReportFile(name string, r *verify.Report) error {
+// signOff fills what the report says of where and when it was made: the
+// migration's run (from the state directory), verify's start (started)
+// and end, the command line and the endpoints of t, without secrets.
+func signOff(r *verify.Report, opts *VerifyOptions, t target, started time.Time) {
+	r.Started, r.Ended = started.UTC().Format(time.RFC3339), opts.Now().UTC().Format(time.RFC3339)
+	r.CommandLine = opts.commandLine
+	r.Endpoints = &verify.Endpoints{
+		Tables: verify.Endpoint{Endpoint: t.tables.TableEndpoint, Account: t.tables.Name, Auth: t.tables.Auth()},
+		Blobs:  verify.Endpoint{Endpoint: t.blobs.BlobEndpoint, Account: t.blobs.Name, Container: t.blobName, Auth: t.blobs.Auth()},
+		Cosmos: verify.Endpoint{Endpoint: t.cosmos.Endpoint, Database: t.database, Auth: cosmosAuth(t.cosmos)},
+	}
+	// adopt read the same state at the start; a state that cannot be read
+	// was said then.
+	if st, err := migrate.LoadState(opts.StateDir); err == nil && st != nil {
+		r.RunID = st.RunID
+		r.Migration = &verify.Migration{RunID: st.RunID, StateDir: opts.StateDir, Started: st.Started.UTC().Format(time.RFC3339),
+			Updated: st.Updated.UTC().Format(time.RFC3339), Done: st.Done, ToolVersion: st.ToolVersion}
+	}
+}
+
+// htmlFacts are what the HTML report shows beyond the report: the
+// version, and the throughput samples of run runID in stateDir (a file
+// that cannot be read is a warning, and the charts are left out).
+func htmlFacts(o *output, stateDir, runID string) verify.HTMLFacts {
+	f := verify.HTMLFacts{ToolVersion: version.String(), RatesFrom: filepath.Join(stateDir, migrate.SamplesFile)}
+	if runID == "" {
+		return f
+	}
+	samples, err := migrate.LoadSamples(stateDir, runID)
+	if err != nil {
+		o.warning("%s cannot be read (%v): the report has no throughput charts", f.RatesFrom, unwrapPath(err))
+		return f
+	}
+	for _, s := range samples {
+		f.Rates = append(f.Rates, verify.RatePoint{Time: s.Time, RowsPerSecond: s.RowsPerSecond, DocsPerSecond: s.DocsPerSecond, RUPerSecond: s.RUPerSecond})
+	}
+	return f
+}
+
+// writeReportFile writes the report in format (reportJSON: indented
+// JSON; reportHTML: one page with facts), through a temporary file so
+// that a half-written report never replaces a complete one.
+func writeReportFile(name, format string, r *verify.Report, facts func() verify.HTMLFacts) error {
 	tmp := name + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("--report %s: %v", name, unwrapPath(err))
 	}
-	enc := json.NewEncoder(f)
-	enc.SetIndent("", "  ")
-	// The file is one document, not --output json lines; its "type" says
-	// what it is.
-	if err := enc.Encode(struct {
-		Type        string `json:"type"`
-		ToolVersion string `json:"toolVersion"`
-		*verify.Report
-	}{"verify", version.String(), r}); err != nil {
+	if format == reportHTML {
+		err = r.WriteHTML(f, facts())
+	} else {
+		enc := json.NewEncoder(f)
+		enc.SetIndent("", "  ")
+		// The file is one document, not --output json lines; its "type"
+		// says what it is.
+		err = enc.Encode(struct {
+			Type        string `json:"type"`
+			ToolVersion string `json:"toolVersion"`
+			*verify.Report
+		}{"verify", version.String(), r})
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("--report %s: %v", name, unwrapPath(err))

@@ -101,7 +101,7 @@ func newWindowOptions(c *migrate.Common, w *migrate.WindowOptions, help windowHe
 func newWindowCmd[O any](f *Factory, opts O, w *windowOptions, doc cmdDoc, runF, run func(context.Context, O) error, more ...flagGroup) *cobra.Command {
 	w.window.now = f.serviceNow
 	c := newCommand(doc, func(c *cobra.Command) error {
-		w.from(f)
+		w.from(f, c.Name())
 		return runWith(c, opts, runF, run)
 	})
 	addFlags(c, append(append([]flagGroup{&w.window}, more...), &w.engineFlags)...)
@@ -365,6 +365,8 @@ type wayWords struct {
 	followed string
 	// deadLetterFile is the name of the dead-letter file in --state-dir.
 	deadLetterFile string
+	// observed are the words of its progress lines.
+	observed observeWords
 }
 
 // windowRun runs a replay or reverse (w) once its flags are valid: it
@@ -380,6 +382,14 @@ func windowRun[D, S, C, T any](ctx context.Context, opts *windowOptions, c *migr
 	if err != nil {
 		return err
 	}
+	obs, err := e.Observe.observe(e.IO, o, w.words.name, &e.RU, w.words.observed, "")
+	if err != nil {
+		return err
+	}
+	defer obs.finish()
+	if wf.Follow {
+		obs.following(wf.w.Since)
+	}
 	svc, err := connect(ctx)
 	if err != nil {
 		return err
@@ -393,9 +403,9 @@ func windowRun[D, S, C, T any](ctx context.Context, opts *windowOptions, c *migr
 	// state directory in use) prints only its error.
 	atWork := sync.OnceFunc(func() { warnReach(o, c.StateDir, wf.w.Since) })
 	if wf.Follow {
-		return windowFollow(ctx, o, e, wf, c.StateDir, svc.deps, w, atWork)
+		return windowFollow(ctx, o, obs, e, wf, c.StateDir, svc.deps, w, atWork)
 	}
-	p, bars, counted := newProgress(o, e.ErrIsTerminal, time.Now, e.RU.recent())
+	p, bars, counted := newProgress(o, e.ErrIsTerminal, time.Now, e.RU.recent(), obs)
 	s, err := w.pass(ctx, svc.deps, wf.w.Since, workingProgress{p, atWork}, counted, false)
 	if bars != nil {
 		bars.finish()
@@ -422,16 +432,21 @@ func windowRun[D, S, C, T any](ctx context.Context, opts *windowOptions, c *migr
 // the previous pass's watermark less --skew, then prints the totals and
 // the conflicts of every pass; exit 4 when any conflict was left, else 3
 // when there were dead letters (in stateDir). atWork is called at the
-// first pass's first report.
-func windowFollow[D, S, C, T any](ctx context.Context, o *output, e *engineOptions, wf windowFlags, stateDir string, deps D, w way[D, S, C, T], atWork func()) error {
+// first pass's first report. The passes report their rows to obs only
+// (no bars or progress lines: a pass line ends each).
+func windowFollow[D, S, C, T any](ctx context.Context, o *output, obs *observer, e *engineOptions, wf windowFlags, stateDir string, deps D, w way[D, S, C, T], atWork func()) error {
 	var (
 		sum   tally
 		total T
+		p     migrate.Progress
 	)
+	if obs.shows() {
+		p = commandProgress{displays: []counter{obs}}
+	}
 	keep := false
-	f, err := followPasses(ctx, o, migrate.FollowOptions{Since: wf.w.Since, Interval: wf.Interval, Skew: wf.Skew},
+	f, err := followPasses(ctx, o, obs, migrate.FollowOptions{Since: wf.w.Since, Interval: wf.Interval, Skew: wf.Skew},
 		func(pctx context.Context, since time.Time) (pass[C], error) {
-			s, err := w.pass(pctx, deps, since, workingProgress{nil, atWork}, false, keep)
+			s, err := w.pass(pctx, deps, since, workingProgress{p, atWork}, false, keep)
 			keep = true // the passes after the first add to the dead-letter file
 			if err != nil {
 				return pass[C]{}, err
@@ -489,6 +504,13 @@ func (w workingProgress) Message(msg string) {
 	w.atWork()
 	if w.p != nil {
 		w.p.Message(msg)
+	}
+}
+
+// Outcome passes o on to p when p hears outcomes.
+func (w workingProgress) Outcome(group string, o migrate.Outcome) {
+	if op, ok := w.p.(migrate.OutcomeProgress); ok {
+		op.Outcome(group, o)
 	}
 }
 
@@ -648,6 +670,7 @@ var replayWords = wayWords{
 	deadLettered:   "row(s)",
 	followed:       "%d row(s) read, %d written",
 	deadLetterFile: migrate.ReplayDeadLetterFile,
+	observed:       rowsToDocs,
 }
 
 // reverseWords are the words of reverse.
@@ -658,6 +681,7 @@ var reverseWords = wayWords{
 	deadLettered:   "doc(s)",
 	followed:       "%d doc(s) read, %d row(s) written",
 	deadLetterFile: migrate.ReverseDeadLetterFile,
+	observed:       docsToRows,
 }
 
 // replayConflict is how replay shows its conflicts.

@@ -28,3 +28,27 @@ func (nopProgress) Resumed(string, int64) {}
 func (nopProgress) Advance(string, int64) {}
 func (nopProgress) TableDone(string)      {}
 func (nopProgress) Message(string)        {}
+
+// Outcome is what became of some items of a group (a table for run and
+// replay, a container for reverse) once they are final: the docs (run,
+// replay) or rows (reverse) written, the dead letters recorded and the
+// conflicts left.
+type Outcome struct {
+	Written, DeadLetters, Conflicts int64
+}
+
+// OutcomeProgress is a Progress that also hears outcomes (metrics, the
+// progress lines): run reports them per checkpointed page, replay and
+// reverse per item, after Advance. Engines call Outcome only on a
+// Progress that implements it.
+type OutcomeProgress interface {
+	Progress
+	Outcome(group string, o Outcome)
+}
+
+// reportOutcome gives o to p when p hears outcomes and o counts anything.
+func reportOutcome(p Progress, group string, o Outcome) {
+	if op, ok := p.(OutcomeProgress); ok && o != (Outcome{}) {
+		op.Outcome(group, o)
+	}
+}

@@ -267,6 +267,11 @@ func (r *replayer) record(it *replayItem) error {
 		e.deadLetters = []DeadLetter{dl}
 	}
 	r.progress.Advance(row.Table, 1)
+	if !r.opts.DryRun && e.count != nil {
+		var c ReplayCounts
+		e.count(&c)
+		reportOutcome(r.progress, row.Table, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
+	}
 	return r.rec.add(e)
 }
 

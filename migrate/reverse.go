@@ -323,6 +323,11 @@ func (r *reverser) record(it *reverseItem) error {
 	}
 	e.deadLetters = res.deadLetters(it.container)
 	r.progress.Advance(it.container, 1)
+	if !r.opts.DryRun {
+		var c ReverseCounts
+		e.count(&c)
+		reportOutcome(r.progress, it.container, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
+	}
 	return r.rec.add(e)
 }
 

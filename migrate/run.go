@@ -292,15 +292,19 @@ func (r *runner) table(ctx context.Context, table string, rd *tableRead) error {
 	case ts == nil:
 		return nil
 	case ts.Done:
+		r.log("table %s: done in an earlier session (%d rows); reading it again without writing", table, ts.Rows)
 		err := r.reread(ctx, table, ts, true)
 		r.progress.Resumed(table, ts.Rows)
 		r.progress.TableDone(table)
 		return err
 	case ts.Rows > 0:
+		r.log("table %s: resuming after %s/%s (%d rows done); reading those rows again without writing", table, ts.LastPartitionKey, ts.LastRowKey, ts.Rows)
 		if err := r.reread(ctx, table, ts, false); err != nil {
 			return err
 		}
 		r.progress.Resumed(table, ts.Rows)
+	default:
+		r.log("table %s: started", table)
 	}
 	return r.process(ctx, table, ts, rd)
 }
@@ -449,6 +453,7 @@ func (it *item) lighten() {
 // checkpoint records a page whose writes are all acknowledged: its dead
 // letters, its counts, and the new state.
 func (r *runner) checkpoint(table string, ts *TableState, b *batch[item]) error {
+	docsBefore := r.docsWritten
 	c, dls := r.countPage(table, b)
 	if m := int64(r.opts.MaxErrors); m > 0 && len(dls) > 0 && r.deadLetters+int64(len(dls)) >= m {
 		// Record the dead letters up to the limit, but do not checkpoint
@@ -483,7 +488,12 @@ func (r *runner) checkpoint(table string, ts *TableState, b *batch[item]) error 
 		r.log("checkpoint %s: %d rows done (%d docs, %d dead letters in all), state saved", table, ts.Rows, ts.disposition(string(transform.DispositionDoc)), r.deadLetters)
 	}
 	r.progress.Advance(table, int64(len(b.items)))
+	if !r.opts.DryRun {
+		reportOutcome(r.progress, table, Outcome{Written: r.docsWritten - docsBefore, DeadLetters: int64(len(dls))})
+	}
 	if ts.Done {
+		r.log("table %s: finished: %d rows (%d docs, %d dead letters)", table, ts.Rows,
+			ts.disposition(string(transform.DispositionDoc)), ts.disposition(string(transform.DispositionDeadLetter)))
 		r.progress.TableDone(table)
 	}
 	return nil

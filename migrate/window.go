@@ -74,25 +74,29 @@ func windowRun[S, C, X any, W windowed[S, C, X]](ctx context.Context, command, f
 		}
 		defer sink.Close()
 		*rec = newRecorder[C, X](sink, c.DryRun, e.log)
-		err = windowWork(ctx, r, e.progress, w.Prune)
+		err = windowWork(ctx, r, e.progress, e.log, w.Prune)
 		return r.summary(), err
 	})
 }
 
 // windowWork is the work of r: prepare, a pass per group, then the prune.
-func windowWork[S, C, X any, W windowed[S, C, X]](ctx context.Context, r W, progress Progress, prune bool) error {
+// Each group's start and end go to log.
+func windowWork[S, C, X any, W windowed[S, C, X]](ctx context.Context, r W, progress Progress, log func(string, ...any), prune bool) error {
 	stop, err := r.prepare(ctx)
 	defer stop()
 	if err != nil {
 		return err
 	}
 	for _, g := range r.groups() {
+		log("reading %s: started", g)
 		if err := r.pass(ctx, g); err != nil {
 			return err
 		}
+		log("reading %s: finished", g)
 		progress.TableDone(g)
 	}
 	if prune {
+		log("prune: started")
 		return r.prune(ctx)
 	}
 	return nil

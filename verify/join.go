@@ -34,6 +34,7 @@ func join(rows *rowIndex, docs *docIndex, tables []string, sample float64) (*Rep
 		Warnings:       rows.warnings,
 		AccessPatterns: rows.access.result(),
 		Missing:        []DocRef{},
+		DeadLetters:    rows.deadLetters,
 		Orphans:        []Orphan{},
 		Differences:    []Difference{},
 	}

@@ -163,12 +163,68 @@ type Settings struct {
 	Now           string   `json:"now"`
 }
 
+// MaxDeadLetters is how many of the rows not migrated a Report lists.
+const MaxDeadLetters = 100
+
+// DeadLetterRow is a checked row that run dead-letters: its keys and
+// kind, the transform's reason, and the row in the Table service's
+// annotated JSON with the secrets of SPEC §1 as "***".
+type DeadLetterRow struct {
+	Table        string          `json:"table"`
+	PartitionKey string          `json:"partitionKey"`
+	RowKey       string          `json:"rowKey"`
+	Kind         string          `json:"kind"`
+	Reason       string          `json:"reason"`
+	Row          json.RawMessage `json:"row"`
+}
+
+// Endpoints are where verify read, as its start-up line names them:
+// endpoints, account and database names and how each authenticates;
+// never a key.
+type Endpoints struct {
+	Tables Endpoint `json:"tables"`
+	Blobs  Endpoint `json:"blobs"`
+	Cosmos Endpoint `json:"cosmos"`
+}
+
+// Endpoint is one service's endpoint: its URL, the storage account, the
+// blob container or the database it holds, and the authentication.
+type Endpoint struct {
+	Endpoint  string `json:"endpoint"`
+	Account   string `json:"account,omitempty"`
+	Container string `json:"container,omitempty"`
+	Database  string `json:"database,omitempty"`
+	Auth      string `json:"auth"`
+}
+
+// Migration is the run whose result a report judges, as its state
+// directory holds it.
+type Migration struct {
+	RunID       string `json:"runId"`
+	StateDir    string `json:"stateDir"`
+	Started     string `json:"started"`
+	Updated     string `json:"updated"`
+	Done        bool   `json:"done"`
+	ToolVersion string `json:"toolVersion,omitempty"`
+}
+
 // Report is everything verify found. It is what --report writes.
 type Report struct {
-	Settings Settings     `json:"settings"`
-	OK       bool         `json:"ok"`
-	Totals   Counts       `json:"totals"`
-	Tables   []KindCounts `json:"tables"`
+	// RunID is the run of the migration judged (Migration.RunID; "" when
+	// the state directory holds none); Started and Ended are verify's own
+	// start and end (RFC 3339, UTC). CommandLine is verify's, connection
+	// strings as "***". These, Endpoints and Migration are filled by the
+	// command (verify itself reads no files and knows no endpoints).
+	RunID       string       `json:"runId"`
+	Started     string       `json:"started,omitempty"`
+	Ended       string       `json:"ended,omitempty"`
+	CommandLine string       `json:"commandLine,omitempty"`
+	Endpoints   *Endpoints   `json:"endpoints,omitempty"`
+	Migration   *Migration   `json:"migration,omitempty"`
+	Settings    Settings     `json:"settings"`
+	OK          bool         `json:"ok"`
+	Totals      Counts       `json:"totals"`
+	Tables      []KindCounts `json:"tables"`
 	// AppWritten counts, per container, the docs without _migration that
 	// are not where a row's doc is expected (not judged).
 	AppWritten map[string]int `json:"appWritten"`
@@ -192,6 +248,8 @@ type Report struct {
 	// because run dead-letters them (Totals.DeadLetter); any makes the
 	// report fail (SPEC §12: every source row accounted for).
 	NotMigrated int `json:"notMigrated"`
+	// DeadLetters lists the first MaxDeadLetters of them, in read order.
+	DeadLetters []DeadLetterRow `json:"deadLetters"`
 	// DeadLetterFile is run's dead-letter file, where those rows are
 	// listed with their reasons, and DeadLetterFileFound whether it
 	// exists. The command fills both (verify itself reads no files).
@@ -228,6 +286,7 @@ func (r *Report) Summary() *Report {
 	s.WithoutTTL = first(r.WithoutTTL, ShownDifferences)
 	s.Orphans = first(r.Orphans, ShownDifferences)
 	s.Differences = first(r.Differences, ShownDifferences)
+	s.DeadLetters = first(r.DeadLetters, ShownDifferences)
 	return &s
 }
 

@@ -39,11 +39,13 @@ type rowIndex struct {
 	kindNames []tableKind
 	warnings  map[string]int
 	access    *accessIndex
+	// deadLetters are the first MaxDeadLetters rows dead-lettered.
+	deadLetters []DeadLetterRow
 }
 
 func newRowIndex() *rowIndex {
 	return &rowIndex{seen: map[key]transform.Disposition{}, kindIndex: map[tableKind]int{}, warnings: map[string]int{},
-		access: newAccessIndex(false)}
+		access: newAccessIndex(false), deadLetters: []DeadLetterRow{}}
 }
 
 // kind returns the index of table and kind's counts, adding them.
@@ -98,6 +100,10 @@ func (x *rowIndex) add(row transform.Row, src key, o transform.Outcome) error {
 		c.KeptInTables++
 	case transform.DispositionDeadLetter:
 		c.DeadLetter++
+		if len(x.deadLetters) < MaxDeadLetters {
+			x.deadLetters = append(x.deadLetters, DeadLetterRow{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey,
+				Kind: x.kindNames[ki].kind, Reason: o.DeadLetter, Row: transform.EncodeEntity(transform.RedactRow(row))})
+		}
 	}
 	return nil
 }
