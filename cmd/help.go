@@ -23,7 +23,7 @@ var helpGroups = []struct {
 }{
 	{"Transform flags (verify, replay and reverse take run's from --state-dir)", []string{"execution-ttl", "blob-threshold", "relationships", "strict"}},
 	{"Throughput flags", []string{"max-ru", "concurrency", "retry-timeout"}},
-	{"Output flags", []string{"output", "quiet", "verbose", "log-file"}},
+	{"Output flags", []string{"output", "quiet", "verbose", "log-file", "progress-interval", "metrics-addr"}},
 	{"Connection flags (or their environment variables)", []string{"tables-connection", "tables-endpoint", "blob-connection",
 		"blob-endpoint", "cosmos-connection", "cosmos-endpoint", "database"}},
 }

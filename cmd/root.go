@@ -275,7 +275,7 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		Example: `  bifrost-migrate init
   bifrost-migrate run --dry-run
   bifrost-migrate run --max-ru 4000
-  bifrost-migrate verify --report verify.json
+  bifrost-migrate verify --report verify.html
   bifrost-migrate reverse --since 2026-11-20T14:00:00Z --follow`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

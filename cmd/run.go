@@ -439,5 +439,7 @@ resumes. --dry-run reads everything, writes nothing and prints the plan.`,
   # after an interruption: the same command resumes
   bifrost-migrate run --max-ru 4000
   # start over: discards the checkpoint and the dead letters
-  bifrost-migrate run --restart`,
+  bifrost-migrate run --restart
+  # in a container job: a progress line a minute, metrics for Prometheus
+  bifrost-migrate run --max-ru 4000 --progress-interval 1m --metrics-addr :9464`,
 }

@@ -417,8 +417,8 @@ missing, different and orphan docs, rows not migrated (dead letters), and
 where users will see executions differently after cutover (access
 patterns). "verify: OK" (exit 0) is the signal to cut over.`,
 	example: `  bifrost-migrate verify
-  # everything, as JSON, for the change ticket
-  bifrost-migrate verify --report verify.json
+  # a page to sign the cutover off with (or .json: everything, as JSON)
+  bifrost-migrate verify --report verify.html
   # a quick look at 1 % of the rows, chosen by a hash of their keys
   bifrost-migrate verify --sample 0.01`,
 }
