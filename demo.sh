@@ -15,8 +15,8 @@
 # (BIFROST_COSMOS_FEED_CONNECTION), as an application's would on Azure: the
 # front serves the change feed that reverse reads.
 #
-# It prints about 140 lines: each step is introduced, and long summaries
-# are cut to their totals. Its last line says whether the rehearsal's
+# Each step is introduced, and long summaries are cut to their totals (the
+# README says how long the output is). Its last line says whether the rehearsal's
 # checks held (exit 0) or which failed (exit 1). Colours only on a
 # terminal. Its temporary folder (the binaries, the run's state, the
 # emulators' logs) is deleted on exit.
