@@ -7,9 +7,9 @@
 #     `replay` and `reverse` over 10,000 changes at 80 ms, against a
 #     simulated account of 10,000 RU/s (./test.sh runs short versions);
 #   - TestLatencyBenchmark: the share of the budget, docs/s and peak RSS of
-#     `run` at 0, 20, 80 and 150 ms (README.md, "Far from the accounts");
+#     `run` at 0, 20, 80 and 150 ms (docs/performance.md, "Far from the accounts");
 #   - TestRunBenchmark: `run` and `run --dry-run` against the raw ceilings,
-#     and peak RSS (README.md, Performance).
+#     and peak RSS (docs/performance.md, "run").
 #
 # Extra arguments go to `go test` (e.g. ./bench.sh -run TestLatencyBenchmark).
 # Takes about 25 minutes on a 2-core machine.
@@ -21,7 +21,7 @@ trap 'exit 130' INT TERM
 
 start_emulators rates
 export BIFROST_INTEGRATION=1 BIFROST_BENCH=1
-# TestRunBenchmark at the size its README table was measured at.
+# TestRunBenchmark at the size docs/performance.md's table was measured at.
 export BIFROST_BENCH_N="${BIFROST_BENCH_N:-20000}"
 run=(-run 'TestRunAtLatency|TestWindowAtLatency|TestLatencyBenchmark|TestRunBenchmark')
 for a in "$@"; do

@@ -15,13 +15,13 @@
 # (BIFROST_COSMOS_FEED_CONNECTION), as an application's would on Azure: the
 # front serves the change feed that reverse reads.
 #
-# It prints about 150 lines: each step is introduced, and long summaries
-# are cut to their totals. It ends by writing verify's HTML report (the
-# page an operator attaches to the change ticket) to
+# Each step is introduced, and long summaries are cut to their totals (the
+# README says how long the output is). It ends by writing verify's HTML
+# report (the page an operator attaches to the change ticket) to
 # $BIFROST_DEMO_REPORT (default: bifrost-migrate-demo-report.html in
 # $TMPDIR or /tmp), kept after the demo; its last line says whether the
-# rehearsal's checks held (exit 0) or which failed (exit 1), and where
-# the report is. Colours only on a terminal. Its temporary folder (the
+# rehearsal's checks held (exit 0) or which failed (exit 1), and where the
+# report is. Colours only on a terminal. Its temporary folder (the
 # binaries, the run's state, the emulators' logs) is deleted on exit.
 set -uo pipefail
 cd "$(dirname "$0")"

@@ -10,7 +10,7 @@ import (
 )
 
 // memoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT
-// says otherwise (README, Far from the accounts): the garbage collector
+// says otherwise (docs/design.md, run): the garbage collector
 // works harder as the process nears it, instead of letting the heap grow
 // to twice what is live. What is live is bounded by the pages in flight
 // and the requests in flight, well below it.

@@ -22,9 +22,9 @@ import (
 // at the same latency, beside the time of a raw listing of the tables
 // (page after page, one table after the other) through the same proxy.
 // It is a benchmark: it only runs with BIFROST_BENCH=1
-// (./bench.sh), and asserts only the README's memory bound (peak RSS
-// ≤ 96 MB) and that every run completes; TestRunAtLatency holds the
-// throughput bars. README.md (Far from the accounts) has its table.
+// (./bench.sh), and asserts only the memory bound (peak RSS ≤ 96 MB)
+// and that every run completes; TestRunAtLatency holds the throughput
+// bars. docs/performance.md (Far from the accounts) has its table.
 func TestLatencyBenchmark(t *testing.T) {
 	if os.Getenv("BIFROST_BENCH") != "1" {
 		t.Skip("benchmark: set BIFROST_BENCH=1 (./bench.sh)")

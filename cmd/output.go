@@ -11,7 +11,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/internal/version"
 )
 
-// The output convention of every command (README, "Output"):
+// The output convention of every command (docs/configuration.md, "Output"):
 //
 //   - text (the default): results (summaries, reports, plans) on stdout;
 //     status, warnings, progress and errors on stderr.

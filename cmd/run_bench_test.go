@@ -37,7 +37,7 @@ import (
 // acceptance criteria compare them with, and the binary's peak RSS at two
 // sizes. It is a benchmark, not a test: it asserts nothing about speed and
 // only runs with BIFROST_BENCH=1 (test.sh does not set it). It prints a
-// table; README.md (Performance) has the figures and the command.
+// table; docs/performance.md has the figures and the command.
 //
 // Environment: BIFROST_BENCH_N executions (default 100,000; each has 4
 // index rows); BIFROST_BENCH_RSS=0 skips the RSS runs (4,000 and 40,000
@@ -49,7 +49,7 @@ import (
 // compare two versions on one machine in one session.
 func TestRunBenchmark(t *testing.T) {
 	if os.Getenv("BIFROST_BENCH") != "1" {
-		t.Skip("benchmark: set BIFROST_BENCH=1 (see README.md, Performance)")
+		t.Skip("benchmark: set BIFROST_BENCH=1 (see docs/performance.md)")
 	}
 	n := 100000
 	if s := os.Getenv("BIFROST_BENCH_N"); s != "" {

@@ -94,7 +94,7 @@ func (s *resSource) farEnv(t *testing.T, latency time.Duration) (map[string]stri
 // TestRunAtLatency runs plain `run` (no flag) at 80 and 150 ms added to
 // every Table and Cosmos DB request against an account of 10,000 RU/s:
 // every doc verifies, with ≤ 5 % of the write attempts answered 429. With
-// BIFROST_BENCH set (./bench.sh, the README's latency benchmark) it runs
+// BIFROST_BENCH set (./bench.sh, the latency benchmark of docs/performance.md) it runs
 // 20,000 executions, taking turns with the other rate runs (measuring),
 // and the writes must use ≥ 0.9 (80 ms) and ≥ 0.85 (150 ms) of the budget
 // on average. Else a short functional version for ./test.sh (1,000

@@ -120,8 +120,8 @@ func (s *resSource) runAndVerify(t *testing.T, p *faultproxy.Proxy, extra ...str
 //   - with the account's budget dropping to zero for 60 s in the middle:
 //     the run waits it out and ends with exit 0.
 //
-// Every run is verified clean. The figures it logs are the README's RU
-// benchmark.
+// Every run is verified clean. The figures it logs are the RU benchmark
+// of docs/performance.md.
 //
 // The two runs whose rates it measures take turns (measuring), with each
 // other and, in ./bench.sh, with the full-size latency tests; the outage,

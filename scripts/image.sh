@@ -14,7 +14,7 @@
 # (--tag NAME:TAG replaces both). Running it:
 #   podman run --rm -v bifrost-state:/state -e BIFROST_COSMOS_ENDPOINT=… bifrost-migrate:latest run
 # Where the engine needs options to run a container (this project's test
-# machine: see the README), RUN_OPTS="…" adds them to `docker/podman run`;
+# machine: see docs/install.md), RUN_OPTS="…" adds them to `docker/podman run`;
 # buildah runs the checks with --isolation chroot (BUILDAH_ISOLATION).
 #
 # Usage: scripts/image.sh [--engine docker|podman|buildah] [--tag NAME:TAG] [--binary FILE] [--allow-dirty]
@@ -142,7 +142,7 @@ run_in_image() {
 	esac
 }
 if ! got=$(run_in_image --version); then
-	echo "image.sh: ${tags[0]} is built, but $engine could not run it (the error is above); where the machine restricts limits or cgroups, RUN_OPTS=\"…\" gives $engine run options (the README says which worked on the project's test machine), or try --engine buildah" >&2
+	echo "image.sh: ${tags[0]} is built, but $engine could not run it (the error is above); where the machine restricts limits or cgroups, RUN_OPTS=\"…\" gives $engine run options (docs/install.md says which worked on the project's test machine), or try --engine buildah" >&2
 	exit 1
 fi
 if [ "$(printf '%s\n' "$got" | head -1)" != "bifrost-migrate $version" ]; then

@@ -78,8 +78,8 @@ func Lookup(ctx context.Context, r PageReader, prefix, table string, key Key, se
 
 // Read-ahead of ScanRanges: how many ranges it reads at once, and how many
 // pages, in all, the ranges after the one being delivered may hold (a
-// page is megabytes; one was as fast as two at 150 ms, README
-// Performance).
+// page is megabytes; one was as fast as two at 150 ms: commit b730f09,
+// docs/performance.md).
 const (
 	RangesAtOnce = 4
 	PagesAhead   = 1

@@ -141,7 +141,7 @@ const (
 // and value exactly; properties the doc does not carry are kept; changed
 // and new values take existing's Edm type when they fit it, else the type
 // the Python SDK gives them (see docs/mapping.md, "Back to the tables",
-// and transform/DECISIONS.md for the list of normalizations).
+// and docs/design.md for the list of normalizations).
 //
 // It returns an error only for a caller's mistake: options that
 // Options.Validate rejects, a zero opts.Now (the status index's

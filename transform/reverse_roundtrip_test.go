@@ -17,7 +17,7 @@ import (
 
 // The round trip of SPEC §15 as a tested property: ReverseDoc of the doc
 // Transform made from a fixture row gives the row back, except the
-// normalizations listed in transform/DECISIONS.md ("Back to the tables"),
+// normalizations listed in docs/design.md ("Back to the tables"),
 // each of which is named here and has its own unit test in
 // reverse_test.go.
 
@@ -266,7 +266,7 @@ type normalization struct {
 	applies func(c diffCtx) bool
 }
 
-// The normalizations of a changed value (DECISIONS.md).
+// The normalizations of a changed value (docs/design.md).
 var changedNormalizations = []normalization{
 	{"timestamp-isoformat", func(c diffCtx) bool {
 		tm, ok := ParseTimestamp(c.want.Str)
@@ -393,7 +393,7 @@ func explainDiffs(t *testing.T, src, want Row, ro ReverseOutcome, norms []normal
 }
 
 // checkUsed fails unless exactly the listed normalizations occurred: the
-// list in DECISIONS.md is neither longer nor shorter than what happens.
+// list in docs/design.md is neither longer nor shorter than what happens.
 func checkUsed(t *testing.T, used map[string]int, want ...string) {
 	t.Helper()
 	var got []string

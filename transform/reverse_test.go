@@ -106,7 +106,7 @@ func runRev(t *testing.T, docJSON, existing, table string, opts *Options) Revers
 	return ro
 }
 
-// The normalizations (DECISIONS.md, "Back to the tables"), one test each.
+// The normalizations (docs/design.md, "Back to the tables"), one test each.
 
 func TestReverseNormalizationTimestamp(t *testing.T) {
 	runRevCases(t, []revCase{{
