@@ -32,7 +32,7 @@ case "$report" in /*) ;; *) report="$PWD/$report" ;; esac
 export EMULATOR_LOGS="$tmp/emulator-logs"
 mkdir -p "$EMULATOR_LOGS"
 . scripts/emulators.sh
-trap 'stop_emulators; rm -rf "$tmp"' EXIT
+trap 'stop_emulators $?; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
 if [ -t 1 ]; then

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/emulators.sh
-trap stop_emulators EXIT
+trap 'stop_emulators $?' EXIT
 trap 'exit 130' INT TERM
 
 start_emulators rates

@@ -15,8 +15,10 @@
 # BIFROST_COSMOS_FEED_CONNECTION too when it is set and answers, and
 # otherwise starts a front before the reused stand-in (an https:// Cosmos
 # DB endpoint, the Linux emulator's or Azure's, serves a change feed of its
-# own: the feed connection is then CosmosDBConnection). stop_emulators stops
-# only what start_emulators started; callers run it from an EXIT trap.
+# own: the feed connection is then CosmosDBConnection). stop_emulators
+# [STATUS] stops only what start_emulators started, and removes the logs'
+# temporary folder unless STATUS (the caller's exit status) is not 0;
+# callers run it from an EXIT trap with $?.
 
 AZURITE_VERSION=3.37.0
 COSMOSDB_SERVER_VERSION=1.0.1
@@ -239,7 +241,11 @@ stop_emulators() {
 		FEED_FRONT_DIR=
 	fi
 	if [ -n "$EMULATOR_LOGS_OWNED" ]; then
-		rm -rf "$EMULATOR_LOGS"
+		if [ "${1:-0}" = 0 ]; then
+			rm -rf "$EMULATOR_LOGS"
+		else
+			log "the emulators' logs are kept in $EMULATOR_LOGS (the command failed)"
+		fi
 		EMULATOR_LOGS_OWNED=
 	fi
 }
