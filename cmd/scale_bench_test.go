@@ -255,6 +255,8 @@ func scaleVerify(w *scaleWorld, srv *scaleServers) (docs int64, problems []strin
 // cycles (GODEBUG=gctrace=1), and checks every doc. It asserts nothing
 // about speed; it runs only with BIFROST_BENCH=1 and
 // BIFROST_BENCH_ONLY=scale (./bench.sh), never in ./test.sh.
+// BIFROST_SCALE_MODES=run (or dry-run) runs one mode;
+// BIFROST_SCALE_BIN=path measures that binary instead of this build.
 func TestScaleBenchmark(t *testing.T) {
 	if os.Getenv("BIFROST_BENCH") != "1" || os.Getenv("BIFROST_BENCH_ONLY") != "scale" {
 		t.Skip("benchmark: set BIFROST_BENCH=1 BIFROST_BENCH_ONLY=scale (see README.md, Performance)")
@@ -274,7 +276,10 @@ func TestScaleBenchmark(t *testing.T) {
 	if v := os.Getenv("BIFROST_SCALE_MODES"); v != "" {
 		modes = strings.Split(v, ",")
 	}
-	bin := testenv.Build(t)
+	bin := os.Getenv("BIFROST_SCALE_BIN") // another build, to compare
+	if bin == "" {
+		bin = testenv.Build(t)
+	}
 	var report bytes.Buffer
 	logf := func(format string, args ...any) {
 		line := fmt.Sprintf(format, args...)
@@ -357,7 +362,8 @@ func scaleRun(t *testing.T, bin string, w *scaleWorld, dry bool) scaleResult {
 		t.Fatal(err)
 	}
 	var user, sys float64
-	if _, err := fmt.Sscan(string(usage), &res.RSS, &user, &sys); err != nil {
+	// The last line: GNU time says first when the exit status is not 0.
+	if _, err := fmt.Sscan(lastLines(string(usage), 1), &res.RSS, &user, &sys); err != nil {
 		t.Fatalf("GNU time wrote %q: %v", usage, err)
 	}
 	res.RSS *= 1024
@@ -459,8 +465,8 @@ func scaleSDKAlone(t *testing.T, docs int) sdkAlone {
 // TestScaleSDKAlone is the SDK alone, run by TestScaleBenchmark in a
 // process of its own: BIFROST_SCALE_SDK_DOCS upserts of the docs of
 // 20,000 executions (their bytes made beforehand) from
-// migrate.DefaultConcurrency goroutines calling azcosmos's UpsertItem,
-// with an HTTP transport that keeps a connection per goroutine, into the
+// sdkWriters goroutines calling azcosmos's UpsertItem,
+// with an HTTP transport that keeps its connections, into the
 // sink at BIFROST_SCALE_SDK_ENDPOINT. It prints the CPU time this process
 // spent on the upserts (rusage, from their first to their last) per doc.
 func TestScaleSDKAlone(t *testing.T) {
@@ -489,7 +495,9 @@ func TestScaleSDKAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 2 * migrate.DefaultConcurrency
+	// As the tool's transport (azure.HTTPClient): no idle connection is
+	// closed for want of room while the writers reuse them.
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 1024
 	client, err := azcosmos.NewClientWithKey(endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: tr}}})
 	if err != nil {
 		t.Fatal(err)
@@ -512,8 +520,8 @@ func TestScaleSDKAlone(t *testing.T) {
 	var next atomic.Int64
 	next.Store(1)
 	var wg sync.WaitGroup
-	errs := make(chan error, migrate.DefaultConcurrency)
-	for range migrate.DefaultConcurrency {
+	errs := make(chan error, sdkWriters)
+	for range sdkWriters {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
@@ -536,11 +544,15 @@ func TestScaleSDKAlone(t *testing.T) {
 	elapsed := time.Since(start)
 	cpu := rusageCPU() - cpu0
 	metrics.Read(samples)
-	res := sdkAlone{Docs: total, Writers: migrate.DefaultConcurrency, Seconds: elapsed.Seconds(),
+	res := sdkAlone{Docs: total, Writers: sdkWriters, Seconds: elapsed.Seconds(),
 		CPUMicrosPerDoc: cpu.Seconds() * 1e6 / float64(total-1), GCShare: (samples[0].Value.Float64() - gc0) / cpu.Seconds()}
 	b, _ := json.Marshal(res)
 	fmt.Printf("SDKALONE %s\n", b)
 }
+
+// sdkWriters is how many goroutines write at once in TestScaleSDKAlone:
+// about the writes run keeps in flight before this sink (its window).
+const sdkWriters = 64
 
 // rusageCPU is the user + system CPU time of this process.
 func rusageCPU() time.Duration {
