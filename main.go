@@ -4,21 +4,14 @@ package main
 
 import (
 	"os"
-	"runtime/debug"
 
 	"github.com/bifrost/bifrost-migrate/cmd"
+	"github.com/bifrost/bifrost-migrate/internal/memlimit"
 )
 
-// memoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT
-// says otherwise (README, Far from the accounts): the garbage collector
-// works harder as the process nears it, instead of letting the heap grow
-// to twice what is live. What is live is bounded by the pages in flight
-// and the requests in flight, well below it.
-const memoryLimit = 64 << 20
-
 func main() {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryLimit)
-	}
+	// The garbage collector's rule (README, Performance): a floor, then
+	// twice what is live; GOMEMLIMIT or GOGC from the user wins.
+	memlimit.Start(os.Getenv)
 	os.Exit(cmd.Main())
 }
