@@ -256,7 +256,8 @@ func scaleVerify(w *scaleWorld, srv *scaleServers) (docs int64, problems []strin
 // about speed; it runs only with BIFROST_BENCH=1 and
 // BIFROST_BENCH_ONLY=scale (./bench.sh), never in ./test.sh.
 // BIFROST_SCALE_MODES=run (or dry-run) runs one mode;
-// BIFROST_SCALE_BIN=path measures that binary instead of this build.
+// BIFROST_SCALE_BIN=path measures that binary instead of this build;
+// BIFROST_SCALE_TOOL_ENV="K=V …" adds to its environment (GOGC=…).
 func TestScaleBenchmark(t *testing.T) {
 	if os.Getenv("BIFROST_BENCH") != "1" || os.Getenv("BIFROST_BENCH_ONLY") != "scale" {
 		t.Skip("benchmark: set BIFROST_BENCH=1 BIFROST_BENCH_ONLY=scale (see README.md, Performance)")
@@ -295,9 +296,9 @@ func TestScaleBenchmark(t *testing.T) {
 		for _, mode := range modes {
 			r := scaleRun(t, bin, w, mode == "dry-run")
 			results[mode] = append(results[mode], r)
-			logf("%s, %d rows (%d docs): %.1fs = %.0f rows/s; CPU %.1f µs per row; peak RSS %.1f MB; GC %.1f %% of the CPU in %d cycles, live heap at the last %.1f MB (peak %.1f MB)",
+			logf("%s, %d rows (%d docs): %.1fs = %.0f rows/s; CPU %.1f µs per row; peak RSS %.1f MB; GC %.1f %% of the CPU (%.1f %% on idle processors) in %d cycles, live heap at the last %.1f MB (peak %.1f MB)",
 				mode, r.Rows, r.Docs, r.Wall.Seconds(), float64(r.Rows)/r.Wall.Seconds(), r.CPUMicrosPerRow(), float64(r.RSS)/1e6,
-				100*r.GCShare(), r.GC.Cycles, r.GC.LastLiveMB, r.GC.PeakLiveMB)
+				100*r.GCShare(), 100*r.GC.Idle.Seconds()/r.CPU.Seconds(), r.GC.Cycles, r.GC.LastLiveMB, r.GC.PeakLiveMB)
 		}
 	}
 	for _, mode := range modes {
@@ -342,6 +343,10 @@ func scaleRun(t *testing.T, bin string, w *scaleWorld, dry bool) scaleResult {
 	}
 	env := srv.env()
 	env["GODEBUG"] = "gctrace=1"
+	for _, kv := range strings.Fields(os.Getenv("BIFROST_SCALE_TOOL_ENV")) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
 	rssFile := filepath.Join(t.TempDir(), "rusage")
 	c := exec.Command("/usr/bin/time", append([]string{"-o", rssFile, "-f", "%M %U %S", bin}, args...)...)
 	c.Env = os.Environ()
@@ -396,6 +401,7 @@ func lastLines(s string, n int) string {
 type gcTrace struct {
 	Cycles                 int
 	CPU                    time.Duration // sweep termination + mark (assist, background, idle) + mark termination
+	Idle                   time.Duration // of which marking on otherwise idle processors
 	LastLiveMB, PeakLiveMB float64
 }
 
@@ -417,6 +423,8 @@ func parseGCTrace(stderr string) gcTrace {
 			ms += v
 		}
 		g.CPU += time.Duration(ms * float64(time.Millisecond))
+		idle, _ := strconv.ParseFloat(m[4], 64)
+		g.Idle += time.Duration(idle * float64(time.Millisecond))
 		live, _ := strconv.ParseFloat(m[8], 64)
 		g.LastLiveMB = live
 		g.PeakLiveMB = max(g.PeakLiveMB, live)

@@ -1,8 +1,9 @@
-// Package memlimit sets the garbage collector of the command
-// (README, Performance, memory): the heap may grow to a floor before the
-// collector runs, and beyond it to twice what is live, so that the
-// collector never runs back to back because the live heap neared a fixed
-// limit, and never runs often because the live heap is small.
+// Package memlimit sets the garbage collector's rule for the command
+// (README, Performance): the collector runs when the heap has grown by
+// the live heap or by Headroom, whichever is more, beyond what was live
+// after the last collection. So it never runs back to back because the
+// live heap neared a fixed limit, and never runs often because the live
+// heap is small.
 package memlimit
 
 import (
@@ -11,24 +12,28 @@ import (
 	"runtime/metrics"
 )
 
-// Floor is the memory the process may use before the collector runs,
-// whatever is live: the pages and requests in flight, the sets of ids and
-// the runtime's own.
-const Floor = 64 << 20
+// Headroom is the least the heap may grow by between two collections.
+const Headroom = 64 << 20
 
-// Start sets the collector's rule for the process: the collector runs
-// when the process's memory reaches max(Floor, what the runtime holds
-// besides the heap + twice the live heap), the limit set again after each
-// collection from what it found live. A GOMEMLIMIT or GOGC the user set
-// (getenv) wins: Start then changes nothing. It returns whether it set
-// the rule. Call it once, at the start.
+// Start sets the collector's rule for the process: GOGC off, and a soft
+// memory limit of (the runtime's memory besides the heap) + live +
+// max(live, Headroom), set again after each collection from what it
+// found live. A GOMEMLIMIT or GOGC the user set (getenv) wins: Start
+// then changes nothing. It returns whether it set the rule. Call it
+// once, at the start.
 func Start(getenv func(string) string) bool {
 	if getenv("GOMEMLIMIT") != "" || getenv("GOGC") != "" {
 		return false
 	}
-	debug.SetMemoryLimit(Floor)
+	samples := newSamples()
+	debug.SetMemoryLimit(Limit(samples))
 	debug.SetGCPercent(-1) // the limit alone starts a collection
-	samples := []metrics.Sample{
+	afterEachGC(func() { debug.SetMemoryLimit(Limit(samples)) })
+	return true
+}
+
+func newSamples() []metrics.Sample {
+	return []metrics.Sample{
 		{Name: "/gc/heap/live:bytes"},
 		{Name: "/memory/classes/total:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"},
@@ -36,12 +41,10 @@ func Start(getenv func(string) string) bool {
 		{Name: "/memory/classes/heap/unused:bytes"},
 		{Name: "/memory/classes/heap/free:bytes"},
 	}
-	afterEachGC(func() { debug.SetMemoryLimit(Limit(samples)) })
-	return true
 }
 
-// Limit is the memory limit for the live heap and the runtime's other
-// memory that samples read now: max(Floor, other + 2 × live).
+// Limit is the memory limit for what samples read now: the runtime's
+// memory besides the heap + live + max(live, Headroom).
 func Limit(samples []metrics.Sample) int64 {
 	metrics.Read(samples)
 	v := func(i int) int64 {
@@ -51,8 +54,8 @@ func Limit(samples []metrics.Sample) int64 {
 		return int64(samples[i].Value.Uint64())
 	}
 	live := v(0)
-	other := v(1) - v(2) - v(3) - v(4) - v(5) // stacks, metadata, buffers
-	return max(Floor, max(other, 0)+2*live)
+	other := max(0, v(1)-v(2)-v(3)-v(4)-v(5)) // stacks, metadata, buffers
+	return other + live + max(live, Headroom)
 }
 
 // afterEachGC calls f after every collection, on the finalizer goroutine.

@@ -9,7 +9,7 @@ import (
 )
 
 // limitReaches waits (collecting) until the memory limit satisfies ok.
-func limitReaches(t *testing.T, ok func(int64) bool) int64 {
+func limitReaches(t *testing.T, what string, ok func(int64) bool) int64 {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -20,7 +20,7 @@ func limitReaches(t *testing.T, ok func(int64) bool) int64 {
 			return l
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("memory limit stays %d", l)
+			t.Fatalf("%s: the memory limit stays %d MB", what, l>>20)
 		}
 	}
 }
@@ -39,18 +39,19 @@ func TestStart(t *testing.T) {
 	}
 	defer debug.SetMemoryLimit(math.MaxInt64)
 	defer debug.SetGCPercent(100)
-	limitReaches(t, func(l int64) bool { return l == Floor })
-	// The limit follows what is live: 200 MB live, a limit above 400 MB.
+	if old := debug.SetGCPercent(-1); old != -1 {
+		t.Errorf("GOGC %d, want off", old)
+	}
+	// Little live: Headroom above it.
+	small := limitReaches(t, "little live", func(l int64) bool { return l >= Headroom && l < Headroom+64<<20 })
+	// The limit follows what is live: twice the 200 MB live, and the rest.
 	live := make([][]byte, 200)
 	for i := range live {
 		live[i] = make([]byte, 1<<20)
 		live[i][0] = 1
 	}
-	l := limitReaches(t, func(l int64) bool { return l >= 400<<20 })
-	if l > 500<<20 {
-		t.Errorf("limit %d MB for 200 MB live", l>>20)
-	}
+	limitReaches(t, "200 MB live", func(l int64) bool { return l >= 400<<20 && l < small+400<<20 })
 	runtime.KeepAlive(live)
 	live = nil
-	limitReaches(t, func(l int64) bool { return l == Floor })
+	limitReaches(t, "live again released", func(l int64) bool { return l < Headroom+64<<20 })
 }
