@@ -7,6 +7,9 @@
 package memlimit
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -73,4 +76,61 @@ func afterEachGC(f func()) {
 type sentinel struct {
 	_ *int
 	_ [16]byte
+}
+
+// CPUClasses are the runtime's own account of a process's processor time
+// (runtime/metrics /cpu/classes/…, in seconds): what the garbage
+// collector, the Go code and the scavenger used, and the time the
+// processors were idle. They are estimates from the time each processor
+// spent on each, not from the operating system; GC / (GC + User +
+// Scavenge) is the collector's share of the time the process worked,
+// whoever else shares the machine.
+type CPUClasses struct {
+	GC       float64 `json:"gc"`
+	User     float64 `json:"user"`
+	Scavenge float64 `json:"scavenge"`
+	Idle     float64 `json:"idle"`
+}
+
+// ReadCPUClasses reads the process's CPUClasses now.
+func ReadCPUClasses() CPUClasses {
+	s := []metrics.Sample{
+		{Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/cpu/classes/user:cpu-seconds"},
+		{Name: "/cpu/classes/scavenge/total:cpu-seconds"},
+		{Name: "/cpu/classes/idle:cpu-seconds"},
+	}
+	metrics.Read(s)
+	f := func(i int) float64 {
+		if s[i].Value.Kind() != metrics.KindFloat64 {
+			return 0
+		}
+		return s[i].Value.Float64()
+	}
+	return CPUClasses{GC: f(0), User: f(1), Scavenge: f(2), Idle: f(3)}
+}
+
+// GCShare is GC / (GC + User + Scavenge): the collector's share of the
+// time the process worked.
+func (c CPUClasses) GCShare() float64 {
+	if w := c.GC + c.User + c.Scavenge; w > 0 {
+		return c.GC / w
+	}
+	return 0
+}
+
+// WriteCPUClasses writes the process's CPUClasses as JSON to the file
+// path; an empty path writes nothing.
+func WriteCPUClasses(path string) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.Marshal(ReadCPUClasses())
+	if err == nil {
+		err = os.WriteFile(path, b, 0o600)
+	}
+	if err != nil {
+		return fmt.Errorf("BIFROST_CPU_CLASSES: %w", err)
+	}
+	return nil
 }
