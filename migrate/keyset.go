@@ -31,8 +31,8 @@ import (
 // decides (SPEC §11).
 
 // Their sizes. A filter's false-match rate grows with the keys it holds:
-// with bloomHashes 5, about 1 in 10,000 at 30 bits a key, 1 in 500 at 17,
-// 1 in 25 at 7 (a 4 MiB filter holds 33.5 million bits).
+// with bloomHashes 5, 1 in 12,000 at 33 bits a key, 1 in 700 at 17, 1 in
+// 24 at 7 (a 4 MiB filter holds 33.5 million bits; README, Performance).
 const (
 	// idMemoryKeys is how many doc ids a keySet holds in memory (a map of
 	// 16-byte keys, about 1 MB) before it writes them out as a run.

@@ -1,9 +1,13 @@
 package memlimit
 
 import (
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,4 +58,24 @@ func TestStart(t *testing.T) {
 	runtime.KeepAlive(live)
 	live = nil
 	limitReaches(t, "live again released", func(l int64) bool { return l < Headroom+64<<20 })
+}
+
+// The CPU classes go to the file named, as JSON; no file, no output; a
+// file that cannot be written is an error naming the setting.
+func TestWriteCPUClasses(t *testing.T) {
+	if err := WriteCPUClasses(""); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "classes.json")
+	if err := WriteCPUClasses(path); err != nil {
+		t.Fatal(err)
+	}
+	var c CPUClasses
+	if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &c) != nil || c.User <= 0 || c.GCShare() < 0 || c.GCShare() >= 1 {
+		t.Fatalf("classes %+v, %v", c, err)
+	}
+	err := WriteCPUClasses(filepath.Join(t.TempDir(), "missing", "classes.json"))
+	if err == nil || !strings.HasPrefix(err.Error(), "BIFROST_CPU_CLASSES: ") {
+		t.Fatalf("err %v", err)
+	}
 }
