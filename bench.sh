@@ -9,12 +9,28 @@
 #   - TestLatencyBenchmark: the share of the budget, docs/s and peak RSS of
 #     `run` at 0, 20, 80 and 150 ms (docs/performance.md, "Far from the accounts");
 #   - TestRunBenchmark: `run` and `run --dry-run` against the raw ceilings,
-#     and peak RSS (docs/performance.md, "run").
+#     and peak RSS (docs/performance.md, "run");
+#   - TestScaleBenchmark: `run` and `run --dry-run` at 1 and 5 million
+#     rows against services in the test process, beside the SDK alone
+#     (docs/performance.md, "At any size").
 #
 # Extra arguments go to `go test` (e.g. ./bench.sh -run TestLatencyBenchmark).
-# Takes about 25 minutes on a 2-core machine.
+# Takes about 40 minutes on a 2-core machine. BIFROST_BENCH_ONLY=scale runs
+# the scale benchmark alone (about 15 minutes), without the emulators:
+#
+#   BIFROST_BENCH_ONLY=scale ./bench.sh
+#   BIFROST_BENCH_ONLY=scale BIFROST_SCALE_ROWS=1000000,5000000,10000000 ./bench.sh
 set -euo pipefail
 cd "$(dirname "$0")"
+if [ "${BIFROST_BENCH_ONLY:-}" = scale ]; then
+	# Its services run in the test process: no emulators.
+	export BIFROST_BENCH=1
+	run=(-run 'TestScaleBenchmark$')
+	for a in "$@"; do
+		case "$a" in -run | -run=*) run=() ;; esac
+	done
+	exec go test -count=1 -timeout 120m -v "${run[@]}" "$@" ./cmd/
+fi
 . scripts/emulators.sh
 trap 'stop_emulators $?' EXIT
 trap 'exit 130' INT TERM
@@ -23,8 +39,8 @@ start_emulators rates
 export BIFROST_INTEGRATION=1 BIFROST_BENCH=1
 # TestRunBenchmark at the size docs/performance.md's table was measured at.
 export BIFROST_BENCH_N="${BIFROST_BENCH_N:-20000}"
-run=(-run 'TestRunAtLatency|TestWindowAtLatency|TestLatencyBenchmark|TestRunBenchmark')
+run=(-run 'TestRunAtLatency|TestWindowAtLatency|TestLatencyBenchmark|TestRunBenchmark|TestScaleBenchmark')
 for a in "$@"; do
 	case "$a" in -run | -run=*) run=() ;; esac
 done
-go test -count=1 -timeout 90m -v "${run[@]}" "$@" ./cmd/
+go test -count=1 -timeout 150m -v "${run[@]}" "$@" ./cmd/

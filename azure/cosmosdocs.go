@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -38,9 +39,10 @@ import (
 //
 // CosmosDocs is safe for concurrent use.
 type CosmosDocs struct {
-	client   *azcosmos.Client
-	database string
-	retry    RetryOptions
+	client     *azcosmos.Client
+	database   string
+	retry      RetryOptions
+	containers sync.Map // name → *azcosmos.ContainerClient
 }
 
 // resource is container of d's database, for a *ResourceError.
@@ -178,16 +180,17 @@ var noSDKRetries = policy.RetryOptions{MaxRetries: -1}
 // do runs op until it succeeds, fails permanently, or the retry budget is
 // spent. Every attempt's request charge is added to *charge.
 func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charge *float64, op func(context.Context, *azcosmos.ContainerClient) (float64, error)) error {
-	where := fmt.Sprintf("cosmos %s %s/%s", opName, container, id)
-	c, err := d.client.NewContainer(d.database, container)
+	where := func() string { return fmt.Sprintf("cosmos %s %s/%s", opName, container, id) }
+	c, err := d.container(container)
 	if err != nil {
-		return fmt.Errorf("%s: %w", where, err)
+		return fmt.Errorf("%s: %w", where(), err)
 	}
 	o := d.retry
-	b := newRetryBudget(o, where)
+	var b *retryBudget
 	// Our loop is the only one retrying: neither azcore's policy nor the
 	// clients' retryPolicy repeat these requests.
 	ctx = SingleAttempt(policy.WithRetryOptions(ctx, noSDKRetries))
+	start := o.Now()
 	for {
 		actx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
 		rc, err := op(actx, c)
@@ -200,7 +203,7 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 			*charge += responseCharge(err)
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", where, ctx.Err())
+			return fmt.Errorf("%s: %w", where(), ctx.Err())
 		}
 		wait, transient := classify(err)
 		if !transient {
@@ -217,7 +220,10 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 			if errors.As(err, &re) {
 				return &store.PermanentError{StatusCode: re.StatusCode, Reason: fmt.Sprintf("cosmos %s: %s", opName, describe(err))}
 			}
-			return &ResourceError{Resource: d.resource(container), Op: where, Err: ScrubError(err)}
+			return &ResourceError{Resource: d.resource(container), Op: where(), Err: ScrubError(err)}
+		}
+		if b == nil {
+			b = &retryBudget{o: o, op: where(), start: start}
 		}
 		if err := b.next(ctx, err, wait, isThrottle(err)); err != nil {
 			if errors.Is(err, store.ErrRetriesExhausted) {
@@ -226,6 +232,19 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 			return err
 		}
 	}
+}
+
+// container returns the client of container, made once.
+func (d *CosmosDocs) container(name string) (*azcosmos.ContainerClient, error) {
+	if c, ok := d.containers.Load(name); ok {
+		return c.(*azcosmos.ContainerClient), nil
+	}
+	c, err := d.client.NewContainer(d.database, name)
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := d.containers.LoadOrStore(name, c)
+	return actual.(*azcosmos.ContainerClient), nil
 }
 
 func responseCharge(err error) float64 {

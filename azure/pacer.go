@@ -22,9 +22,14 @@ const (
 	// the cap by more than a few percent.
 	pacerBurst = 0.1
 	// pacerStartRate is the adaptive pacer's rate before it knows the
-	// account (RU/s); it doubles every second the demand uses it fully
-	// (slow start) until the first 429.
+	// account (RU/s); it doubles every pacerRampStep the demand uses it
+	// fully (slow start) until the first 429, so that a command reaches
+	// the account's rate in about a second: 500 RU/s becomes 64,000 in
+	// 0.7 s.
 	pacerStartRate = 500
+	// pacerRampStep is how often the rate may double before the first
+	// 429; after it, the rate grows at most once a second.
+	pacerRampStep = 100 * time.Millisecond
 	// pacerMinRate is the floor of the adaptive rate (RU/s).
 	pacerMinRate = 10
 	// pacerDecrease multiplies the rate on a 429 (at most once per
@@ -61,7 +66,8 @@ const (
 //   - with a cap (--max-ru N), at most N RU/s, with a burst of
 //     pacerBurst seconds, so that no 5-second window exceeds 1.1 × N;
 //   - without, at a rate it adapts to the account: it starts at
-//     pacerStartRate and doubles while the command uses it fully, and
+//     pacerStartRate and doubles every pacerRampStep while the command
+//     uses it fully, and
 //     from the first 429 on it decreases multiplicatively on 429 and
 //     increases additively otherwise (AIMD), up to the cap if any.
 //
@@ -82,7 +88,7 @@ type Pacer struct {
 	holdUntil time.Time // after a 429, nobody sends before this
 	decreased time.Time // last multiplicative decrease
 	throttled time.Time // last 429
-	grew      time.Time // last increase (once per second)
+	grew      time.Time // last increase (once per second, or pacerRampStep before any 429)
 	used      float64   // RU reserved since grew: was the rate used?
 	estimates map[string]float64
 
@@ -202,15 +208,19 @@ func (p *Pacer) reserve(now time.Time, estimate float64) time.Duration {
 }
 
 // refill adds what the rate gives since the last refill, up to the burst,
-// and grows the rate once a second when the demand used it (the caller
-// holds mu).
+// and grows the rate when the demand used it: every pacerRampStep before
+// the first 429, then once a second (the caller holds mu).
 func (p *Pacer) refill(now time.Time) {
 	if dt := now.Sub(p.refilled).Seconds(); dt > 0 {
 		p.balance = min(p.balance+p.rate*dt, p.rate*pacerBurst)
 		p.refilled = now
 	}
+	step := time.Second
+	if p.threshold == 0 && p.throttled.IsZero() {
+		step = pacerRampStep // never throttled: ramp up fast
+	}
 	dt := now.Sub(p.grew).Seconds()
-	if dt < 1 {
+	if dt < step.Seconds() {
 		return
 	}
 	busy := p.used >= pacerBusy*p.rate*dt

@@ -217,6 +217,30 @@ func TestPacerAdaptsToTheAccount(t *testing.T) {
 	}
 }
 
+// A command reaches the account's rate in about a second: before any
+// 429 the rate doubles every pacerRampStep while it is used. From the
+// second second on it uses at least 0.85 of the budget, and the ramp's
+// overshoot costs few 429s.
+func TestPacerRampsUpInASecond(t *testing.T) {
+	for _, budget := range []float64{2000, 10000, 50000} {
+		t.Run(fmt.Sprintf("%g RU/s", budget), func(t *testing.T) {
+			acct := &simAccount{budget: constant(budget), balance: budget}
+			r := simulate(simPacer(0), acct, 256, 15, 0.005, 10)
+			share := float64(r.throttled) / float64(r.attempts)
+			t.Logf("first second %.0f RU/s, then %.0f RU/s; %.1f %% throttled", r.mean(0, 1), r.mean(1, 10), 100*share)
+			if m := r.mean(1, 10); m < 0.85*budget {
+				t.Errorf("from the second second: %.0f RU/s, want ≥ %.0f", m, 0.85*budget)
+			}
+			if m := r.mean(1, 2); m < 0.85*budget {
+				t.Errorf("in the second second: %.0f RU/s, want ≥ %.0f", m, 0.85*budget)
+			}
+			if share > 0.10 {
+				t.Errorf("%.1f %% of the attempts throttled, want ≤ 10 %%", 100*share)
+			}
+		})
+	}
+}
+
 // When the account's budget drops to zero for a minute the pacer waits it
 // out and then finds the budget again.
 func TestPacerRecoversAfterAnOutage(t *testing.T) {

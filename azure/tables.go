@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
@@ -192,7 +193,9 @@ func (r *TableReader) query(ctx context.Context, table string, q store.Query, fr
 	if resp.StatusCode != http.StatusOK {
 		return nil, store.Cursor{}, r.fail(table, runtime.NewResponseError(resp))
 	}
-	body, err := io.ReadAll(resp.Body)
+	// The pipeline read the body already (a connection broken while
+	// reading it is retried there): no copy of a page of megabytes.
+	body, err := runtime.Payload(resp)
 	if err != nil {
 		return nil, store.Cursor{}, fmt.Errorf("table %s: read page: %w", table, err)
 	}
@@ -257,7 +260,7 @@ func (r *TableReader) getRow(ctx context.Context, table string, key store.Key, s
 	default:
 		return nil, false, r.fail(table, runtime.NewResponseError(resp))
 	}
-	body, err := io.ReadAll(resp.Body)
+	body, err := runtime.Payload(resp)
 	if err != nil {
 		return nil, false, fmt.Errorf("table %s: read row: %w", table, err)
 	}
@@ -271,17 +274,53 @@ func isTableMissing(err error) bool {
 	return errors.As(err, &re) && re.ErrorCode == "TableNotFound"
 }
 
-// splitValue returns the raw entities of a query response {"value":[...]}.
+// splitValue returns the raw entities of a query response {"value":[...]}:
+// slices of body, which it checks but does not copy or decode (each
+// entity is decoded once, by DecodeEntity).
 func splitValue(body []byte) ([]json.RawMessage, error) {
-	var resp struct {
-		Value []json.RawMessage `json:"value"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&resp); err != nil {
+	var raws []json.RawMessage
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	err := func() error {
+		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+			return errors.Join(err, errors.New("not a JSON object"))
+		}
+		for dec.PeekKind() != '}' {
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return err
+			}
+			if tok.String() != "value" || dec.PeekKind() != '[' {
+				if err := dec.SkipValue(); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := dec.ReadToken(); err != nil {
+				return err
+			}
+			for dec.PeekKind() != ']' {
+				start := dec.InputOffset()
+				if err := dec.SkipValue(); err != nil {
+					return err
+				}
+				raws = append(raws, bytes.TrimLeft(body[start:dec.InputOffset()], ", \t\r\n"))
+			}
+			if _, err := dec.ReadToken(); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		if _, err := dec.ReadToken(); err != io.EOF {
+			return errors.Join(err, errors.New("more after the page"))
+		}
+		return nil
+	}()
+	if err != nil {
 		return nil, fmt.Errorf("decode page: %w", err)
 	}
-	return resp.Value, nil
+	return raws, nil
 }
 
 // sharedKeyLitePolicy sets the version and date of Table service requests

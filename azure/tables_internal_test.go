@@ -28,3 +28,30 @@ func TestFilter(t *testing.T) {
 		}
 	}
 }
+
+// splitValue returns each entity of a page as the bytes the service sent,
+// and refuses what is not a page.
+func TestSplitValue(t *testing.T) {
+	body := []byte(`{"odata.metadata":"x","value":[ {"PartitionKey":"a","RowKey":"1","N":5.0,"S":"\u00e9]}"} ,{"PartitionKey":"b","RowKey":"2","O":{"x":[1,2]}}],"more":true}`)
+	raws, err := splitValue(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"PartitionKey":"a","RowKey":"1","N":5.0,"S":"\u00e9]}"}`, `{"PartitionKey":"b","RowKey":"2","O":{"x":[1,2]}}`}
+	if len(raws) != len(want) {
+		t.Fatalf("%d entities, want %d", len(raws), len(want))
+	}
+	for i := range want {
+		if string(raws[i]) != want[i] {
+			t.Errorf("entity %d: %s, want %s", i, raws[i], want[i])
+		}
+	}
+	if raws, err := splitValue([]byte(`{"value":[]}`)); err != nil || len(raws) != 0 {
+		t.Errorf("empty page: %d entities, %v", len(raws), err)
+	}
+	for _, bad := range []string{`[]`, `{"value":[{"a":1}`, `{"value":[{"a":1}]} {}`, ``} {
+		if _, err := splitValue([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

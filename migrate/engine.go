@@ -178,13 +178,18 @@ func (p pipeline[T]) commitInOrder(batches <-chan *batch[T]) error {
 	return err
 }
 
-// pool runs the writes of a pipeline on their own goroutines, at most
+// pool runs the writes of a pipeline on goroutines of its own, at most
 // flow.Limit() at once (asked again whenever a slot is wanted, so the
 // window may move while the pool works). Each write runs with a
 // store.Meter in its context, and the flow hears how long it took, less
 // its waits for the budget, and what it cost. The first error cancels the
 // pool's context and is what Wait returns (errgroup's rule). Go is called
 // from one goroutine; the rest is safe for concurrent use.
+//
+// A goroutine that finished a write takes the next one handed to it
+// (idle for at most poolIdle): a write goes deep into the SDK's stack,
+// and a goroutine made for each would grow its stack again every time
+// (about 6 µs of CPU a doc, README Performance).
 type pool struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -193,24 +198,49 @@ type pool struct {
 	mu     sync.Mutex
 	cond   sync.Cond
 	active int
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the writes
 	once   sync.Once
 	err    error
 	// unwake stops the wake-up at the end of ctx. A Go that waits for a
 	// slot is also woken every poolRecheck: the limit may have grown.
 	unwake func() bool
+	// tasks hands a write to an idle worker; workers counts the workers.
+	tasks   chan func()
+	workers sync.WaitGroup
 }
 
 // poolRecheck is how often a pool that waits for a slot asks its limit
-// again.
-const poolRecheck = 20 * time.Millisecond
+// again; poolIdle how long a worker waits for another write.
+const (
+	poolRecheck = 20 * time.Millisecond
+	poolIdle    = time.Second
+)
 
 func newPool(ctx context.Context, flow *Flow) *pool {
-	p := &pool{flow: flow}
+	p := &pool{flow: flow, tasks: make(chan func())}
 	p.ctx, p.cancel = context.WithCancelCause(ctx)
 	p.cond.L = &p.mu
 	p.unwake = context.AfterFunc(p.ctx, p.wake)
 	return p
+}
+
+// worker runs task, then the tasks handed to it, until it was idle for
+// poolIdle or the pool stopped.
+func (p *pool) worker(task func()) {
+	defer p.workers.Done()
+	idle := time.NewTimer(poolIdle)
+	defer idle.Stop()
+	for {
+		task()
+		idle.Reset(poolIdle)
+		select {
+		case task = <-p.tasks:
+		case <-idle.C:
+			return
+		case <-p.ctx.Done():
+			return
+		}
+	}
 }
 
 func (p *pool) wake() {
@@ -245,7 +275,7 @@ func (p *pool) Go(fn func(ctx context.Context) error) error {
 	p.mu.Unlock()
 	p.wg.Add(1)
 	p.flow.start()
-	go func() {
+	task := func() {
 		defer p.wg.Done()
 		m := &store.Meter{}
 		began := time.Now()
@@ -262,18 +292,26 @@ func (p *pool) Go(fn func(ctx context.Context) error) error {
 				p.cancel(err)
 			})
 		}
-	}()
+	}
+	select {
+	case p.tasks <- task: // an idle worker took it
+	default:
+		p.workers.Add(1)
+		go p.worker(task)
+	}
 	return nil
 }
 
 // tick wakes a Go that waits for a slot, so that it asks the limit again.
 func (p *pool) tick() { p.wake() }
 
-// Wait waits for every fn started and returns the first error.
+// Wait waits for every fn started, and for the workers to end, and
+// returns the first error.
 func (p *pool) Wait() error {
 	p.wg.Wait()
 	p.unwake()
 	p.cancel(nil)
+	p.workers.Wait()
 	return p.err
 }
 

@@ -40,7 +40,36 @@ type RunOptions struct {
 	// saved state is never resumed against another target. TablePrefix is
 	// part of it too.
 	Target string
+
+	// sets sizes the sets of ids the run keeps (keyset.go); zero fields
+	// take the defaults. Tests make them small.
+	sets setSizes
 }
+
+// setSizes are the sizes of the sets of ids run keeps: the doc ids held
+// in memory and the filters' bytes.
+type setSizes struct {
+	idMemoryKeys, idFilterBytes, execFilterBytes int
+}
+
+func (z setSizes) withDefaults() setSizes {
+	if z.idMemoryKeys <= 0 {
+		z.idMemoryKeys = idMemoryKeys
+	}
+	if z.idFilterBytes <= 0 {
+		z.idFilterBytes = idFilterBytes
+	}
+	if z.execFilterBytes <= 0 {
+		z.execFilterBytes = execFilterBytes
+	}
+	return z
+}
+
+// IDRunsDir is the directory in the state directory where a run keeps the
+// doc ids it has seen beyond what it holds in memory (SPEC §10, §11), and
+// removes when it ends. A dry run, which writes nothing there, keeps them
+// in a temporary directory instead.
+const IDRunsDir = "ids.tmp"
 
 // Deps are the services a run uses.
 type Deps struct {
@@ -90,8 +119,8 @@ type runner struct {
 	resumed bool
 
 	blobIdx transform.BlobIndex
-	ids     *transform.IDSet
-	execs   transform.ExecutionSet
+	ids     idSet
+	execs   *execFilter
 
 	// Bookkeeping of the committer (one goroutine at a time).
 	deadLetters int64 // dead letters recorded by this invocation and before
@@ -112,10 +141,12 @@ func newRunner(opts RunOptions, deps Deps) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	z := opts.sets.withDefaults()
 	r := &runner{
 		engine: e, opts: opts, tables: tables, src: deps.Source, docs: deps.Docs, blobs: deps.Blobs,
-		ids: transform.NewIDSet(), execs: transform.ExecutionSet{}, samples: map[string]int{},
+		execs: newExecFilter(z.execFilterBytes), samples: map[string]int{},
 	}
+	r.ids = idSet{newKeySet(z.idMemoryKeys, z.idFilterBytes, r.idRunsDir)}
 	r.fp = fingerprint(e.topts, tables, opts.TablePrefix, opts.Target)
 	if opts.DryRun {
 		// Dry run: decorators that write nothing, in place of the writers
@@ -126,6 +157,19 @@ func newRunner(opts RunOptions, deps Deps) (*runner, error) {
 		r.sink = &memorySink{}
 	}
 	return r, nil
+}
+
+// idRunsDir makes the directory of the doc ids beyond memory: IDRunsDir
+// in the state directory, or a temporary directory for a dry run.
+func (r *runner) idRunsDir() (string, error) {
+	if r.opts.DryRun {
+		return os.MkdirTemp("", "bifrost-migrate-ids-")
+	}
+	dir := filepath.Join(r.opts.StateDir, IDRunsDir)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return dir, os.Mkdir(dir, 0o700)
 }
 
 func newRunID(t time.Time) string {
@@ -152,6 +196,11 @@ func (r *runner) open() (*Summary, error) {
 		return nil, nil
 	}
 	dir := r.opts.StateDir
+	// The doc ids of an earlier invocation that did not end: a resume
+	// reads them again.
+	if err := os.RemoveAll(filepath.Join(dir, IDRunsDir)); err != nil {
+		return nil, err
+	}
 	if r.opts.Restart {
 		for _, name := range []string{StateFile, DeadLetterFile} {
 			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -236,6 +285,7 @@ func (r *runner) work(ctx context.Context) (Summary, error) {
 		return *s, err
 	}
 	defer r.sink.Close()
+	defer r.ids.keys.Close()
 	var err error
 	if r.blobIdx, err = listBlobs(ctx, r.blobs); err != nil {
 		return r.summary(), err
@@ -347,7 +397,9 @@ func (r *runner) reread(ctx context.Context, table string, ts *TableState, whole
 			if !whole && transform.CompareKeys(row.PartitionKey, row.RowKey, ts.LastPartitionKey, ts.LastRowKey) > 0 {
 				return store.ErrStop
 			}
-			r.decide(row)
+			if _, err := r.decide(row); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -366,16 +418,20 @@ func (r *runner) scanExecutions(ctx context.Context) error {
 }
 
 // decide transforms one row in read order: blob facts, the transform,
-// collisions, execution ids and dangling indexes.
-func (r *runner) decide(row transform.Row) transform.Outcome {
-	o := r.ids.Check(transform.Transform(row, factsOf(r.blobIdx, row), r.topts))
+// collisions, execution ids and dangling indexes. It fails when the doc
+// ids cannot be kept (idSet.Check); no later row can be decided then.
+func (r *runner) decide(row transform.Row) (transform.Outcome, error) {
+	o, err := r.ids.Check(transform.Transform(row, factsOf(r.blobIdx, row), r.topts))
+	if err != nil {
+		return o, err
+	}
 	switch {
 	case row.Table == transform.TableEntities:
 		r.execs.AddRow(row)
 	case o.Disposition == transform.DispositionDroppedIndex && o.IndexExecutionID != "" && !r.execs.Has(o.IndexExecutionID):
 		o.Warnings = append(o.Warnings, transform.Warning{Reason: transform.ReasonDanglingIndex, Detail: o.IndexExecutionID})
 	}
-	return o
+	return o, nil
 }
 
 // item is one row of a page on its way through run.
@@ -389,6 +445,9 @@ type item struct {
 	blobs      int64
 	blobBytes  int64
 	ru         float64
+	// err is why the item could not be decided: its write returns it,
+	// which stops the run before its page is committed.
+	err error
 }
 
 // process migrates table from its checkpoint to its end: it transforms
@@ -397,12 +456,15 @@ type item struct {
 func (r *runner) process(ctx context.Context, table string, ts *TableState, rd *tableRead) error {
 	p := pipeline[item]{
 		flow:   r.flow,
-		writes: func(it *item) bool { return it.out.Disposition == transform.DispositionDoc },
+		writes: func(it *item) bool { return it.err != nil || it.out.Disposition == transform.DispositionDoc },
 		write:  func(ctx context.Context, it *item) error { return r.write(ctx, table, it) },
 		commit: func(b *batch[item]) error { return r.checkpoint(table, ts, b) },
 	}
 	err := p.run(ctx, readSource(rd, r.log, func(row transform.Row) item {
-		it := item{row: row, out: r.decide(row)}
+		it := item{row: row}
+		if it.out, it.err = r.decide(row); it.err != nil {
+			return it
+		}
 		r.planRow(&it)
 		it.lighten()
 		return it
@@ -417,6 +479,9 @@ func (r *runner) process(ctx context.Context, table string, ts *TableState, rd *
 // conflicting blob or a permanent write error dead-letters the row; other
 // errors are returned, naming the row.
 func (r *runner) write(ctx context.Context, table string, it *item) error {
+	if it.err != nil {
+		return fmt.Errorf("%s %s/%s: %w", table, it.row.PartitionKey, it.row.RowKey, it.err)
+	}
 	o := &it.out
 	var err error
 	if it.blobs, it.blobBytes, it.deadLetter, err = uploadBlobs(ctx, r.blobs, it.row, o.Uploads); err != nil || it.deadLetter != "" {

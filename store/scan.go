@@ -262,18 +262,20 @@ func keyRanges(q Query, splits []Key) []Query {
 		if i < len(splits) {
 			hi = &splits[i]
 		}
-		if hi != nil && q.To != nil && compareKeys(*hi, *q.To) >= 0 {
-			hi = q.To
+		if q.To != nil && (hi == nil || compareKeys(*hi, *q.To) >= 0) {
+			hi = q.To // the last range, or one that reaches past q.To
 		}
 		rq := q
 		rq.From, rq.To = lo, hi
 		if !emptyRange(rq) {
 			out = append(out, rq)
 		}
-		if hi == q.To && q.To != nil {
+		if hi == nil || hi == q.To {
 			break
 		}
-		lo = hi
+		if lo == nil || compareKeys(*hi, *lo) > 0 {
+			lo = hi // the next range starts at the split, or at q.From if later
+		}
 	}
 	if len(out) == 0 {
 		out = append(out, q) // an empty query still reads one (empty) page

@@ -129,6 +129,26 @@ func TestScanRangesInKeyOrder(t *testing.T) {
 	}
 }
 
+// TestScanRangesBounded: a query bounded by From and To reads exactly the
+// rows between, whatever the splits (the last range keeps To).
+func TestScanRangesBounded(t *testing.T) {
+	m := &memTable{rows: memRows(2000), pageSize: 37}
+	for _, splits := range [][]Key{nil, testSplits} {
+		for _, b := range [][2]int{{0, 1999}, {3, 700}, {1200, 1201}, {1500, 1999}} {
+			from, to := m.rows[b[0]], m.rows[b[1]]
+			q := Query{From: &Key{from.PartitionKey, from.RowKey}, To: &Key{to.PartitionKey, to.RowKey}}
+			var got []transform.Row
+			err := ScanRanges(context.Background(), m, "", "T", q, splits, func(p Page) error {
+				got = append(got, p.Rows...)
+				return nil
+			})
+			if err != nil || !slices.Equal(keysOf(got), keysOf(m.rows[b[0]:b[1]])) {
+				t.Errorf("splits %v, rows %d to %d: err %v; %d rows, want %d", splits, b[0], b[1], err, len(got), b[1]-b[0])
+			}
+		}
+	}
+}
+
 // TestScanRangesStops: ErrStop ends the scan without error; a failed read
 // ends it with that error, naming the table, after the pages before it.
 func TestScanRangesStops(t *testing.T) {

@@ -19,6 +19,8 @@ type textDecoder struct {
 	bytes bytes.Reader
 	str   strings.Reader
 	size  int
+	// members is DecodeEntity's list of an entity's members, reused.
+	members []entityMember
 }
 
 // decoderPool holds textDecoders (*textDecoder) for reuse.
@@ -51,6 +53,8 @@ func (d *textDecoder) release() {
 	}
 	d.bytes.Reset(nil)
 	d.str.Reset("")
+	clear(d.members) // no strings kept alive in the pool
+	d.members = d.members[:0]
 	d.Reset(&d.str)
 	decoderPool.Put(d)
 }

@@ -32,7 +32,9 @@ const edmTimeLayout = "2006-01-02T15:04:05.0000000Z"
 // returned Row still carries the keys (and Timestamp) when they were
 // readable, so that callers can dead-letter the row.
 func DecodeEntity(table string, data []byte) (Row, error) {
-	members, err := readEntity(data)
+	td := newTextDecoder(data, "")
+	defer td.release()
+	members, err := readEntity(td)
 	if err != nil {
 		return Row{}, fmt.Errorf("decode entity: %w", err)
 	}
@@ -123,13 +125,12 @@ type entityMember struct {
 	prop bool
 }
 
-// readEntity reads the members of an entity object in order with
-// jsontext. Like encoding/json decoding into a map, it accepts invalid
-// UTF-8 and lone surrogates (as U+FFFD), repeated names, and anything
-// after the object; JSON null is an entity without members.
-func readEntity(data []byte) ([]entityMember, error) {
-	td := newTextDecoder(data, "")
-	defer td.release()
+// readEntity reads the members of the entity object td reads in order
+// with jsontext, into td's list of members (valid until td is released).
+// Like encoding/json decoding into a map, it accepts invalid UTF-8 and
+// lone surrogates (as U+FFFD), repeated names, and anything after the
+// object; JSON null is an entity without members.
+func readEntity(td *textDecoder) ([]entityMember, error) {
 	d := &td.Decoder
 	switch k := d.PeekKind(); k {
 	case '{':
@@ -146,7 +147,8 @@ func readEntity(data []byte) ([]entityMember, error) {
 	if _, err := d.ReadToken(); err != nil {
 		return nil, err
 	}
-	members := make([]entityMember, 0, 32)
+	members := td.members[:0]
+	defer func() { td.members = members }()
 	for d.PeekKind() != '}' {
 		name, err := d.ReadToken()
 		if err != nil {

@@ -137,9 +137,9 @@ func NewIDSet() *IDSet {
 	return &IDSet{seen: make(map[[16]byte]struct{})}
 }
 
-// Add records container/scope/id and reports whether it was new; false
-// means an earlier row already maps to it.
-func (s *IDSet) Add(container, scope, id string) bool {
+// IDKey is the 16 bytes of a SHA-256 that an IDSet (and run's set on
+// disk) keeps for a doc's container, scope and id.
+func IDKey(container, scope, id string) [16]byte {
 	h := sha256.New()
 	h.Write([]byte(container))
 	h.Write([]byte{0})
@@ -149,6 +149,13 @@ func (s *IDSet) Add(container, scope, id string) bool {
 	var sum [32]byte
 	var key [16]byte
 	copy(key[:], h.Sum(sum[:0]))
+	return key
+}
+
+// Add records container/scope/id and reports whether it was new; false
+// means an earlier row already maps to it.
+func (s *IDSet) Add(container, scope, id string) bool {
+	key := IDKey(container, scope, id)
 	if _, ok := s.seen[key]; ok {
 		return false
 	}
@@ -171,6 +178,14 @@ func (s *IDSet) Check(o Outcome) Outcome {
 	if s.Add(o.Container, o.Scope, o.ID) {
 		return o
 	}
+	return Collide(o)
+}
+
+// Collide returns the doc outcome o as what IDSet.Check makes of a doc
+// whose id an earlier row took: a dead letter with the reason
+// CollisionReason and Collision set, its Doc, DocJSON and Uploads
+// cleared.
+func Collide(o Outcome) Outcome {
 	o = o.deadLetter(CollisionReason(o.Container, o.Scope, o.ID))
 	o.Collision = true
 	return o

@@ -2,7 +2,6 @@ package transform
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -121,35 +120,6 @@ func ExecutionID(row Row) string {
 		return prop
 	}
 	return fromKey
-}
-
-// ExecutionSet is the set of execution ids seen in Entities, for the
-// dangling-index check (SPEC §9). It keeps 8 bytes of a SHA-256 per id: a
-// false match (about n²/2⁶⁵) can only hide a dangling-index warning,
-// never change a disposition. It is not safe for concurrent use.
-type ExecutionSet map[uint64]struct{}
-
-func executionKey(id string) uint64 {
-	sum := sha256.Sum256([]byte(id))
-	return binary.LittleEndian.Uint64(sum[:8])
-}
-
-// AddRow adds the execution ids of an Entities row (both, when its
-// property and its RowKey differ: an index naming either is not
-// dangling).
-func (s ExecutionSet) AddRow(row Row) {
-	prop, fromKey := ExecutionIDs(row)
-	for _, id := range []string{prop, fromKey} {
-		if id != "" {
-			s[executionKey(id)] = struct{}{}
-		}
-	}
-}
-
-// Has reports whether the execution id was added.
-func (s ExecutionSet) Has(id string) bool {
-	_, ok := s[executionKey(id)]
-	return ok
 }
 
 // BlobIndex is what one listing of container execution-data says about

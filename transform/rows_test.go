@@ -95,11 +95,6 @@ func TestExecutionIDs(t *testing.T) {
 	if p, k := ExecutionIDs(Row{RowKey: "user:x"}); p != "" || k != "" {
 		t.Errorf("a user row: %q, %q", p, k)
 	}
-	s := ExecutionSet{}
-	s.AddRow(Row{RowKey: "execution:1_a", Props: map[string]Value{"ExecutionId": {Type: EdmString, Str: "b"}}})
-	if !s.Has("a") || !s.Has("b") || s.Has("c") {
-		t.Errorf("ExecutionSet: a %v, b %v, c %v", s.Has("a"), s.Has("b"), s.Has("c"))
-	}
 }
 
 func TestBlobIndex(t *testing.T) {
