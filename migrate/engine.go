@@ -407,12 +407,7 @@ type engine struct {
 // (the clock, progress, log) and fixes the start time; it fails when the
 // transform options are invalid.
 func newEngine(common *Common, env Env) (engine, error) {
-	if common.Concurrency <= 0 {
-		common.Concurrency = DefaultConcurrency
-	}
-	if common.StateDir == "" {
-		common.StateDir = DefaultStateDir
-	}
+	common.fillDefaults()
 	now, start, topts, err := startClock(env.Now, common.Transform)
 	e := engine{topts: topts, start: start, now: now, progress: env.Progress, log: env.Log, flow: env.Flow}
 	if e.flow == nil {
@@ -426,6 +421,16 @@ func newEngine(common *Common, env Env) (engine, error) {
 		e.log = func(string, ...any) {}
 	}
 	return e, err
+}
+
+// fillDefaults sets the defaults of Concurrency and StateDir.
+func (c *Common) fillDefaults() {
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.StateDir == "" {
+		c.StateDir = DefaultStateDir
+	}
 }
 
 // startClock returns the clock (time.Now when now is nil), the start time,
