@@ -106,11 +106,7 @@ func (s replaySummary) text() (summaryText, error) {
 }
 
 func (s replaySummary) conflicts() []windowConflict {
-	out := make([]windowConflict, len(s.Conflicts))
-	for i, c := range s.Conflicts {
-		out[i] = replayConflict{c}
-	}
-	return out
+	return listConflicts(s.Conflicts, func(c migrate.Conflict) windowConflict { return replayConflict{c} })
 }
 
 func (s replaySummary) plus(o windowSummary) windowSummary {

@@ -112,11 +112,7 @@ func (s reverseSummary) text() (summaryText, error) {
 }
 
 func (s reverseSummary) conflicts() []windowConflict {
-	out := make([]windowConflict, len(s.Conflicts))
-	for i, c := range s.Conflicts {
-		out[i] = reverseConflict{c}
-	}
-	return out
+	return listConflicts(s.Conflicts, func(c migrate.ReverseConflict) windowConflict { return reverseConflict{c} })
 }
 
 func (s reverseSummary) plus(o windowSummary) windowSummary {

@@ -228,6 +228,16 @@ type windowConflict interface {
 	writeText(w io.Writer)
 }
 
+// listConflicts lists the conflicts cs of a summary, each as as makes it
+// a windowConflict.
+func listConflicts[C any](cs []C, as func(C) windowConflict) []windowConflict {
+	out := make([]windowConflict, len(cs))
+	for i, c := range cs {
+		out[i] = as(c)
+	}
+	return out
+}
+
 // windowPass runs the engine of a replay or a reverse once, from since,
 // with progress p (counted: p shows totals, which the engine then
 // pre-counts); keep appends to the dead-letter file (the passes of

@@ -2,19 +2,14 @@ package migrate
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
 // What the prunes of replay (replay_prune.go) and reverse
 // (reverse_prune.go) share: their sources in memory, the list of migrated
-// docs, and the keys of rows they must leave alone.
+// docs, the keys of rows.
 
 // sliceSource is the source of items already in memory: one batch.
 func sliceSource[T any](items []T) itemSource[T] {
@@ -45,30 +40,6 @@ func listMigrated(ctx context.Context, q DocQuerier, fn func(container string, s
 		}
 	}
 	return nil
-}
-
-// readDeadLetterKeys adds the keys of the dead letters in file (a
-// dead-letter.jsonl of run or replay; none when it does not exist) to
-// keys.
-func readDeadLetterKeys(file string, keys map[[16]byte]struct{}) error {
-	f, err := os.Open(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read the dead letters: %w", err)
-	}
-	defer f.Close()
-	dec := json.NewDecoder(f)
-	for {
-		var dl DeadLetter
-		if err := dec.Decode(&dl); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("read the dead letters in %s: %w", file, err)
-		}
-		keys[rowKeyHash(dl.Table, dl.PartitionKey, dl.RowKey)] = struct{}{}
-	}
 }
 
 // wrapIf prefixes a non-nil err with where.
