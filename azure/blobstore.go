@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/md5" //nolint:gosec // Content-MD5 is what Blob Storage stores and compares; not used for security
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"path"
 
@@ -70,7 +68,7 @@ func blobFail(c *container.Client, name, op string, err error) error {
 	return &ResourceError{
 		Resource: Resource{Service: ServiceBlobs, Kind: KindBlobContainer, Name: name, Endpoint: blobEndpoint(c.URL())},
 		Op:       op,
-		Err:      ScrubError(err),
+		Err:      withFault(ScrubError(err)),
 	}
 }
 
@@ -145,13 +143,11 @@ func (s *BlobStore) PutIfAbsent(ctx context.Context, name string, data []byte, c
 }
 
 // blobExists reports whether an If-None-Match: * upload failed because the
-// blob exists (409 BlobAlreadyExists; some versions answer 412).
+// blob exists (409 BlobAlreadyExists; some versions answer 412
+// ConditionNotMet).
 func blobExists(err error) bool {
-	if bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet) {
-		return true
-	}
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && (re.StatusCode == http.StatusConflict || re.StatusCode == http.StatusPreconditionFailed)
+	k := FaultOf(err).Kind
+	return k == store.Exists || k == store.Changed
 }
 
 // existingMD5 returns the MD5 and size of the existing blob: its stored

@@ -25,12 +25,14 @@ import (
 //
 // Every operation runs its own retry loop by RetryOptions (SPEC §11, §14)
 // and switches off the client's retry policies for its calls, so that this
-// loop alone decides how often and how long to retry: 429 (honouring
-// x-ms-retry-after-ms however long and however many times, until
-// RetryOptions.Timeout), 408, 449, 5xx and connection errors are retried;
-// any other 4xx returns a *PermanentError. The loop is its own (not the
-// clients' retryPolicy) so that it can tell the outcomes replay acts on
-// (409, 412, 404) from failures and add up the charges of every attempt. What remains of the SDK's own retrying (azcosmos's
+// loop alone decides how often and how long to retry: the retryable
+// faults (store.FaultKind.Retryable: a 429 honouring x-ms-retry-after-ms
+// however long and however many times, until RetryOptions.Timeout; 408,
+// 449, 5xx and connection errors) are retried; any other 4xx is a fault
+// of kind store.Refused. The loop is its own (not the clients'
+// retryPolicy) so that it can tell the outcomes replay acts on (409, 412,
+// 404) from refusals and add up the charges of every attempt. What
+// remains of the SDK's own retrying (azcosmos's
 // client policy, which cannot be switched off) is: a dropped connection
 // that provably never reached the service (refused, DNS) is retried up to
 // 3 times 1 s apart, and a read is retried once on 408 and 500. It never
@@ -62,13 +64,14 @@ func NewCosmosDocs(client *azcosmos.Client, database string, retry *RetryOptions
 
 // Upsert creates or replaces the doc (JSON bytes, which must carry id and
 // scope) in partition scope of container. Repeating it is harmless, so a
-// connection dropped after the service wrote it is simply retried. It
-// returns a *store.PermanentError for a 4xx other than 401/403/408/429/449;
-// a *ResourceError naming the container that wraps store.ErrAccessDenied
-// and the service's answer for 401/403, or store.ErrRetriesExhausted and
-// the last attempt's error when transient failures last longer than
-// RetryOptions.Timeout, or a transport error that is not retried; or the
-// context's error.
+// connection dropped after the service wrote it is simply retried. Its
+// errors carry their fault (store.KindOf): Refused for any 4xx but 401,
+// 403, 408, 429 and 449 (a *store.Fault whose Reason never holds
+// credentials or the doc); Auth (401, 403) in a *ResourceError naming the
+// container; a retryable kind in a *ResourceError that wraps
+// store.ErrRetriesExhausted when the faults lasted longer than
+// RetryOptions.Timeout; Fatal in a *ResourceError for a transport error
+// that is not retried; or the context's error.
 func (d *CosmosDocs) Upsert(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error) {
 	var res store.WriteResult
 	err := d.do(ctx, "upsert", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
@@ -96,19 +99,18 @@ func (d *CosmosDocs) Read(ctx context.Context, container, scope, id string) (doc
 			doc, etag, found = r.Value, string(r.ETag), true
 		}
 		return float64(r.RequestCharge), err
-	})
-	var pe *store.PermanentError
-	if errors.As(err, &pe) && pe.StatusCode == http.StatusNotFound {
+	}, store.NotFound)
+	if store.KindOf(err) == store.NotFound {
 		return nil, "", false, charge, nil
 	}
 	return doc, etag, found, charge, err
 }
 
 // Create creates the doc; when a doc with that id exists in the partition
-// (409) the error wraps ErrExists. Note that a connection dropped after the
-// service created the doc makes the retry report ErrExists too: callers
-// that get it read the doc again (SPEC §13 "start over"). Other errors are
-// as for Upsert.
+// (409) the error's kind is store.Exists. Note that a connection dropped
+// after the service created the doc makes the retry report Exists too:
+// callers that get it read the doc again (SPEC §13 "start over"). Other
+// errors are as for Upsert.
 func (d *CosmosDocs) Create(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error) {
 	var res store.WriteResult
 	err := d.do(ctx, "create", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
@@ -117,16 +119,15 @@ func (d *CosmosDocs) Create(ctx context.Context, container, scope, id string, do
 			res.ETag = string(r.ETag)
 		}
 		return float64(r.RequestCharge), err
-	})
-	return res, mapStatus(err, http.StatusConflict, store.ErrExists)
+	}, store.Exists)
+	return res, err
 }
 
 // Replace replaces the doc with If-Match: ifMatch (no condition when
-// ifMatch is empty). A stale etag (412) returns an error wrapping
-// ErrPreconditionFailed and a missing doc one wrapping ErrNotFound; as with
-// Create, a retry after a dropped connection can report
-// ErrPreconditionFailed for a replace that did happen. Other errors are as
-// for Upsert.
+// ifMatch is empty). A stale etag (412) is an error of kind store.Changed,
+// a missing doc one of kind store.NotFound; as with Create, a retry after
+// a dropped connection can report Changed for a replace that did happen.
+// Other errors are as for Upsert.
 func (d *CosmosDocs) Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (store.WriteResult, error) {
 	var res store.WriteResult
 	err := d.do(ctx, "replace", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
@@ -135,21 +136,21 @@ func (d *CosmosDocs) Replace(ctx context.Context, container, scope, id string, d
 			res.ETag = string(r.ETag)
 		}
 		return float64(r.RequestCharge), err
-	})
-	return res, mapNotFound(mapStatus(err, http.StatusPreconditionFailed, store.ErrPreconditionFailed))
+	}, store.Changed, store.NotFound)
+	return res, err
 }
 
 // Delete deletes the doc with If-Match: ifMatch (no condition when empty).
-// Errors wrap ErrPreconditionFailed (412) or ErrNotFound (404, which a
-// retry after a dropped connection can also report for a delete that did
-// happen); others are as for Upsert.
+// Its errors are of kind store.Changed (412) or store.NotFound (404, which
+// a retry after a dropped connection can also report for a delete that
+// did happen); others are as for Upsert.
 func (d *CosmosDocs) Delete(ctx context.Context, container, scope, id, ifMatch string) (store.WriteResult, error) {
 	var res store.WriteResult
 	err := d.do(ctx, "delete", container, id, &res.RequestCharge, func(ctx context.Context, c *azcosmos.ContainerClient) (float64, error) {
 		r, err := c.DeleteItem(ctx, azcosmos.NewPartitionKeyString(scope), id, itemOptions(ifMatch))
 		return float64(r.RequestCharge), err
-	})
-	return res, mapNotFound(mapStatus(err, http.StatusPreconditionFailed, store.ErrPreconditionFailed))
+	}, store.Changed, store.NotFound)
+	return res, err
 }
 
 func itemOptions(ifMatch string) *azcosmos.ItemOptions {
@@ -160,26 +161,15 @@ func itemOptions(ifMatch string) *azcosmos.ItemOptions {
 	return &azcosmos.ItemOptions{IfMatchEtag: &e}
 }
 
-// mapStatus turns a *PermanentError with status into an error wrapping
-// sentinel instead: these answers are outcomes the caller acts on (SPEC §13
-// "start over"), not reasons to dead-letter.
-func mapStatus(err error, status int, sentinel error) error {
-	var pe *store.PermanentError
-	if errors.As(err, &pe) && pe.StatusCode == status {
-		return fmt.Errorf("%s: %w", pe.Reason, sentinel)
-	}
-	return err
-}
-
-func mapNotFound(err error) error { return mapStatus(err, http.StatusNotFound, store.ErrNotFound) }
-
 // noSDKRetries switches off the azcore retry policy for one call
 // (MaxRetries < 0 means one try): our loop is the one that retries.
 var noSDKRetries = policy.RetryOptions{MaxRetries: -1}
 
-// do runs op until it succeeds, fails permanently, or the retry budget is
-// spent. Every attempt's request charge is added to *charge.
-func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charge *float64, op func(context.Context, *azcosmos.ContainerClient) (float64, error)) error {
+// do runs op until it succeeds, fails with a fault that is not retryable,
+// or the retry budget is spent. outcomes are the answers op expects
+// (expect): 409, 412 or 404 for a conditional write, a refusal of the doc
+// otherwise. Every attempt's request charge is added to *charge.
+func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charge *float64, op func(context.Context, *azcosmos.ContainerClient) (float64, error), outcomes ...store.FaultKind) error {
 	where := func() string { return fmt.Sprintf("cosmos %s %s/%s", opName, container, id) }
 	c, err := d.container(container)
 	if err != nil {
@@ -205,27 +195,14 @@ func (d *CosmosDocs) do(ctx context.Context, opName, container, id string, charg
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", where(), ctx.Err())
 		}
-		wait, transient := classify(err)
-		if !transient {
-			var re *azcore.ResponseError
-			if errors.As(err, &re) && (re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden) {
-				// The account refuses us (key rotated, missing role,
-				// firewall): no row can be written, so this is fatal, not a
-				// dead letter for every row; the run stops resumable.
-				return &ResourceError{Resource: d.resource(container), Err: &oneLineError{
-					msg:  fmt.Sprintf("cosmos %s: %v: %s", opName, store.ErrAccessDenied, describe(err)),
-					errs: []error{store.ErrAccessDenied, err},
-				}}
-			}
-			if errors.As(err, &re) {
-				return &store.PermanentError{StatusCode: re.StatusCode, Reason: fmt.Sprintf("cosmos %s: %s", opName, describe(err))}
-			}
-			return &ResourceError{Resource: d.resource(container), Op: where(), Err: ScrubError(err)}
+		f := expect(FaultOf(err), outcomes...)
+		if !f.Kind.Retryable() {
+			return d.fault(container, opName, where(), f)
 		}
 		if b == nil {
 			b = &retryBudget{o: o, op: where(), start: start}
 		}
-		if err := b.next(ctx, err, wait, isThrottle(err)); err != nil {
+		if err := b.next(ctx, f); err != nil {
 			if errors.Is(err, store.ErrRetriesExhausted) {
 				return &ResourceError{Resource: d.resource(container), Err: err}
 			}
@@ -245,6 +222,27 @@ func (d *CosmosDocs) container(name string) (*azcosmos.ContainerClient, error) {
 	}
 	actual, _ := d.containers.LoadOrStore(name, c)
 	return actual.(*azcosmos.ContainerClient), nil
+}
+
+// fault is the error of op (where names it and the doc) that ended with
+// f, which is not retryable: an answer about the doc (a refusal, or an
+// outcome op expects) as a *store.Fault whose Reason is one line; an
+// answer that refuses the account (Auth: a key rotated, a role missing, a
+// firewall; no doc can be written, so the command stops, resumable) or
+// any other failure in a *ResourceError naming the container.
+func (d *CosmosDocs) fault(container, op, where string, f *store.Fault) error {
+	switch {
+	case f.Status == 0:
+		f.Err = ScrubError(f.Err)
+		return &ResourceError{Resource: d.resource(container), Op: where, Err: f}
+	case f.Kind == store.Auth:
+		f.Reason = fmt.Sprintf("cosmos %s: access denied: %s", op, describe(f.Err))
+		return &ResourceError{Resource: d.resource(container), Err: f}
+	case f.Kind == store.Fatal:
+		return &ResourceError{Resource: d.resource(container), Op: where, Err: f}
+	}
+	f.Reason = fmt.Sprintf("cosmos %s: %s", op, describe(f.Err))
+	return f
 }
 
 func responseCharge(err error) float64 {

@@ -258,16 +258,16 @@ func TestCosmosDocsHonoursRetryAfterBeyondTheSDKMaximum(t *testing.T) {
 	}
 }
 
-func TestCosmosDocsPermanentErrorIsNotRetried(t *testing.T) {
+func TestCosmosDocsRefusalIsNotRetried(t *testing.T) {
 	f := newCosmosFixture(t, nil)
 	w := f.docs(t, azure.RetryOptions{})
 	_, err := w.Upsert(context.Background(), "entities", "GLOBAL", "", []byte(`{"scope":"GLOBAL","secret":"do-not-echo"}`))
-	var pe *store.PermanentError
-	if !errors.As(err, &pe) {
-		t.Fatalf("err = %v (%T), want *PermanentError", err, err)
+	pe := store.FaultOf(err)
+	if pe == nil || pe.Kind != store.Refused {
+		t.Fatalf("err = %v (%T), want a Refused fault", err, err)
 	}
-	if pe.StatusCode != 400 || pe.Reason != "cosmos upsert: 400 Bad Request: missing id" {
-		t.Errorf("got %d %q", pe.StatusCode, pe.Reason)
+	if pe.Status != 400 || pe.Error() != "cosmos upsert: 400 Bad Request: missing id" {
+		t.Errorf("got %d %q", pe.Status, pe.Error())
 	}
 	if n := len(f.rec.Writes()); n != 1 {
 		t.Errorf("%d write requests, want 1 (no retry)", n)
@@ -281,9 +281,8 @@ func TestCosmosDocsGivesUpAfterMaxAttempts(t *testing.T) {
 	f := newCosmosFixture(t, &faultproxy.Config{Rules: []faultproxy.Rule{{Kind: faultproxy.Unavailable, Share: 1}}})
 	w := f.docs(t, azure.RetryOptions{MaxAttempts: 3})
 	_, err := w.Upsert(context.Background(), "entities", "GLOBAL", "x", testDoc("x", "GLOBAL", 0))
-	var pe *store.PermanentError
-	if !errors.Is(err, store.ErrRetriesExhausted) || errors.As(err, &pe) {
-		t.Fatalf("err = %v, want ErrRetriesExhausted and not permanent", err)
+	if !errors.Is(err, store.ErrRetriesExhausted) || store.KindOf(err) != store.Transient {
+		t.Fatalf("err = %v (%s), want ErrRetriesExhausted of a Transient fault", err, store.KindOf(err))
 	}
 	if !strings.Contains(err.Error(), "after 3 attempts") || !strings.Contains(err.Error(), "503 Service Unavailable") {
 		t.Errorf("err = %q", err)
@@ -361,8 +360,8 @@ func TestCosmosDocsReadCreateReplaceDelete(t *testing.T) {
 	if err != nil || created.ETag == "" {
 		t.Fatalf("Create: %+v %v", created, err)
 	}
-	if _, err := w.Create(ctx, "entities", "org-1", "a", doc1); !errors.Is(err, store.ErrExists) {
-		t.Fatalf("second Create: %v, want ErrExists", err)
+	if _, err := w.Create(ctx, "entities", "org-1", "a", doc1); store.KindOf(err) != store.Exists {
+		t.Fatalf("second Create: %v, want Exists", err)
 	}
 	got, etag, found, _, err := w.Read(ctx, "entities", "org-1", "a")
 	if err != nil || !found || etag != created.ETag || !reflect.DeepEqual(withoutSystem(t, got), withoutSystem(t, doc1)) {
@@ -370,8 +369,8 @@ func TestCosmosDocsReadCreateReplaceDelete(t *testing.T) {
 	}
 
 	doc2 := testDoc("a", "org-1", 2)
-	if _, err := w.Replace(ctx, "entities", "org-1", "a", doc2, `"stale"`); !errors.Is(err, store.ErrPreconditionFailed) {
-		t.Fatalf("Replace with a stale etag: %v, want ErrPreconditionFailed", err)
+	if _, err := w.Replace(ctx, "entities", "org-1", "a", doc2, `"stale"`); store.KindOf(err) != store.Changed {
+		t.Fatalf("Replace with a stale etag: %v, want Changed", err)
 	}
 	replaced, err := w.Replace(ctx, "entities", "org-1", "a", doc2, etag)
 	if err != nil || replaced.ETag == "" || replaced.ETag == etag {
@@ -380,12 +379,12 @@ func TestCosmosDocsReadCreateReplaceDelete(t *testing.T) {
 	if !reflect.DeepEqual(f.readDirect(t, "org-1", "a"), withoutSystem(t, doc2)) {
 		t.Errorf("Replace did not store the new doc")
 	}
-	if _, err := w.Replace(ctx, "entities", "org-1", "nope", testDoc("nope", "org-1", 0), ""); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("Replace missing: %v, want ErrNotFound", err)
+	if _, err := w.Replace(ctx, "entities", "org-1", "nope", testDoc("nope", "org-1", 0), ""); store.KindOf(err) != store.NotFound {
+		t.Errorf("Replace missing: %v, want NotFound", err)
 	}
 
-	if _, err := w.Delete(ctx, "entities", "org-1", "a", etag); !errors.Is(err, store.ErrPreconditionFailed) {
-		t.Fatalf("Delete with the old etag: %v, want ErrPreconditionFailed", err)
+	if _, err := w.Delete(ctx, "entities", "org-1", "a", etag); store.KindOf(err) != store.Changed {
+		t.Fatalf("Delete with the old etag: %v, want Changed", err)
 	}
 	if _, err := w.Delete(ctx, "entities", "org-1", "a", replaced.ETag); err != nil {
 		t.Fatalf("Delete: %v", err)
@@ -393,8 +392,8 @@ func TestCosmosDocsReadCreateReplaceDelete(t *testing.T) {
 	if _, _, found, _, err := w.Read(ctx, "entities", "org-1", "a"); err != nil || found {
 		t.Fatalf("Read after Delete: found=%v err=%v", found, err)
 	}
-	if _, err := w.Delete(ctx, "entities", "org-1", "a", ""); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("second Delete: %v, want ErrNotFound", err)
+	if _, err := w.Delete(ctx, "entities", "org-1", "a", ""); store.KindOf(err) != store.NotFound {
+		t.Errorf("second Delete: %v, want NotFound", err)
 	}
 }
 
@@ -413,8 +412,8 @@ func (r refuseWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(req)
 }
 
-// 401 and 403 concern the account, not the row: they are fatal
-// (ErrAccessDenied), not a PermanentError that would dead-letter every row.
+// 401 and 403 concern the account, not the row: they stop the command
+// (an Auth fault), not a refusal that would dead-letter every row.
 func TestCosmosDocsAccessDeniedIsFatal(t *testing.T) {
 	f := newCosmosFixture(t, nil)
 	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden} {
@@ -424,9 +423,8 @@ func TestCosmosDocsAccessDeniedIsFatal(t *testing.T) {
 		}
 		w := azure.NewCosmosDocs(c, f.db, &azure.RetryOptions{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
 		_, err = w.Upsert(context.Background(), "entities", "GLOBAL", "x", testDoc("x", "GLOBAL", 0))
-		var pe *store.PermanentError
-		if !errors.Is(err, store.ErrAccessDenied) || errors.As(err, &pe) || errors.Is(err, store.ErrRetriesExhausted) {
-			t.Errorf("%d: err = %v (%T), want ErrAccessDenied, not permanent", status, err, err)
+		if store.KindOf(err) != store.Auth || errors.Is(err, store.ErrRetriesExhausted) {
+			t.Errorf("%d: err = %v (%T), want an Auth fault, not retried", status, err, err)
 		}
 		// The service's answer and the container come with it, so that
 		// the command can say which role or key is missing, and where.

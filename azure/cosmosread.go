@@ -38,7 +38,7 @@ func (r *DocReader) fail(container, op string, err error) error {
 	return &ResourceError{
 		Resource: Resource{Service: ServiceCosmos, Kind: KindContainer, Name: r.database + "/" + container, Endpoint: r.endpoint},
 		Op:       op,
-		Err:      err,
+		Err:      withFault(err),
 	}
 }
 

@@ -441,7 +441,7 @@ func (pp pacerPolicy) Do(req *policy.Request) (*http.Response, error) {
 	}
 	charge, _ := strconv.ParseFloat(resp.Header.Get("x-ms-request-charge"), 64)
 	store.MeterOf(r.Context()).Charge(charge)
-	throttled := resp.StatusCode == http.StatusTooManyRequests
+	throttled := AnswerKind(resp) == store.Throttled
 	pp.p.Settle(est, charge, throttled, retryAfter(resp), write, container)
 	if !throttled {
 		pp.p.learn(class, r.ContentLength, charge)

@@ -44,7 +44,7 @@ func (s provisionCosmos) fail(kind, name string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &ResourceError{Resource: Resource{Service: ServiceCosmos, Kind: kind, Name: name, Endpoint: s.client.Endpoint()}, Err: ScrubError(err)}
+	return &ResourceError{Resource: Resource{Service: ServiceCosmos, Kind: kind, Name: name, Endpoint: s.client.Endpoint()}, Err: withFault(ScrubError(err))}
 }
 
 func (s provisionCosmos) DatabaseExists(ctx context.Context, database string) (bool, error) {

@@ -2,17 +2,12 @@ package azure
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"strconv"
-	"syscall"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
@@ -115,15 +110,17 @@ func newRetryBudget(o RetryOptions, op string) *retryBudget {
 	return &retryBudget{o: o, op: op, start: o.Now()}
 }
 
-// next is called after a failed attempt with its classification. It
-// returns nil when the caller should try again (after having waited), or
-// the error that ends the operation: ctx's error, or one wrapping
-// ErrRetriesExhausted and last.
-func (b *retryBudget) next(ctx context.Context, last error, wait time.Duration, throttled bool) error {
+// next is called after an attempt failed with last, a retryable fault. It
+// returns nil when the caller should try again (after having waited the
+// wait last asks for, or a backoff), or the error that ends the
+// operation: ctx's error, or one wrapping ErrRetriesExhausted and last.
+func (b *retryBudget) next(ctx context.Context, last *store.Fault) error {
+	throttled := last.Kind == store.Throttled
 	b.attempts++
 	if !throttled {
 		b.failures++
 	}
+	wait := last.Wait
 	if wait <= 0 {
 		wait = backoff(b.o, b.attempts)
 	}
@@ -165,56 +162,6 @@ func backoff(o RetryOptions, attempt int) time.Duration {
 		}
 	}
 	return time.Duration(o.Jitter() * float64(ceil))
-}
-
-// classify reports whether err is worth retrying and, for a 429 (or a
-// 503 with a retry-after) that says so, how long the service asks us to
-// wait.
-func classify(err error) (wait time.Duration, transient bool) {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return classifyStatus(re.StatusCode, re.RawResponse)
-	}
-	if errors.Is(err, context.DeadlineExceeded) { // our AttemptTimeout, not the caller's
-		return 0, true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) {
-		return 0, true
-	}
-	return 0, false
-}
-
-// classifyStatus is classify for an HTTP answer.
-func classifyStatus(status int, resp *http.Response) (wait time.Duration, transient bool) {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return retryAfter(resp), true
-	case status == http.StatusRequestTimeout, status == 449:
-		return 0, true
-	case status >= 500:
-		return retryAfter(resp), true
-	}
-	return 0, false
-}
-
-// retryAfter is the wait a service asks for: x-ms-retry-after-ms (Cosmos
-// DB, in milliseconds, possibly fractional), else Retry-After in seconds
-// (Storage); 0 when it asks for none.
-func retryAfter(resp *http.Response) time.Duration {
-	if resp == nil {
-		return 0
-	}
-	if ms, err := strconv.ParseFloat(resp.Header.Get("x-ms-retry-after-ms"), 64); err == nil && ms > 0 {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	return 0
 }
 
 // singleAttemptKey marks a context whose requests retryPolicy sends once:
@@ -261,39 +208,27 @@ func (p *retryPolicy) Do(req *policy.Request) (*http.Response, error) {
 			}
 			return nil, ctx.Err()
 		}
-		var (
-			wait      time.Duration
-			transient bool
-			last      error
-		)
+		var last *store.Fault
 		if err != nil {
 			cancel()
-			wait, transient = classify(err)
-			last = err
+			last = FaultOf(err)
 		} else {
-			wait, transient = classifyStatus(resp.StatusCode, resp)
-			if !transient {
+			if !AnswerKind(resp).Retryable() {
 				// The body may still be read (a download): cancel the
 				// attempt's context only once it is closed.
 				resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 				return resp, nil
 			}
-			last = runtime.NewResponseError(resp) // reads and closes the body
+			last = FaultOf(runtime.NewResponseError(resp)) // reads and closes the body
 			cancel()
 		}
-		if !transient {
-			return nil, err
+		if !last.Kind.Retryable() {
+			return nil, last
 		}
-		if err := b.next(ctx, last, wait, isThrottle(last)); err != nil {
+		if err := b.next(ctx, last); err != nil {
 			return nil, err
 		}
 	}
-}
-
-// isThrottle reports whether err is a 429.
-func isThrottle(err error) bool {
-	var re *azcore.ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusTooManyRequests
 }
 
 // cancelOnClose cancels an attempt's context when the answer's body is

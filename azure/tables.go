@@ -162,7 +162,7 @@ func (r *TableReader) fail(table string, err error) error {
 	return &ResourceError{
 		Resource: Resource{Service: ServiceTables, Kind: KindTable, Name: table, Endpoint: r.endpoint},
 		Op:       "table " + table,
-		Err:      err,
+		Err:      withFault(err),
 	}
 }
 

@@ -34,7 +34,7 @@ func (w *TableWriter) fail(table, op string, err error) error {
 	return &ResourceError{
 		Resource: Resource{Service: ServiceTables, Kind: KindTable, Name: table, Endpoint: w.endpoint},
 		Op:       op,
-		Err:      ScrubError(err),
+		Err:      withFault(ScrubError(err)),
 	}
 }
 
@@ -128,23 +128,23 @@ var ErrNoETag = errors.New(`no ETag to match (use "*" to match any)`)
 // its PartitionKey and RowKey (as transform.EncodeEntity writes it), into
 // table and returns the row's new ETag (the format TableReader gives in
 // transform.Row.ETag, usable as If-Match). It never overwrites: when the
-// row exists (409 EntityAlreadyExists) the error wraps store.ErrExists.
+// row exists (409 EntityAlreadyExists) the error's kind is store.Exists.
 //
 // Errors: an entity without string keys is refused before any request. A
 // failed request returns a *ResourceError naming the table, whose message
-// names the keys, never credentials or property values; it wraps
-// store.ErrExists as said, store.ErrAccessDenied (401, 403), a
-// *store.PermanentError for an entity the service refuses (400, 413: a
-// value or key it does not accept, a row too large), or
-// store.ErrRetriesExhausted when transient failures (429, 408, 5xx, dropped
-// connections) outlasted the retry timeout; a missing table is a 404
-// (ErrorCode TableNotFound) that wraps none of these.
+// names the keys, never credentials or property values; its fault
+// (store.KindOf) is Exists as said, Auth (401, 403), Refused for an
+// entity the service refuses (another 4xx, such as 400 or 413: a value or
+// key it does not accept, a row too large), or a retryable kind with
+// store.ErrRetriesExhausted when throttling or transient failures (429,
+// 408, 5xx, dropped connections) outlasted the retry timeout; a missing
+// table (404 TableNotFound) is Fatal.
 //
 // A write whose connection broke after the service applied it is retried,
 // and the retry then reports the write as if someone else had made it
-// (here ErrExists; ErrPreconditionFailed for Replace; ErrNotFound for
-// Delete): callers that get one of these read the row again and decide
-// again, as they would for a concurrent writer.
+// (here Exists; Changed for Replace; NotFound for Delete): callers that
+// get one of these read the row again and decide again, as they would
+// for a concurrent writer.
 func (w *TableWriter) Insert(ctx context.Context, table string, entity []byte) (etag string, err error) {
 	key, err := entityKey(table, entity)
 	if err != nil {
@@ -162,9 +162,9 @@ func (w *TableWriter) Insert(ctx context.Context, table string, entity []byte) (
 // and returns its new ETag. ifMatch is an ETag as TableReader or a write
 // returned it, or "*" for whatever the row holds; an empty one is refused
 // (ErrNoETag), since the service would insert the row when missing. A row
-// changed since (412) returns an error wrapping
-// store.ErrPreconditionFailed, a missing row (404 ResourceNotFound) one
-// wrapping store.ErrNotFound. Other errors are as for Insert.
+// changed since (412) returns an error of kind store.Changed, a missing
+// row (404 ResourceNotFound) one of kind store.NotFound. Other errors are
+// as for Insert.
 func (w *TableWriter) Replace(ctx context.Context, table string, entity []byte, ifMatch string) (etag string, err error) {
 	key, err := entityKey(table, entity)
 	if err != nil {
@@ -183,8 +183,8 @@ func (w *TableWriter) Replace(ctx context.Context, table string, entity []byte, 
 
 // Delete deletes the row with key from table if its ETag is still ifMatch
 // ("*": whatever it holds; empty: ErrNoETag). Errors are as for Replace:
-// store.ErrPreconditionFailed when the row changed, store.ErrNotFound when
-// it does not exist.
+// of kind store.Changed when the row changed, store.NotFound when it does
+// not exist.
 func (w *TableWriter) Delete(ctx context.Context, table string, key store.Key, ifMatch string) error {
 	if ifMatch == "" {
 		return fmt.Errorf("table %s PartitionKey %q RowKey %q: delete: %w", table, key.PartitionKey, key.RowKey, ErrNoETag)
@@ -212,37 +212,36 @@ func entityKey(table string, entity []byte) (store.Key, error) {
 }
 
 // rowError is the error of a failed write of the row key: a *ResourceError
-// that wraps the outcome a caller acts on (see Insert).
+// whose fault (store.KindOf) is the outcome a caller acts on (see Insert).
 func (w *TableWriter) rowError(table string, key store.Key, op string, err error) error {
 	where := fmt.Sprintf("table %s PartitionKey %q RowKey %q: %s", table, key.PartitionKey, key.RowKey, op)
-	var re *azcore.ResponseError
-	if errors.Is(err, store.ErrRetriesExhausted) || !errors.As(err, &re) {
+	f := FaultOf(err)
+	if errors.Is(err, store.ErrRetriesExhausted) || f.Status == 0 {
 		return w.fail(table, where, err)
 	}
-	status := fmt.Sprintf("%d %s", re.StatusCode, http.StatusText(re.StatusCode))
-	if re.ErrorCode != "" {
-		status += " (" + re.ErrorCode + ")"
-	}
-	var outcome error
 	var what string
-	switch code := aztables.TableErrorCode(re.ErrorCode); {
-	case re.StatusCode == http.StatusConflict && code == aztables.EntityAlreadyExists:
-		outcome, what = store.ErrExists, "the row already exists"
-	case re.StatusCode == http.StatusPreconditionFailed:
-		outcome, what = store.ErrPreconditionFailed, "the row changed since it was read (ETag mismatch)"
-	case re.StatusCode == http.StatusNotFound && code == aztables.ResourceNotFound:
-		outcome, what = store.ErrNotFound, "the row does not exist"
-	case re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden:
-		outcome, what = store.ErrAccessDenied, store.ErrAccessDenied.Error()
-	case re.StatusCode == http.StatusBadRequest || re.StatusCode == http.StatusRequestEntityTooLarge:
-		outcome = &store.PermanentError{StatusCode: re.StatusCode, Reason: where + ": " + status}
+	switch f.Kind {
+	case store.Exists:
+		what = "the row already exists"
+	case store.Changed:
+		what = "the row changed since it was read (ETag mismatch)"
+	case store.NotFound:
+		what = "the row does not exist"
+	case store.Auth:
+		what = "access denied"
+	case store.Refused:
 		what = "the service refuses the entity"
 	default:
 		return w.fail(table, where, err)
 	}
+	f.Reason = fmt.Sprintf("%d %s", f.Status, http.StatusText(f.Status))
+	if code := errorCode(err); code != "" {
+		f.Reason += " (" + code + ")"
+	}
+	f.Reason += ": " + what
 	return &ResourceError{
 		Resource: Resource{Service: ServiceTables, Kind: KindTable, Name: table, Endpoint: w.endpoint},
 		Op:       where,
-		Err:      &oneLineError{msg: status + ": " + what, errs: []error{outcome, err}},
+		Err:      f,
 	}
 }

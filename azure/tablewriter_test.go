@@ -70,12 +70,12 @@ func row(key store.Key, props map[string]transform.Value) []byte {
 
 // isRowError checks that err is a *ResourceError about table that names the
 // row and wraps want.
-func isRowError(t *testing.T, what string, err error, table string, key store.Key, want error) {
+func isRowError(t *testing.T, what string, err error, table string, key store.Key, want store.FaultKind) {
 	t.Helper()
 	var re *azure.ResourceError
-	if !errors.Is(err, want) || !errors.As(err, &re) || re.Kind != azure.KindTable || re.Name != table ||
+	if store.KindOf(err) != want || !errors.As(err, &re) || re.Kind != azure.KindTable || re.Name != table ||
 		!strings.Contains(err.Error(), strconv.Quote(key.RowKey)) || strings.Contains(err.Error(), "\n") {
-		t.Errorf("%s: %v, want a one-line *ResourceError about table %s naming %q that wraps %v", what, err, table, key.RowKey, want)
+		t.Errorf("%s: %v, want a one-line *ResourceError about table %s naming %q of kind %s", what, err, table, key.RowKey, want)
 	}
 }
 
@@ -88,7 +88,7 @@ func TestTableWriterInsertReplaceWithETags(t *testing.T) {
 		t.Fatalf("insert: etag %q, %v", etag1, err)
 	}
 	_, err = w.Insert(ctx, table, row(key, map[string]transform.Value{"S": transform.String("two")}))
-	isRowError(t, "insert again", err, table, key, store.ErrExists)
+	isRowError(t, "insert again", err, table, key, store.Exists)
 
 	read1, ok := readRow(t, r, table, key)
 	if !ok || read1.Props["S"].Str != "one" {
@@ -107,7 +107,7 @@ func TestTableWriterInsertReplaceWithETags(t *testing.T) {
 		t.Errorf("after replace: %v (ETag %q), want only S=two (ETag %q)", read2.Props, read2.ETag, etag2)
 	}
 	_, err = w.Replace(ctx, table, row(key, map[string]transform.Value{"S": transform.String("stale")}), etag1)
-	isRowError(t, "replace with a stale ETag", err, table, key, store.ErrPreconditionFailed)
+	isRowError(t, "replace with a stale ETag", err, table, key, store.Changed)
 	if again, _ := readRow(t, r, table, key); again.Props["S"].Str != "two" {
 		t.Errorf("a refused replace wrote %v", again.Props)
 	}
@@ -118,7 +118,7 @@ func TestTableWriterInsertReplaceWithETags(t *testing.T) {
 
 	missing := store.Key{PartitionKey: "GLOBAL", RowKey: "config:missing"}
 	_, err = w.Replace(ctx, table, row(missing, nil), "*")
-	isRowError(t, "replace a missing row", err, table, missing, store.ErrNotFound)
+	isRowError(t, "replace a missing row", err, table, missing, store.NotFound)
 	if _, found := readRow(t, r, table, missing); found {
 		t.Error("a replace of a missing row inserted it")
 	}
@@ -137,7 +137,7 @@ func TestTableWriterInsertReplaceWithETags(t *testing.T) {
 	// A missing table is not a missing row.
 	_, err = w.Insert(ctx, "nosuchtable"+table[len(table)-6:], row(key, nil))
 	var re *azure.ResourceError
-	if !errors.As(err, &re) || errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "TableNotFound") {
+	if !errors.As(err, &re) || store.KindOf(err) != store.Fatal || !strings.Contains(err.Error(), "TableNotFound") {
 		t.Errorf("insert into a missing table: %v", err)
 	}
 }
@@ -154,7 +154,7 @@ func TestTableWriterDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	isRowError(t, "delete with a stale ETag", w.Delete(ctx, table, key, etag1), table, key, store.ErrPreconditionFailed)
+	isRowError(t, "delete with a stale ETag", w.Delete(ctx, table, key, etag1), table, key, store.Changed)
 	if _, found := readRow(t, r, table, key); !found {
 		t.Fatal("a refused delete deleted the row")
 	}
@@ -167,7 +167,7 @@ func TestTableWriterDelete(t *testing.T) {
 	if _, found := readRow(t, r, table, key); found {
 		t.Fatal("the row is still there")
 	}
-	isRowError(t, "delete a missing row", w.Delete(ctx, table, key, "*"), table, key, store.ErrNotFound)
+	isRowError(t, "delete a missing row", w.Delete(ctx, table, key, "*"), table, key, store.NotFound)
 	if _, err := w.Insert(ctx, table, row(key, nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -223,11 +223,10 @@ func TestTableWriterKeysWithQuotesSpacesUnicode(t *testing.T) {
 	// the row (reverse dead-letters it), not a failure of the table.
 	ctrl := store.Key{PartitionKey: "p", RowKey: "tab\there"}
 	_, err := w.Insert(ctx, table, row(ctrl, nil))
-	var pe *store.PermanentError
-	if !errors.As(err, &pe) || pe.StatusCode != http.StatusBadRequest || !strings.Contains(pe.Reason, "insert") {
-		t.Errorf("a RowKey with a tab: %v, want a *store.PermanentError (400)", err)
+	if pe := store.FaultOf(err); pe == nil || pe.Status != http.StatusBadRequest || !strings.Contains(err.Error(), "insert") {
+		t.Errorf("a RowKey with a tab: %v, want a Refused fault (400)", err)
 	}
-	isRowError(t, "a RowKey with a tab", err, table, ctrl, pe)
+	isRowError(t, "a RowKey with a tab", err, table, ctrl, store.Refused)
 	left := readAll(t, r, table, store.Query{})
 	if len(left) != len(keys)/2 {
 		t.Fatalf("%d rows left, want %d", len(left), len(keys)/2)
@@ -329,7 +328,7 @@ func TestTableWriterRoundTripsEdmTypes(t *testing.T) {
 }
 
 // A write whose connection broke after the service made it is retried, and
-// the retry finds the write done: ErrExists for an insert. The caller reads
+// the retry finds the write done: Exists for an insert. The caller reads
 // the row again and finds its own write.
 func TestTableWriterInsertRetriedAfterADropReportsExists(t *testing.T) {
 	acct := testenv.Storage(t)
@@ -352,7 +351,7 @@ func TestTableWriterInsertRetriedAfterADropReportsExists(t *testing.T) {
 	table, w, r := newWriterTable(t, &proxied)
 	key := store.Key{PartitionKey: "p", RowKey: "dropped"}
 	_, err = w.Insert(context.Background(), table, row(key, map[string]transform.Value{"S": transform.String("mine")}))
-	isRowError(t, "insert retried after a drop", err, table, key, store.ErrExists)
+	isRowError(t, "insert retried after a drop", err, table, key, store.Exists)
 	if p.Injected(faultproxy.DropAfter) != 1 {
 		t.Fatalf("%d drops injected", p.Injected(faultproxy.DropAfter))
 	}

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
@@ -294,17 +292,17 @@ func explain(err error) string {
 	}
 	var re *azcore.ResponseError
 	hasResp := errors.As(err, &re)
-	exhausted := errors.Is(err, store.ErrRetriesExhausted)
-	if exhausted || hasRes && res.Service == azure.ServiceCosmos && hasResp && re.StatusCode == http.StatusTooManyRequests {
+	kind := store.KindOf(err)
+	if errors.Is(err, store.ErrRetriesExhausted) || hasRes && res.Service == azure.ServiceCosmos && kind == store.Throttled {
 		where, what, service := "the service", "", azure.Service("")
 		if hasRes {
 			where, what, service = string(res.Service)+" "+res.Endpoint, " for "+res.Resource.String(), res.Service
 		}
 		switch {
-		case hasResp && re.StatusCode == http.StatusTooManyRequests && service == azure.ServiceCosmos:
+		case kind == store.Throttled && service == azure.ServiceCosmos:
 			return where + " kept answering 429 Too Many Requests" + what + " after every retry: the account's request units are exhausted; " +
 				"cap what this command uses with --max-ru, or let it wait longer with --retry-timeout"
-		case hasResp && re.StatusCode == http.StatusTooManyRequests:
+		case kind == store.Throttled:
 			return where + " kept answering 429 Too Many Requests" + what + " after every retry: the account is throttling; " +
 				"let the command wait longer with --retry-timeout, or run it when the account is less busy"
 		}
@@ -336,7 +334,7 @@ func explain(err error) string {
 	case re.StatusCode == http.StatusNotFound && (r.Kind == azure.KindDatabase || r.Kind == azure.KindContainer ||
 		r.Kind == azure.KindBlobContainer && re.ErrorCode != "BlobNotFound"):
 		return (&notProvisionedError{Missing: []azure.Resource{r}}).Error()
-	case re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden:
+	case kind == store.Auth:
 		return fmt.Sprintf("%s %s refused access to %s (%s): %s", r.Service, r.Endpoint, r, statusText(re), accessAdvice(r.Service))
 	}
 	return fmt.Sprintf("%s %s answered %s for %s (run with --verbose for its whole answer)", r.Service, r.Endpoint, statusText(re), r)
@@ -414,31 +412,13 @@ func networkCause(err error) string {
 }
 
 // transient reports whether err is a failure that may well not happen
-// again: throttling or errors that outlasted the retries, a timeout, a
-// 5xx, a dropped connection. Running the command again may then finish
-// the work; after any other error (a missing table or container, access
-// refused, an endpoint that refuses connections or does not resolve, bad
-// input) it cannot until the cause is fixed.
-func transient(err error) bool {
-	if errors.Is(err, store.ErrRetriesExhausted) {
-		return true
-	}
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		switch re.StatusCode {
-		case http.StatusRequestTimeout, http.StatusTooManyRequests, 449:
-			return true
-		}
-		return re.StatusCode >= 500
-	}
-	if errors.Is(err, context.Canceled) {
-		return false
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
+// again: its fault is retryable (store.FaultKind.Retryable: throttled,
+// transient, unreachable), whether the adapter's retries outlasted
+// --retry-timeout or not. Running the command again may then finish the
+// work; after any other error (a missing table or container, access
+// refused, a doc refused, bad input, a cancelled context) it cannot until
+// the cause is fixed.
+func transient(err error) bool { return store.KindOf(err).Retryable() }
 
 // ending is how a command that writes a summary ended, for the summary's
 // last line.

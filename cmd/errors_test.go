@@ -66,8 +66,10 @@ func refused(u string) error {
 // each service error becomes one sentence that says what to do, without
 // the service's raw answer; an error it does not know passes through.
 func TestErrSentences(t *testing.T) {
+	// in is a failed request about r, as the adapters wrap it: with its
+	// fault (azure.FaultOf).
 	in := func(r azure.Resource, op string, err error) error {
-		return &azure.ResourceError{Resource: r, Op: op, Err: err}
+		return &azure.ResourceError{Resource: r, Op: op, Err: azure.FaultOf(err)}
 	}
 	for _, tc := range []struct {
 		name      string
@@ -116,10 +118,10 @@ func TestErrSentences(t *testing.T) {
 				`give the identity a Cosmos DB data-plane role such as "Cosmos DB Built-in Data Contributor", or use the account's current key in the Cosmos DB connection`,
 		},
 		{
-			name: "403 from Cosmos DB on a write (ErrAccessDenied)",
+			name: "403 from Cosmos DB on a write (an Auth fault)",
 			err: fmt.Errorf("Entities GLOBAL/user:a: write entities/user-a: %w", in(entitiesCont, "",
-				fmt.Errorf("cosmos upsert: %w: 403 Forbidden: %w", store.ErrAccessDenied,
-					responseError(t, "POST", cosmosEP+"dbs/bifrost/colls/entities/docs", 403, "Forbidden", "")))),
+				&store.Fault{Kind: store.Auth, Status: 403, Reason: "cosmos upsert: access denied: 403 Forbidden",
+					Err: responseError(t, "POST", cosmosEP+"dbs/bifrost/colls/entities/docs", 403, "Forbidden", "")})),
 			want: "Cosmos DB " + cosmosEP + " refused access to container bifrost/entities (403 Forbidden, Forbidden): " +
 				`give the identity a Cosmos DB data-plane role such as "Cosmos DB Built-in Data Contributor", or use the account's current key in the Cosmos DB connection`,
 		},
@@ -157,6 +159,10 @@ func TestErrSentences(t *testing.T) {
 			err:  fmt.Errorf("read Config: %w", in(tablesOnClosed, "table Config", refused("http://127.0.0.1:1/devstoreaccount1/Config()"))),
 			want: "cannot reach Table Storage at http://127.0.0.1:1/devstoreaccount1 (connect: connection refused): " +
 				"check the tables connection and that this machine can reach the endpoint",
+			// Unreachable is retryable (docs/engine.md, "Faults"): the
+			// start-up checks send once, so a wrong endpoint fails at once
+			// with this sentence; during the work a refusal is retried.
+			transient: true,
 		},
 		{
 			name: "another answer of a known resource",
@@ -233,7 +239,7 @@ func TestErrVerboseDetailIsScrubbed(t *testing.T) {
 	})
 	f.Global.Verbose = true
 	err := &azure.ResourceError{Resource: configTable, Op: "table Config",
-		Err: responseError(t, "GET", tablesEP+"/Config()", 403, "AuthenticationFailed", "key "+key+" refused")}
+		Err: azure.FaultOf(responseError(t, "GET", tablesEP+"/Config()", 403, "AuthenticationFailed", "key "+key+" refused"))}
 	got := errorText(f, err, ExitFatal)
 	if strings.Contains(got, key) || !strings.Contains(got, "(--verbose) table Config: GET") || !strings.Contains(got, "key *** refused") {
 		t.Errorf("verbose output:\n%s", got)

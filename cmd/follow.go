@@ -45,23 +45,32 @@ func writePass(o *output, r migrate.PassReport, deadLetters int64) error {
 	return err
 }
 
-// pass is what one pass of --follow did, with its conflicts by doc.
-type pass[C any] struct {
+// followPass is what one pass of --follow did, with its conflicts by doc.
+type followPass struct {
 	result      migrate.PassResult
 	deadLetters int64
-	conflicts   map[string]C
+	conflicts   map[string]windowConflict
+}
+
+// newFollowPass is one pass of --follow with its conflicts by doc.
+func newFollowPass(r migrate.PassResult, deadLetters int64, conflicts []windowConflict) followPass {
+	p := followPass{result: r, deadLetters: deadLetters, conflicts: make(map[string]windowConflict, len(conflicts))}
+	for _, c := range conflicts {
+		p.conflicts[c.doc()] = c
+	}
+	return p
 }
 
 // followed is what every pass of --follow did.
-type followed[C any] struct {
+type followed struct {
 	passes      int
 	deadLetters int64
-	conflicts   map[string]C // the latest of each doc's conflicts
+	conflicts   map[string]windowConflict // the latest of each doc's conflicts
 }
 
 // listed returns the conflicts in doc order.
-func (f followed[C]) listed() []C {
-	out := make([]C, 0, len(f.conflicts))
+func (f followed) listed() []windowConflict {
+	out := make([]windowConflict, 0, len(f.conflicts))
 	for _, k := range sortedKeys(f.conflicts) {
 		out = append(out, f.conflicts[k])
 	}
@@ -70,7 +79,7 @@ func (f followed[C]) listed() []C {
 
 // exit is the error that ends a follow: conflicts left (exit 4), else
 // dead letters (exit 3, in the file deadLetterFile), else none.
-func (f followed[C]) exit(deadLetterFile string) error {
+func (f followed) exit(deadLetterFile string) error {
 	switch {
 	case len(f.conflicts) > 0:
 		return ConflictError(fmt.Errorf("%d conflict(s) left unresolved over %d pass(es): see the list", len(f.conflicts), f.passes))
@@ -85,11 +94,11 @@ func (f followed[C]) exit(deadLetterFile string) error {
 // starts and ends. It returns what the passes did once ctx ends (SIGINT,
 // SIGTERM: the pass in progress is finished), or the first error of a
 // pass or of printing.
-func followPasses[C any](ctx context.Context, o *output, obs *observer, fo migrate.FollowOptions,
-	run func(ctx context.Context, since time.Time) (pass[C], error)) (followed[C], error) {
-	f := followed[C]{conflicts: map[string]C{}}
+func followPasses(ctx context.Context, o *output, obs *observer, fo migrate.FollowOptions,
+	run func(ctx context.Context, since time.Time) (followPass, error)) (followed, error) {
+	f := followed{conflicts: map[string]windowConflict{}}
 	var (
-		last pass[C]
+		last followPass
 		werr error
 	)
 	err := migrate.Follow(ctx, fo, func(pctx context.Context, since time.Time) (migrate.PassResult, error) {

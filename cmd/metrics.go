@@ -18,6 +18,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // metricPrefix begins the name of every metric of the tool.
@@ -291,13 +292,13 @@ func (t *metricsTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	t.m.requests.WithLabelValues(service, code).Inc()
 	t.m.latency.WithLabelValues(service).Observe(took.Seconds())
-	switch {
-	case err != nil:
-	case resp.StatusCode == http.StatusTooManyRequests:
-		t.m.throttled.WithLabelValues(service).Inc()
-	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == 449, resp.StatusCode >= 500:
-	default:
-		t.m.health.completed()
+	if err == nil {
+		switch k := azure.AnswerKind(resp); {
+		case k == store.Throttled:
+			t.m.throttled.WithLabelValues(service).Inc()
+		case !k.Retryable():
+			t.m.health.completed()
+		}
 	}
 	return resp, err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,19 +36,32 @@ func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replay
 	}}, err
 }
 
-// replayRun replays, or follows (windowRun), and prints the summary and
-// the conflicts. Unresolved conflicts return a ConflictError (exit 4);
+// replayRun replays, or follows, and prints the summary and the
+// conflicts. Unresolved conflicts return a ConflictError (exit 4);
 // otherwise dead letters a PartialError (exit 3).
 func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	m := opts.Engine
-	return windowRun(ctx, &opts.windowOptions, &m.Common, opts.Connect, way[migrate.ReplayDeps, migrate.ReplaySummary, migrate.Conflict, migrate.ReplayCounts]{
-		words: replayWords, tables: m.Tables, view: replayView, conflict: replayConflict,
-		totals: func(s migrate.ReplaySummary) migrate.ReplayCounts { return s.Totals }, add: (*migrate.ReplayCounts).Add,
-		pass: func(ctx context.Context, deps migrate.ReplayDeps, since time.Time, p migrate.Progress, counted, keep bool) (migrate.ReplaySummary, error) {
-			m.Since, m.KeepDeadLetters, m.CountRows, deps.Progress = since, keep, counted, p
-			return migrate.Replay(ctx, m, deps)
-		},
-	})
+	w, err := opts.begin(replayWords, &m.Common)
+	if err != nil {
+		return err
+	}
+	defer w.obs.finish()
+	svc, err := opts.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.ready(ctx, svc.conn, svc.deps.Source, m.Tables); err != nil {
+		return err
+	}
+	pass := func(ctx context.Context, since time.Time, p migrate.Progress, counted, keep bool) (windowSummary, error) {
+		m.Since, m.KeepDeadLetters, m.CountRows, svc.deps.Progress = since, keep, counted, p
+		s, err := migrate.Replay(ctx, m, svc.deps)
+		return replaySummary{s}, err
+	}
+	if w.flags.Follow {
+		return w.follow(ctx, replaySummary{}, pass)
+	}
+	return w.once(ctx, pass)
 }
 
 // replayColumns are the count columns of the text summary.
@@ -60,42 +74,64 @@ var replayColumns = countColumns[migrate.ReplayCounts]{
 	},
 }
 
-// replayView is a replay's summary as the code replay and reverse share
-// reads it: the counts by table, the writes (created, replaced, forced,
-// pruned), the blobs and the start-overs.
-func replayView(s migrate.ReplaySummary) windowView[migrate.Conflict] {
+// replaySummary is a replay's summary as the code replay and reverse
+// share reads it: the counts by table, the writes (created, replaced,
+// forced, pruned), the blobs and the start-overs.
+type replaySummary struct{ migrate.ReplaySummary }
+
+func (s replaySummary) window() migrate.WindowSummary { return s.WindowSummary }
+
+func (s replaySummary) tally() tally {
 	c := s.Totals
-	return windowView[migrate.Conflict]{
-		tally: tally{read: c.Rows, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Writes(), newest: s.Newest},
-		ran:   s.Tables != nil, s: s.WindowSummary, list: s.Conflicts,
-		table: func(w io.Writer) error {
-			groups := make([]countGroup[migrate.ReplayCounts], len(s.Tables))
-			for i, ts := range s.Tables {
-				groups[i] = countGroup[migrate.ReplayCounts]{ts.Table, ts.Kinds, ts.ReplayCounts}
-			}
-			return writeCountTable(w, "TABLE", replayColumns, groups, c)
-		},
-		writes: func(w io.Writer) {
-			fmt.Fprintf(w, "%s: %d (%d bytes)\n", whatIsDone(s.DryRun, "blobs", "uploaded"), s.BlobsUploaded, s.BlobBytes)
-			fmt.Fprintf(w, "%s: %d (created %d, replaced %d, forced %d, pruned %d) in %.1fs\n",
-				whatIsDone(s.DryRun, "docs", "written"), c.Writes(), c.Created, c.Replaced, c.Forced, c.Pruned, s.ElapsedSeconds)
-			fmt.Fprintf(w, "start-overs: %d after 412 (changed since read), %d after 409 (created meanwhile), %d after 404 (deleted meanwhile)\n",
-				c.PreconditionFailed, c.CreateConflicts, c.DocVanished)
-		},
-		forced: fmt.Sprintf("%d %s with --force", c.Forced+c.ForcedPrunes, would(s.DryRun, "overwritten or deleted")),
-	}
+	return tally{ran: s.Tables != nil, read: c.Rows, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Writes(), newest: s.Newest}
 }
+
+func (s replaySummary) text() (summaryText, error) {
+	c := s.Totals
+	groups := make([]countGroup[migrate.ReplayCounts], len(s.Tables))
+	for i, ts := range s.Tables {
+		groups[i] = countGroup[migrate.ReplayCounts]{ts.Table, ts.Kinds, ts.ReplayCounts}
+	}
+	var counts, writes strings.Builder
+	if err := writeCountTable(&counts, "TABLE", replayColumns, groups, c); err != nil {
+		return summaryText{}, err
+	}
+	fmt.Fprintf(&writes, "%s: %d (%d bytes)\n", whatIsDone(s.DryRun, "blobs", "uploaded"), s.BlobsUploaded, s.BlobBytes)
+	fmt.Fprintf(&writes, "%s: %d (created %d, replaced %d, forced %d, pruned %d) in %.1fs\n",
+		whatIsDone(s.DryRun, "docs", "written"), c.Writes(), c.Created, c.Replaced, c.Forced, c.Pruned, s.ElapsedSeconds)
+	fmt.Fprintf(&writes, "start-overs: %d after 412 (changed since read), %d after 409 (created meanwhile), %d after 404 (deleted meanwhile)\n",
+		c.PreconditionFailed, c.CreateConflicts, c.DocVanished)
+	return summaryText{counts: counts.String(), writes: writes.String(),
+		forced: fmt.Sprintf("%d %s with --force", c.Forced+c.ForcedPrunes, would(s.DryRun, "overwritten or deleted"))}, nil
+}
+
+func (s replaySummary) conflicts() []windowConflict {
+	return listConflicts(s.Conflicts, func(c migrate.Conflict) windowConflict { return replayConflict{c} })
+}
+
+func (s replaySummary) plus(o windowSummary) windowSummary {
+	s.Totals.Add(o.(replaySummary).Totals)
+	return s
+}
+
+func (s replaySummary) totals() any { return s.Totals }
 
 // writeReplayText prints the summary table, the totals and the first
 // conflicts, this session's request units, and last a line that says how
 // replay ended.
 func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ruReport, end ending) error {
-	return writeWindowText(w, replayWords, replayView(s), replayConflict, ru, end)
+	return writeWindowText(w, replayWords, replaySummary{s}, ru, end)
 }
 
-// writeConflict prints one conflict: the doc, its row, why, what was
-// done, and the differing fields with the tables' and Cosmos DB's values.
-func writeConflict(w io.Writer, c migrate.Conflict) {
+// replayConflict is a conflict of replay's as the code replay and reverse
+// share lists it.
+type replayConflict struct{ migrate.Conflict }
+
+func (c replayConflict) doc() string { return c.Container + "/" + c.Scope + "/" + c.ID }
+
+// writeText prints the conflict: the doc, its row, why, what was done,
+// and the differing fields with the tables' and Cosmos DB's values.
+func (c replayConflict) writeText(w io.Writer) {
 	fmt.Fprintf(w, "  %s/%s/%s ← %s %s/%s\n", c.Container, c.Scope, c.ID, c.Table, c.PartitionKey, c.RowKey)
 	fmt.Fprintf(w, "    %s; %s\n", c.Reason, c.Resolution)
 	for _, d := range c.Fields {
@@ -121,7 +157,7 @@ func valueText(v json.RawMessage) string {
 // false when replay stopped before the end (end); "ru" is its request
 // units.
 func writeReplayJSON(lines *jsonLines, s migrate.ReplaySummary, ru ruReport, end ending) error {
-	return lines.emit(lineSummary, windowLine{end == endedDone, s, ru})
+	return lines.emit(lineSummary, windowLine{end == endedDone, replaySummary{s}, ru})
 }
 
 // replayDoc is the help of `bifrost-migrate replay`.

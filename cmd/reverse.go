@@ -39,20 +39,33 @@ func connectReverse(ctx context.Context, f *Factory, opts *ReverseOptions) (reve
 	}}, err
 }
 
-// reverseRun writes back, or follows (windowRun), and prints the summary
-// and the conflicts. Unresolved conflicts return a ConflictError (exit
-// 4); otherwise dead letters a PartialError (exit 3).
+// reverseRun writes back, or follows, and prints the summary and the
+// conflicts. Unresolved conflicts return a ConflictError (exit 4);
+// otherwise dead letters a PartialError (exit 3).
 func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	m := opts.Engine
-	return windowRun(ctx, &opts.windowOptions, &m.Common, opts.Connect, way[migrate.ReverseDeps, migrate.ReverseSummary, migrate.ReverseConflict, migrate.ReverseCounts]{
-		words: reverseWords, view: reverseView, conflict: reverseConflict,
-		totals: func(s migrate.ReverseSummary) migrate.ReverseCounts { return s.Totals }, add: (*migrate.ReverseCounts).Add,
-		pass: func(ctx context.Context, deps migrate.ReverseDeps, since time.Time, p migrate.Progress, _, keep bool) (migrate.ReverseSummary, error) {
-			m.Transform.Now = opts.Now() // a status row's UpdatedAt is the pass's
-			m.Since, m.KeepDeadLetters, deps.Progress = since, keep, p
-			return migrate.Reverse(ctx, m, deps)
-		},
-	})
+	w, err := opts.begin(reverseWords, &m.Common)
+	if err != nil {
+		return err
+	}
+	defer w.obs.finish()
+	svc, err := opts.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.ready(ctx, svc.conn, svc.deps.Rows, nil); err != nil {
+		return err
+	}
+	pass := func(ctx context.Context, since time.Time, p migrate.Progress, _, keep bool) (windowSummary, error) {
+		m.Transform.Now = opts.Now() // a status row's UpdatedAt is the pass's
+		m.Since, m.KeepDeadLetters, svc.deps.Progress = since, keep, p
+		s, err := migrate.Reverse(ctx, m, svc.deps)
+		return reverseSummary{s}, err
+	}
+	if w.flags.Follow {
+		return w.follow(ctx, reverseSummary{}, pass)
+	}
+	return w.once(ctx, pass)
 }
 
 // reverseColumns are the count columns of the text summary.
@@ -63,41 +76,61 @@ var reverseColumns = countColumns[migrate.ReverseCounts]{
 	},
 }
 
-// reverseView is a reverse's summary as the code replay and reverse
+// reverseSummary is a reverse's summary as the code replay and reverse
 // share reads it: the counts by container, the rows written and the
 // blobs, and a dry run's plan.
-func reverseView(s migrate.ReverseSummary) windowView[migrate.ReverseConflict] {
+type reverseSummary struct{ migrate.ReverseSummary }
+
+func (s reverseSummary) window() migrate.WindowSummary { return s.WindowSummary }
+
+func (s reverseSummary) tally() tally {
 	c := s.Totals
-	v := windowView[migrate.ReverseConflict]{
-		ran: s.Containers != nil, s: s.WindowSummary, list: s.Conflicts, forced: fmt.Sprintf("%d %s with --force", c.Forced, would(s.DryRun, "written")),
-		tally: tally{read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Synced, newest: s.Newest},
-		table: func(w io.Writer) error {
-			groups := make([]countGroup[migrate.ReverseCounts], 0, len(s.Containers))
-			for _, cs := range s.Containers {
-				groups = append(groups, countGroup[migrate.ReverseCounts]{cs.Container, cs.Kinds, cs.ReverseCounts})
-			}
-			return writeCountTable(w, "CONTAINER", reverseColumns, groups, c)
-		},
-		writes: func(w io.Writer) {
-			fmt.Fprintf(w, "%s: %d (%d rows, %d index rows, %d index rows deleted, %d pruned) in %.1fs\n",
-				whatIsDone(s.DryRun, "rows", "written"), c.Writes(), c.RowsWritten, c.IndexWritten, c.IndexDeleted, c.Pruned, s.ElapsedSeconds)
-			fmt.Fprintf(w, "%s: %d (%d bytes)\n", whatIsDone(s.DryRun, "blobs", "uploaded"), s.BlobsUploaded, s.BlobBytes)
-		},
-	}
-	if s.DryRun && len(s.Plan) > 0 {
-		v.plan = func(w io.Writer) {
-			fmt.Fprintf(w, "\nwrites a real reverse would do (%d listed):\n", len(s.Plan))
-			for _, p := range s.Plan {
-				fmt.Fprintf(w, "  %s %s %s/%s\n", p.Action, p.Table, p.PartitionKey, p.RowKey)
-			}
-		}
-	}
-	return v
+	return tally{ran: s.Containers != nil, read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Synced, newest: s.Newest}
 }
 
-// writeReverseConflict prints one conflict: the doc, its row, why, what
-// was done, and the properties the doc would change (names only).
-func writeReverseConflict(w io.Writer, c migrate.ReverseConflict) {
+func (s reverseSummary) text() (summaryText, error) {
+	c := s.Totals
+	groups := make([]countGroup[migrate.ReverseCounts], 0, len(s.Containers))
+	for _, cs := range s.Containers {
+		groups = append(groups, countGroup[migrate.ReverseCounts]{cs.Container, cs.Kinds, cs.ReverseCounts})
+	}
+	var counts, writes, plan strings.Builder
+	if err := writeCountTable(&counts, "CONTAINER", reverseColumns, groups, c); err != nil {
+		return summaryText{}, err
+	}
+	fmt.Fprintf(&writes, "%s: %d (%d rows, %d index rows, %d index rows deleted, %d pruned) in %.1fs\n",
+		whatIsDone(s.DryRun, "rows", "written"), c.Writes(), c.RowsWritten, c.IndexWritten, c.IndexDeleted, c.Pruned, s.ElapsedSeconds)
+	fmt.Fprintf(&writes, "%s: %d (%d bytes)\n", whatIsDone(s.DryRun, "blobs", "uploaded"), s.BlobsUploaded, s.BlobBytes)
+	if s.DryRun && len(s.Plan) > 0 {
+		fmt.Fprintf(&plan, "\nwrites a real reverse would do (%d listed):\n", len(s.Plan))
+		for _, p := range s.Plan {
+			fmt.Fprintf(&plan, "  %s %s %s/%s\n", p.Action, p.Table, p.PartitionKey, p.RowKey)
+		}
+	}
+	return summaryText{counts: counts.String(), writes: writes.String(), plan: plan.String(),
+		forced: fmt.Sprintf("%d %s with --force", c.Forced, would(s.DryRun, "written"))}, nil
+}
+
+func (s reverseSummary) conflicts() []windowConflict {
+	return listConflicts(s.Conflicts, func(c migrate.ReverseConflict) windowConflict { return reverseConflict{c} })
+}
+
+func (s reverseSummary) plus(o windowSummary) windowSummary {
+	s.Totals.Add(o.(reverseSummary).Totals)
+	return s
+}
+
+func (s reverseSummary) totals() any { return s.Totals }
+
+// reverseConflict is a conflict of reverse's as the code replay and
+// reverse share lists it.
+type reverseConflict struct{ migrate.ReverseConflict }
+
+func (c reverseConflict) doc() string { return c.Container + "/" + c.Scope + "/" + c.ID }
+
+// writeText prints the conflict: the doc, its row, why, what was done,
+// and the properties the doc would change (names only).
+func (c reverseConflict) writeText(w io.Writer) {
 	fmt.Fprintf(w, "  %s/%s/%s → %s %s/%s\n", c.Container, c.Scope, c.ID, c.Table, c.PartitionKey, c.RowKey)
 	fmt.Fprintf(w, "    %s; %s\n", c.Reason, c.Resolution)
 	if len(c.Properties) > 0 {

@@ -327,7 +327,7 @@ func probeCause(err error) string {
 	switch {
 	case errors.As(err, &cred):
 		return "no Microsoft Entra ID token"
-	case errors.As(err, &re) && (re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden):
+	case errors.As(err, &re) && azure.FaultOf(err).Kind == store.Auth:
 		return fmt.Sprintf("the credentials were refused (%d %s)", re.StatusCode, http.StatusText(re.StatusCode))
 	case errors.As(err, &re):
 		return fmt.Sprintf("it answered %d %s", re.StatusCode, http.StatusText(re.StatusCode))

@@ -192,7 +192,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	}
 	v := svc.deps
 	v.Progress = verifyProgress{o, opts.RU.recent(), obs}
-	if err := ready(ctx, o, svc.conn, opts.TablePrefix, opts.Tables); err != nil {
+	if err := ready(ctx, o, svc.conn, svc.conn.rowReader, opts.TablePrefix, opts.Tables); err != nil {
 		return err
 	}
 	sayOptions()

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // windowFlags are the flags replay and reverse share, into
@@ -191,15 +192,240 @@ func days(d time.Duration) string {
 	return fmt.Sprintf("%d %s %d h", h/24, unit, h%24)
 }
 
+// windowSummary is a replay's or a reverse's summary as the code they
+// share reads it (replaySummary, reverseSummary).
+type windowSummary interface {
+	// window is what every window's summary holds: since, a dry run, the
+	// warnings and the dead letters.
+	window() migrate.WindowSummary
+	tally() tally
+	// text are the parts of its text that are its own.
+	text() (summaryText, error)
+	conflicts() []windowConflict
+	// plus returns o's totals added to its own: the totals of the passes
+	// of one --follow, which are all of the same command.
+	plus(o windowSummary) windowSummary
+	// totals are its counts, as --follow's JSON summary lists them.
+	totals() any
+}
+
+// summaryText are the parts of a summary's text that differ between
+// replay and reverse.
+type summaryText struct {
+	// counts is the table of counts by table or container; writes the
+	// lines that say what was written (in a dry run: would be); forced
+	// the conflicts line's count of what --force wrote ("2 written with
+	// --force"); plan, when not empty, a dry run's writes.
+	counts, writes, forced, plan string
+}
+
+// windowConflict is a conflict of a replay or a reverse as the code they
+// share lists it (replayConflict, reverseConflict); --output json lists
+// its fields.
+type windowConflict interface {
+	// doc names the doc it is of: --follow keeps the latest of each doc's.
+	doc() string
+	writeText(w io.Writer)
+}
+
+// listConflicts lists the conflicts cs of a summary, each as as makes it
+// a windowConflict.
+func listConflicts[C any](cs []C, as func(C) windowConflict) []windowConflict {
+	out := make([]windowConflict, len(cs))
+	for i, c := range cs {
+		out[i] = as(c)
+	}
+	return out
+}
+
+// windowPass runs the engine of a replay or a reverse once, from since,
+// with progress p (counted: p shows totals, which the engine then
+// pre-counts); keep appends to the dead-letter file (the passes of
+// --follow after the first).
+type windowPass func(ctx context.Context, since time.Time, p migrate.Progress, counted, keep bool) (windowSummary, error)
+
+// windowCommand is a replay or a reverse at work, once its flags are
+// valid: what the two share from their start to their last line.
+type windowCommand struct {
+	e      *engineOptions
+	flags  windowFlags
+	words  wayWords
+	common *migrate.Common
+	o      *output
+	obs    *observer
+}
+
+// begin starts the replay or reverse of words whose engine options are
+// c: the transform options and the pacer (engineOptions.start), then the
+// observer of its progress, which the caller finishes.
+func (w *windowOptions) begin(words wayWords, c *migrate.Common) (*windowCommand, error) {
+	e := &w.engineOptions
+	o, err := e.start(words.name, c)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := e.Observe.observe(e.IO, o, words.name, &e.RU, words.observed, "")
+	if err != nil {
+		return nil, err
+	}
+	if w.window.Follow {
+		obs.following(w.window.w.Since)
+	}
+	return &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs}, nil
+}
+
 // ready prints where the command works (c's accounts), then fails when
 // the database or containers are missing or the tables cannot be read
-// (prefix before their names; none given: all three).
-func ready(ctx context.Context, o *output, c conn, prefix string, tables []string) error {
+// through rows (prefix before their names; none given: all three).
+func ready(ctx context.Context, o *output, c conn, rows store.PageReader, prefix string, tables []string) error {
 	o.status("%s", c.where())
 	if len(c.missing) > 0 {
 		return &notProvisionedError{Missing: c.missing}
 	}
-	return probeTables(ctx, c.rowReader, prefix, tables)
+	return probeTables(ctx, rows, prefix, tables)
+}
+
+// ready is ready for the replay or reverse, which then says the options
+// it took and what it reads.
+func (w *windowCommand) ready(ctx context.Context, c conn, rows store.PageReader, tables []string) error {
+	if err := ready(ctx, w.o, c, rows, w.common.TablePrefix, tables); err != nil {
+		return err
+	}
+	w.e.sayOptions()
+	w.flags.startStatus(w.o, w.words.reads, w.flags.w.Since, w.common.DryRun)
+	return nil
+}
+
+// atWork says what the command says only once its engine is at work (a
+// command refused at its start, the state directory in use, prints only
+// its error): how far back --since reaches.
+func (w *windowCommand) atWork() func() {
+	return sync.OnceFunc(func() { warnReach(w.o, w.common.StateDir, w.flags.w.Since) })
+}
+
+// once runs pass once with progress, prints the summary and returns the
+// error the command ends with (windowExit).
+func (w *windowCommand) once(ctx context.Context, pass windowPass) error {
+	p, bars, counted := newProgress(w.o, w.e.ErrIsTerminal, time.Now, w.e.RU.recent(), w.obs)
+	s, err := pass(ctx, w.flags.w.Since, workingProgress{p, w.atWork()}, counted, false)
+	if bars != nil {
+		bars.finish()
+	}
+	t := s.tally()
+	ru := w.e.RU.report(t.ruDocs)
+	end := endingOf(err, ctx.Err() != nil)
+	var werr error
+	switch {
+	case !t.ran || err != nil && !t.counted():
+		// Nothing was done: the error alone says what happened.
+	case w.o.json():
+		werr = w.o.lines.emit(lineSummary, windowLine{end == endedDone, s, ru})
+	default:
+		werr = writeWindowText(w.e.Out, w.words, s, ru, end)
+	}
+	if err == nil {
+		err = werr
+	}
+	return windowExit(err, ctx.Err() != nil, w.common.DryRun, t, s.window().DeadLetterFile, w.words)
+}
+
+// follow runs the passes of --follow until ctx ends (SPEC §16), each from
+// the previous pass's watermark less --skew, then prints the totals (from
+// none, the summary with no counts) and the conflicts of every pass; exit
+// 4 when any conflict was left, else 3 when there were dead letters. The
+// passes report their rows to the observer only (no bars or progress
+// lines: a pass line ends each).
+func (w *windowCommand) follow(ctx context.Context, none windowSummary, pass windowPass) error {
+	var (
+		sum   tally
+		total = none
+		p     migrate.Progress
+	)
+	if w.obs.shows() {
+		p = commandProgress{displays: []counter{w.obs}}
+	}
+	atWork, keep := w.atWork(), false
+	f, err := followPasses(ctx, w.o, w.obs, migrate.FollowOptions{Since: w.flags.w.Since, Interval: w.flags.Interval, Skew: w.flags.Skew},
+		func(pctx context.Context, since time.Time) (followPass, error) {
+			s, err := pass(pctx, since, workingProgress{p, atWork}, false, keep)
+			keep = true // the passes after the first add to the dead-letter file
+			if err != nil {
+				return followPass{}, err
+			}
+			t := s.tally()
+			sum.add(t)
+			total = total.plus(s)
+			return newFollowPass(migrate.PassResult{Read: t.read, Applied: t.written, Conflicts: t.conflicts, Newest: deref(t.newest)}, t.deadLetters, s.conflicts()), nil
+		})
+	if err != nil {
+		return err
+	}
+	return followedSummary(w.o, f, total.totals(), w.e.RU.report(sum.ruDocs), fmt.Sprintf(w.words.followed, sum.read, sum.written),
+		w.common.StateDir, w.words.deadLetterFile)
+}
+
+// followedSummary prints what the passes of --follow did — the totals
+// (text: the line read), the conflicts and the request units — and
+// returns the error that ends the command: exit 4 when conflicts are
+// left, else 3 when there were dead letters (in stateDir/deadLetters).
+func followedSummary(o *output, f followed, total any, ru ruReport, read string, stateDir, deadLetters string) error {
+	var err error
+	if o.json() {
+		err = o.lines.emit(lineSummary, struct {
+			Passes    int              `json:"passes"`
+			Totals    any              `json:"totals"`
+			Conflicts []windowConflict `json:"conflicts"`
+			RU        ruReport         `json:"ru"`
+		}{f.passes, total, f.listed(), ru})
+	} else {
+		fmt.Fprintf(o.out, "followed for %d pass(es): %s, %d conflict(s), %d dead letter(s)\n", f.passes, read, len(f.conflicts), f.deadLetters)
+		for i, c := range f.listed() {
+			if i == maxConflictsShown {
+				fmt.Fprintf(o.out, "  … and %d more\n", len(f.conflicts)-i)
+				break
+			}
+			c.writeText(o.out)
+		}
+		ru.writeText(o.out)
+	}
+	if err != nil {
+		return err
+	}
+	return f.exit(filepath.Join(stateDir, deadLetters))
+}
+
+// writeWindowText prints the text summary of a replay or reverse s with
+// its request units ru, its last line saying how it ended (end).
+func writeWindowText(w io.Writer, words wayWords, s windowSummary, ru ruReport, end ending) error {
+	ws, t := s.window(), s.tally()
+	text, err := s.text()
+	if err != nil {
+		return err
+	}
+	if ws.DryRun {
+		fmt.Fprintf(w, "DRY RUN: nothing was written; the counts say what %s would do.\n", words.name)
+	}
+	fmt.Fprintf(w, "%s of %s changed since %s\n\n", words.name, words.reads, ws.Since)
+	io.WriteString(w, text.counts)
+	if err := writeWarnings(w, ws.Warnings); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	io.WriteString(w, text.writes)
+	ru.writeText(w)
+	switch {
+	case t.deadLetters > 0 && ws.DeadLetterFile != "":
+		fmt.Fprintf(w, "dead letters: %d in %s\n", t.deadLetters, ws.DeadLetterFile)
+	default:
+		fmt.Fprintf(w, "dead letters: %d\n", t.deadLetters)
+		for _, dl := range ws.DeadLetters {
+			fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
+		}
+	}
+	fmt.Fprintf(w, "conflicts: %d %s, %s\n", t.conflicts, would(ws.DryRun, "left unresolved"), text.forced)
+	writeConflicts(w, s.conflicts())
+	io.WriteString(w, text.plan)
+	return writeWindowEnd(w, words, end, t, ws.DryRun)
 }
 
 // startStatus prints what a replay or reverse reads (what: "rows" or
@@ -214,46 +440,6 @@ func (w windowFlags) startStatus(o *output, what string, since time.Time, dryRun
 	if dryRun {
 		o.status("dry run: nothing will be written")
 	}
-}
-
-// newPass is one pass of --follow with its conflicts by doc.
-func newPass[C any](r migrate.PassResult, deadLetters int64, conflicts []C, doc func(C) string) pass[C] {
-	p := pass[C]{result: r, deadLetters: deadLetters, conflicts: make(map[string]C, len(conflicts))}
-	for _, c := range conflicts {
-		p.conflicts[doc(c)] = c
-	}
-	return p
-}
-
-// followedSummary prints what the passes of --follow did — the totals
-// (text: the line read), the conflicts (text: by writeConflict) and the
-// request units — and returns the error that ends the command: exit 4
-// when conflicts are left, else 3 when there were dead letters (in
-// stateDir/deadLetters).
-func followedSummary[C, T any](o *output, f followed[C], total T, ru ruReport, read string, writeConflict func(io.Writer, C), stateDir, deadLetters string) error {
-	var err error
-	if o.json() {
-		err = o.lines.emit(lineSummary, struct {
-			Passes    int      `json:"passes"`
-			Totals    T        `json:"totals"`
-			Conflicts []C      `json:"conflicts"`
-			RU        ruReport `json:"ru"`
-		}{f.passes, total, f.listed(), ru})
-	} else {
-		fmt.Fprintf(o.out, "followed for %d pass(es): %s, %d conflict(s), %d dead letter(s)\n", f.passes, read, len(f.conflicts), f.deadLetters)
-		for i, c := range f.listed() {
-			if i == maxConflictsShown {
-				fmt.Fprintf(o.out, "  … and %d more\n", len(f.conflicts)-i)
-				break
-			}
-			writeConflict(o.out, c)
-		}
-		ru.writeText(o.out)
-	}
-	if err != nil {
-		return err
-	}
-	return f.exit(filepath.Join(stateDir, deadLetters))
 }
 
 // windowExit is the error a replay or reverse (not --follow) ends with,
@@ -280,8 +466,11 @@ func windowExit(err error, isInterrupted, dryRun bool, t tally, deadLetterFile s
 	return nil
 }
 
-// tally is what the code replay and reverse share reads of a summary.
+// tally is what the code replay and reverse share counts of a summary.
 type tally struct {
+	// ran says the engine got as far as its work: there is a summary to
+	// print.
+	ran bool
 	// read counts the changes read; written the writes (in a dry run:
 	// those it would do); conflicts those left unresolved; deadLetters
 	// what was dead-lettered.
@@ -303,55 +492,6 @@ func (t *tally) add(o tally) {
 	t.ruDocs += o.ruDocs
 }
 
-// way is one direction of a window of changes, replay (tables → Cosmos
-// DB) or reverse (Cosmos DB → tables), as windowRun drives it: what sets
-// the two apart. D are its engine's services, S its summary, C its
-// conflicts, T its counts.
-type way[D, S, C, T any] struct {
-	words wayWords
-	// tables are the tables the start-up check reads (nil: all three).
-	tables []string
-	// view is a summary as the shared code reads it.
-	view     func(S) windowView[C]
-	conflict conflictForm[C]
-	// pass runs the engine once from since with progress p (counted: p
-	// shows totals, which the engine then pre-counts); keep appends to the
-	// dead-letter file (the passes of --follow after the first).
-	pass func(ctx context.Context, deps D, since time.Time, p migrate.Progress, counted, keep bool) (S, error)
-	// totals are a summary's counts; add adds counts to others (the
-	// totals of --follow's passes).
-	totals func(S) T
-	add    func(*T, T)
-}
-
-// windowView is a summary of a replay or reverse as the code they share
-// reads it: its tally, its window, its conflicts and the parts of its
-// text that differ.
-type windowView[C any] struct {
-	tally
-	// ran says the engine got as far as its work: there is a summary to
-	// print.
-	ran bool
-	s   migrate.WindowSummary
-	// list are the conflicts.
-	list []C
-	// table prints the counts; writes the lines that say what was written
-	// (in a dry run: would be); forced is the conflicts line's count of
-	// what --force wrote ("2 written with --force"); plan, when not nil,
-	// lists a dry run's writes.
-	table  func(io.Writer) error
-	writes func(io.Writer)
-	forced string
-	plan   func(io.Writer)
-}
-
-// conflictForm is how a direction shows its conflicts: the doc each is
-// of (--follow keeps the latest conflict of each doc), and as text.
-type conflictForm[C any] struct {
-	doc   func(C) string
-	write func(io.Writer, C)
-}
-
 // wayWords are the words of a replay or reverse.
 type wayWords struct {
 	// name is the command; reads what its window holds ("rows", "docs").
@@ -367,101 +507,6 @@ type wayWords struct {
 	deadLetterFile string
 	// observed are the words of its progress lines.
 	observed observeWords
-}
-
-// windowRun runs a replay or reverse (w) once its flags are valid: it
-// takes the transform options and the pacer (start), connects, checks
-// that the containers and the tables are there and says where it works,
-// then runs the passes of --follow (windowFollow) or one pass with
-// progress, prints the summary and returns the error the command ends
-// with (windowExit).
-func windowRun[D, S, C, T any](ctx context.Context, opts *windowOptions, c *migrate.Common,
-	connect func(context.Context) (services[D], error), w way[D, S, C, T]) error {
-	e, wf := &opts.engineOptions, opts.window
-	o, err := e.start(w.words.name, c)
-	if err != nil {
-		return err
-	}
-	obs, err := e.Observe.observe(e.IO, o, w.words.name, &e.RU, w.words.observed, "")
-	if err != nil {
-		return err
-	}
-	defer obs.finish()
-	if wf.Follow {
-		obs.following(wf.w.Since)
-	}
-	svc, err := connect(ctx)
-	if err != nil {
-		return err
-	}
-	if err := ready(ctx, o, svc.conn, c.TablePrefix, w.tables); err != nil {
-		return err
-	}
-	e.sayOptions()
-	wf.startStatus(o, w.words.reads, wf.w.Since, c.DryRun)
-	// Said once the engine is at work: a command refused at its start (the
-	// state directory in use) prints only its error.
-	atWork := sync.OnceFunc(func() { warnReach(o, c.StateDir, wf.w.Since) })
-	if wf.Follow {
-		return windowFollow(ctx, o, obs, e, wf, c.StateDir, svc.deps, w, atWork)
-	}
-	p, bars, counted := newProgress(o, e.ErrIsTerminal, time.Now, e.RU.recent(), obs)
-	s, err := w.pass(ctx, svc.deps, wf.w.Since, workingProgress{p, atWork}, counted, false)
-	if bars != nil {
-		bars.finish()
-	}
-	v := w.view(s)
-	ru := e.RU.report(v.ruDocs)
-	end := endingOf(err, ctx.Err() != nil)
-	var werr error
-	switch {
-	case !v.ran || err != nil && !v.counted():
-		// Nothing was done: the error alone says what happened.
-	case o.json():
-		werr = o.lines.emit(lineSummary, windowLine{end == endedDone, s, ru})
-	default:
-		werr = writeWindowText(e.Out, w.words, v, w.conflict, ru, end)
-	}
-	if err == nil {
-		err = werr
-	}
-	return windowExit(err, ctx.Err() != nil, c.DryRun, v.tally, v.s.DeadLetterFile, w.words)
-}
-
-// windowFollow runs the passes of w until ctx ends (SPEC §16), each from
-// the previous pass's watermark less --skew, then prints the totals and
-// the conflicts of every pass; exit 4 when any conflict was left, else 3
-// when there were dead letters (in stateDir). atWork is called at the
-// first pass's first report. The passes report their rows to obs only
-// (no bars or progress lines: a pass line ends each).
-func windowFollow[D, S, C, T any](ctx context.Context, o *output, obs *observer, e *engineOptions, wf windowFlags, stateDir string, deps D, w way[D, S, C, T], atWork func()) error {
-	var (
-		sum   tally
-		total T
-		p     migrate.Progress
-	)
-	if obs.shows() {
-		p = commandProgress{displays: []counter{obs}}
-	}
-	keep := false
-	f, err := followPasses(ctx, o, obs, migrate.FollowOptions{Since: wf.w.Since, Interval: wf.Interval, Skew: wf.Skew},
-		func(pctx context.Context, since time.Time) (pass[C], error) {
-			s, err := w.pass(pctx, deps, since, workingProgress{p, atWork}, false, keep)
-			keep = true // the passes after the first add to the dead-letter file
-			if err != nil {
-				return pass[C]{}, err
-			}
-			v := w.view(s)
-			sum.add(v.tally)
-			w.add(&total, w.totals(s))
-			return newPass(migrate.PassResult{Read: v.read, Applied: v.written, Conflicts: v.tally.conflicts, Newest: deref(v.newest)},
-				v.deadLetters, v.list, w.conflict.doc), nil
-		})
-	if err != nil {
-		return err
-	}
-	return followedSummary(o, f, total, e.RU.report(sum.ruDocs), fmt.Sprintf(w.words.followed, sum.read, sum.written),
-		w.conflict.write, stateDir, w.words.deadLetterFile)
 }
 
 // workingProgress is the progress p (nil: none) of an engine that calls
@@ -555,40 +600,6 @@ func encodeJSON(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// writeWindowText prints the text summary of a replay or reverse (v,
-// its conflicts shown as conflict says) with its request units ru, its
-// last line saying how it ended (end).
-func writeWindowText[C any](w io.Writer, words wayWords, v windowView[C], conflict conflictForm[C], ru ruReport, end ending) error {
-	if v.s.DryRun {
-		fmt.Fprintf(w, "DRY RUN: nothing was written; the counts say what %s would do.\n", words.name)
-	}
-	fmt.Fprintf(w, "%s of %s changed since %s\n\n", words.name, words.reads, v.s.Since)
-	if err := v.table(w); err != nil {
-		return err
-	}
-	if err := writeWarnings(w, v.s.Warnings); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	v.writes(w)
-	ru.writeText(w)
-	switch {
-	case v.deadLetters > 0 && v.s.DeadLetterFile != "":
-		fmt.Fprintf(w, "dead letters: %d in %s\n", v.deadLetters, v.s.DeadLetterFile)
-	default:
-		fmt.Fprintf(w, "dead letters: %d\n", v.deadLetters)
-		for _, dl := range v.s.DeadLetters {
-			fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
-		}
-	}
-	fmt.Fprintf(w, "conflicts: %d %s, %s\n", v.tally.conflicts, would(v.s.DryRun, "left unresolved"), v.forced)
-	writeConflicts(w, v.list, conflict.write)
-	if v.plan != nil {
-		v.plan(w)
-	}
-	return writeWindowEnd(w, words, end, v.tally, v.s.DryRun)
-}
-
 // writeWindowEnd prints the last line of the summary of a replay or
 // reverse: how it ended (end) and, when it finished, what t it left (in a
 // dry run: would leave).
@@ -629,15 +640,14 @@ func whatIsDone(dryRun bool, what, done string) string {
 	return what + " " + done
 }
 
-// writeConflicts prints the first maxConflictsShown of conflicts, each
-// with write.
-func writeConflicts[C any](w io.Writer, conflicts []C, write func(io.Writer, C)) {
+// writeConflicts prints the first maxConflictsShown of conflicts.
+func writeConflicts(w io.Writer, conflicts []windowConflict) {
 	for i, c := range conflicts {
 		if i == maxConflictsShown {
 			fmt.Fprintf(w, "  … and %d more (--output json lists up to 1000)\n", len(conflicts)-maxConflictsShown)
 			break
 		}
-		write(w, c)
+		c.writeText(w)
 	}
 }
 
@@ -682,16 +692,4 @@ var reverseWords = wayWords{
 	followed:       "%d doc(s) read, %d row(s) written",
 	deadLetterFile: migrate.ReverseDeadLetterFile,
 	observed:       docsToRows,
-}
-
-// replayConflict is how replay shows its conflicts.
-var replayConflict = conflictForm[migrate.Conflict]{
-	doc:   func(c migrate.Conflict) string { return c.Container + "/" + c.Scope + "/" + c.ID },
-	write: writeConflict,
-}
-
-// reverseConflict is how reverse shows its conflicts.
-var reverseConflict = conflictForm[migrate.ReverseConflict]{
-	doc:   func(c migrate.ReverseConflict) string { return c.Container + "/" + c.Scope + "/" + c.ID },
-	write: writeReverseConflict,
 }

@@ -3,7 +3,10 @@ package migrate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -158,4 +161,28 @@ func openDeadLetterFile(dir, name string, keep bool) (*fileSink, error) {
 		size = fi.Size()
 	}
 	return &fileSink{f: f, size: size}, nil
+}
+
+// readDeadLetterKeys adds the keys of the dead letters in file (a
+// dead-letter.jsonl of run or replay; none when it does not exist) to
+// keys.
+func readDeadLetterKeys(file string, keys map[[16]byte]struct{}) error {
+	f, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the dead letters: %w", err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	for {
+		var dl DeadLetter
+		if err := dec.Decode(&dl); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("read the dead letters in %s: %w", file, err)
+		}
+		keys[rowKeyHash(dl.Table, dl.PartitionKey, dl.RowKey)] = struct{}{}
+	}
 }

@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,8 +22,8 @@ import (
 // in read order (the decision is pure: the transform, collisions,
 // replay's and reverse's decide). The items that need a write go to the
 // one pool of workers (pool), which writes them with optimistic
-// concurrency through one helper (attempts, answerOf). Each item is then
-// recorded (recorder), and run's ordered checkpoint is the one optional
+// concurrency (attempts) and acts on every answer through one helper
+// (writeRule.settle). Each item is then recorded (recorder), and run's ordered checkpoint is the one optional
 // commit step: a batch is committed once its items and those of every
 // batch before it are acknowledged.
 
@@ -322,53 +323,90 @@ func fixedFlow(n int) *Flow {
 	return f
 }
 
-// answer sorts how a request of a conditional write ended, once for every
-// engine (SPEC §13, §15).
+// writeRule is how an engine takes the answers to one kind of its writes:
+// the few real differences between the writes of run, replay, reverse and
+// the prunes, as options of the one function that acts on an answer
+// (settle). The rules of the engines' writes are the rule* values below.
+type writeRule struct {
+	// refusal begins the dead letter's reason when the service refuses
+	// the item for good; the fault's status and reason follow.
+	refusal string
+	// conditional: the write carries a condition (create-only, If-Match),
+	// so a 409, 412 or 404 says that the item changed meanwhile: read and
+	// decide again. An unconditional write (run's upsert, a read) never
+	// expects one: it stops the engine.
+	conditional bool
+	// goneIsDone: a 404 means what the write wanted is done already (a
+	// delete, a sync recorded on a doc deleted since).
+	goneIsDone bool
+}
+
+// The writes of the engines and how each takes its answers.
+var (
+	// run's upsert of a doc.
+	ruleUpsert = writeRule{refusal: "Cosmos DB rejected the doc"}
+	// replay's read of a doc before it decides.
+	ruleReadDoc = writeRule{refusal: "Cosmos DB refused to read the doc"}
+	// replay's create or replace of a doc.
+	ruleWriteDoc = writeRule{refusal: "Cosmos DB rejected the doc", conditional: true}
+	// replay's prune: the delete of a doc whose row is gone.
+	rulePruneDoc = writeRule{refusal: "prune: Cosmos DB refused to delete the doc", conditional: true, goneIsDone: true}
+	// reverse's insert or replace of a row.
+	ruleWriteRow = writeRule{refusal: "Table Storage refused the row", conditional: true}
+	// reverse's delete of a stale index row.
+	ruleRemoveRow = writeRule{refusal: "Table Storage refused the row", conditional: true, goneIsDone: true}
+	// reverse's record of the sync on the doc (its _migration).
+	ruleRecordSync = writeRule{refusal: "Cosmos DB refused to record the sync on the doc, whose rows are written", conditional: true, goneIsDone: true}
+	// reverse's prune: the delete of a row whose doc is gone.
+	rulePruneRow = writeRule{refusal: "prune: Table Storage refused to delete the row", conditional: true}
+)
+
+// answer is what settle makes of the answer to a write.
 type answer int
 
 const (
-	answerOK      answer = iota
-	answerExists         // 409: created meanwhile; read and decide again
-	answerChanged        // 412: changed since it was read; again
-	answerGone           // 404: deleted meanwhile; again
-	answerRefused        // a permanent error (another 4xx): a dead letter
-	answerFailed         // anything else: the engine stops with the error
+	answerWritten answer = iota // the write happened
+	answerGone                  // a 404 that goneIsDone takes for done: nothing left to do
+	answerAgain                 // a 409, 412 or 404 to a conditional write: read and decide again
+	answerRefused               // the service refuses the item for good: a dead letter
+	answerFailed                // anything else: the engine stops with the error
 )
 
-// answerOf sorts err (nil: answerOK).
-func answerOf(err error) answer {
-	var pe *store.PermanentError
-	switch {
-	case err == nil:
-		return answerOK
-	case errors.Is(err, store.ErrExists):
-		return answerExists
-	case errors.Is(err, store.ErrPreconditionFailed):
-		return answerChanged
-	case errors.Is(err, store.ErrNotFound):
-		return answerGone
-	case errors.As(err, &pe):
-		return answerRefused
+// settle is the one function that acts on the answer to a write — its
+// error, nil when the write happened — for every engine and the prunes
+// (docs/engine.md, "Faults"): it reads the answer's fault kind
+// (store.KindOf) and returns what it means, the dead letter's reason for
+// a refusal (item, when not empty, names the item first: "replace
+// Entities GLOBAL/x: "), and the error that stops the engine for a
+// failure (a retryable fault the adapter gave up on, Auth, Fatal, or an
+// outcome the write does not expect).
+func (w writeRule) settle(err error, item string) (a answer, deadLetter string, stop error) {
+	switch k := store.KindOf(err); {
+	case k == store.NoFault:
+		return answerWritten, "", nil
+	case k == store.NotFound && w.goneIsDone:
+		return answerGone, "", nil
+	case (k == store.Exists || k == store.Changed || k == store.NotFound) && w.conditional:
+		return answerAgain, "", nil
+	case k == store.Refused:
+		f := store.FaultOf(err)
+		return answerRefused, fmt.Sprintf("%s%s (%d): %s", item, w.refusal, f.Status, f.Error()), nil
 	}
-	return answerFailed
-}
-
-// again reports whether the answer says to read and decide again.
-func (a answer) again() bool {
-	return a == answerExists || a == answerChanged || a == answerGone
+	return answerFailed, "", err
 }
 
 // startOvers counts the answers that made an engine read and decide
-// again.
+// again, by kind.
 type startOvers struct{ exists, changed, gone int64 }
 
-func (s *startOvers) add(a answer) {
-	switch a {
-	case answerExists:
+// add counts err, the answer settle took for answerAgain (or answerGone).
+func (s *startOvers) add(err error) {
+	switch store.KindOf(err) {
+	case store.Exists:
 		s.exists++
-	case answerChanged:
+	case store.Changed:
 		s.changed++
-	case answerGone:
+	case store.NotFound:
 		s.gone++
 	}
 }
@@ -407,12 +445,7 @@ type engine struct {
 // (the clock, progress, log) and fixes the start time; it fails when the
 // transform options are invalid.
 func newEngine(common *Common, env Env) (engine, error) {
-	if common.Concurrency <= 0 {
-		common.Concurrency = DefaultConcurrency
-	}
-	if common.StateDir == "" {
-		common.StateDir = DefaultStateDir
-	}
+	common.fillDefaults()
 	now, start, topts, err := startClock(env.Now, common.Transform)
 	e := engine{topts: topts, start: start, now: now, progress: env.Progress, log: env.Log, flow: env.Flow}
 	if e.flow == nil {
@@ -426,6 +459,16 @@ func newEngine(common *Common, env Env) (engine, error) {
 		e.log = func(string, ...any) {}
 	}
 	return e, err
+}
+
+// fillDefaults sets the defaults of Concurrency and StateDir.
+func (c *Common) fillDefaults() {
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.StateDir == "" {
+		c.StateDir = DefaultStateDir
+	}
 }
 
 // startClock returns the clock (time.Now when now is nil), the start time,
@@ -463,12 +506,4 @@ func precount(ctx context.Context, src RowSource, prefix string, tables []string
 		cancel()
 		wg.Wait()
 	}
-}
-
-// refused returns the permanent error in err's chain: what the service
-// refuses for good (another 4xx), a dead letter rather than a failure.
-func refused(err error) (*store.PermanentError, bool) {
-	var pe *store.PermanentError
-	ok := errors.As(err, &pe)
-	return pe, ok
 }

@@ -182,22 +182,53 @@ func TestAttempts(t *testing.T) {
 	}
 }
 
-// TestAnswerOf sorts the errors of conditional writes once for every
-// engine.
-func TestAnswerOf(t *testing.T) {
+// TestSettle: the one function that acts on a write's answer, for every
+// fault kind and every write of the engines (their rules): W written, G
+// gone (done), A again, R refused (a dead letter), F failed (the engine
+// stops with the error). The letters go by store.FaultKinds, after
+// NoFault.
+func TestSettle(t *testing.T) {
+	kinds := append([]store.FaultKind{store.NoFault}, store.FaultKinds()...)
+	letters := map[answer]byte{answerWritten: 'W', answerGone: 'G', answerAgain: 'A', answerRefused: 'R', answerFailed: 'F'}
 	for _, tc := range []struct {
-		err  error
-		want answer
+		name string
+		rule writeRule
+		// by kind: none, throttled, transient, unreachable, exists,
+		// changed, not found, refused, auth, fatal
+		want string
 	}{
-		{nil, answerOK},
-		{fmt.Errorf("x: %w", store.ErrExists), answerExists},
-		{fmt.Errorf("x: %w", store.ErrPreconditionFailed), answerChanged},
-		{fmt.Errorf("x: %w", store.ErrNotFound), answerGone},
-		{fmt.Errorf("x: %w", &store.PermanentError{StatusCode: 400, Reason: "bad"}), answerRefused},
-		{errors.New("connection reset"), answerFailed},
+		{"run: upsert a doc", ruleUpsert, "WFFFFFFRFF"},
+		{"replay: read a doc", ruleReadDoc, "WFFFFFFRFF"},
+		{"replay: create or replace a doc", ruleWriteDoc, "WFFFAAARFF"},
+		{"replay's prune: delete a doc", rulePruneDoc, "WFFFAAGRFF"},
+		{"reverse: insert or replace a row", ruleWriteRow, "WFFFAAARFF"},
+		{"reverse: delete a stale index row", ruleRemoveRow, "WFFFAAGRFF"},
+		{"reverse: record the sync on a doc", ruleRecordSync, "WFFFAAGRFF"},
+		{"reverse's prune: delete a row", rulePruneRow, "WFFFAAARFF"},
 	} {
-		if got := answerOf(tc.err); got != tc.want {
-			t.Errorf("answerOf(%v) = %d, want %d", tc.err, got, tc.want)
+		if len(tc.want) != len(kinds) {
+			t.Fatalf("%s: %d answers for %d kinds", tc.name, len(tc.want), len(kinds))
+		}
+		for i, k := range kinds {
+			var err error
+			if k != store.NoFault {
+				err = fmt.Errorf("item x: %w", &store.Fault{Kind: k, Status: 499, Reason: "the " + k.String() + " answer"})
+			}
+			a, dl, stop := tc.rule.settle(err, "item x: ")
+			if letters[a] != tc.want[i] {
+				t.Errorf("%s, %s: %c, want %c", tc.name, k, letters[a], tc.want[i])
+			}
+			wantDL := ""
+			if a == answerRefused {
+				wantDL = "item x: " + tc.rule.refusal + " (499): the refused answer"
+			}
+			if dl != wantDL || (a == answerFailed) != (stop != nil) || stop != nil && stop != err {
+				t.Errorf("%s, %s: dead letter %q, stop %v; want %q and the error itself only when it fails", tc.name, k, dl, stop, wantDL)
+			}
+		}
+		// An error that carries no fault (the tool's own) stops the engine.
+		if a, _, stop := tc.rule.settle(errors.New("disk full"), ""); a != answerFailed || stop == nil {
+			t.Errorf("%s: an error of the tool's: %d, %v", tc.name, a, stop)
 		}
 	}
 }

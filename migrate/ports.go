@@ -25,11 +25,11 @@ type RowSource interface {
 }
 
 // DocWriter writes docs to Cosmos DB containers. Implementations retry
-// transient failures themselves (SPEC §11: 429 honouring
-// x-ms-retry-after-ms beyond the SDK's limits, 408, 449, 5xx and connection
-// errors, with capped exponential backoff and jitter) and return a
-// *store.PermanentError for anything that retrying cannot fix (other 4xx). They
-// are safe for concurrent use.
+// the retryable faults themselves (store.FaultKind.Retryable; SPEC §11:
+// 429 honouring x-ms-retry-after-ms beyond the SDK's limits, 408, 449,
+// 5xx and connection errors, with capped exponential backoff and jitter)
+// and return errors that carry their fault (store.KindOf): Refused for
+// what retrying cannot fix (other 4xx). They are safe for concurrent use.
 type DocWriter interface {
 	// Upsert creates or replaces the doc (JSON bytes) with the given id in
 	// partition scope of container. Repeating it is harmless.
@@ -50,19 +50,17 @@ type BlobStore interface {
 
 // DocStore is what replay and reverse need of Cosmos DB: point reads and
 // conditional writes (SPEC §13, §15). *azure.CosmosDocs implements it.
-// Implementations retry transient failures themselves, return a
-// *store.PermanentError for what retrying cannot fix, and are safe for
-// concurrent use.
+// Implementations retry the retryable faults themselves, return errors
+// that carry their fault (store.KindOf), and are safe for concurrent use.
 type DocStore interface {
 	// Read point-reads a doc; found is false (and err nil) when it does
 	// not exist. etag is its _etag.
 	Read(ctx context.Context, container, scope, id string) (doc []byte, etag string, found bool, charge float64, err error)
-	// Create creates the doc; an existing doc gives an error wrapping
-	// store.ErrExists.
+	// Create creates the doc; an existing doc gives an error of kind
+	// store.Exists.
 	Create(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error)
 	// Replace replaces the doc if its _etag is ifMatch: otherwise the
-	// error wraps store.ErrPreconditionFailed, or store.ErrNotFound when
-	// it is gone.
+	// error is of kind store.Changed, or store.NotFound when it is gone.
 	Replace(ctx context.Context, container, scope, id string, doc []byte, ifMatch string) (store.WriteResult, error)
 	// Delete deletes the doc if its _etag is ifMatch, with the errors of
 	// Replace.
@@ -98,12 +96,12 @@ type ChangePosition func(t time.Time) string
 // *azure.TableReader implements it; it is safe for concurrent use.
 type RowStore interface {
 	store.PageReader
-	// Insert creates the row; one that exists gives an error wrapping
-	// store.ErrExists. It returns the row's ETag.
+	// Insert creates the row; one that exists gives an error of kind
+	// store.Exists. It returns the row's ETag.
 	Insert(ctx context.Context, table string, entity []byte) (etag string, err error)
 	// Replace replaces the row whose ETag is ifMatch: otherwise the error
-	// wraps store.ErrPreconditionFailed, or store.ErrNotFound when it is
-	// gone. It returns the row's new ETag.
+	// is of kind store.Changed, or store.NotFound when it is gone. It
+	// returns the row's new ETag.
 	Replace(ctx context.Context, table string, entity []byte, ifMatch string) (etag string, err error)
 	// Delete deletes the row whose ETag is ifMatch, with the errors of
 	// Replace.

@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 
 	"github.com/bifrost/bifrost-migrate/store"
@@ -171,27 +172,45 @@ const maxConflictFields = 50
 // it returns; when another process (a run or a replay) holds it, Replay
 // returns a *StateDirBusyError at once, having changed nothing.
 func Replay(ctx context.Context, opts ReplayOptions, deps ReplayDeps) (ReplaySummary, error) {
-	r, err := newReplayer(opts, deps)
-	return windowRun[ReplaySummary](ctx, "replay", ReplayDeadLetterFile, r, err)
+	tables, err := transform.SelectTables(opts.Tables)
+	if err == nil {
+		err = deps.check(&opts)
+	}
+	if err != nil {
+		return ReplaySummary{}, err
+	}
+	return inWindow(opts.Common, opts.WindowOptions, deps.Now, "replay", ReplayDeadLetterFile, func(sink deadLetterSink) (ReplaySummary, error) {
+		r, err := newReplayer(opts, deps, tables, sink)
+		if err != nil {
+			return ReplaySummary{}, err
+		}
+		err = windowWork(ctx, r, r.progress, r.log, r.opts.Prune)
+		return r.summary(), err
+	})
 }
 
-func newReplayer(opts ReplayOptions, deps ReplayDeps) (*replayer, error) {
-	tables, err := transform.SelectTables(opts.Tables)
+// check checks that d has the services opts need, and opts (whose
+// defaults it fills).
+func (d ReplayDeps) check(opts *ReplayOptions) error {
+	if d.Source == nil || d.Docs == nil || d.Blobs == nil {
+		return errors.New("migrate: Source, Docs and Blobs are required")
+	}
+	return checkWindow("ReplayOptions", &opts.Common, &opts.WindowOptions, d.Query != nil)
+}
+
+// newReplayer returns the replay of tables, its dead letters recorded in
+// sink.
+func newReplayer(opts ReplayOptions, deps ReplayDeps, tables []string, sink deadLetterSink) (*replayer, error) {
+	w, err := newWindow[ReplayCounts, Conflict](&opts.Common, deps.Env, sink, deps.Docs, deps.Blobs, deps.Query)
 	if err != nil {
 		return nil, err
 	}
-	services := deps.Source != nil && deps.Docs != nil && deps.Blobs != nil
-	e, err := newWindowEngine(&opts.Common, &opts.WindowOptions, deps.Env, "ReplayOptions", services, "Source, Docs and Blobs", deps.Query != nil)
-	if err != nil {
-		return nil, err
-	}
-	core := newWindowCore[ReplayCounts, Conflict](e, opts.DryRun, deps.Docs, deps.Blobs, deps.Query)
-	return &replayer{windowCore: core, opts: opts, tables: tables, src: deps.Source, ids: transform.NewIDSet()}, nil
+	return &replayer{window: w, opts: opts, tables: tables, src: deps.Source, ids: transform.NewIDSet()}, nil
 }
 
 // replayer is one invocation of Replay.
 type replayer struct {
-	windowCore[ReplayCounts, Conflict]
+	window[ReplayCounts, Conflict]
 	opts    ReplayOptions
 	tables  []string
 	src     RowSource
@@ -292,8 +311,4 @@ func (r *replayer) summary() ReplaySummary {
 	s.RequestCharge = r.rec.ru
 	r.rec.mu.Unlock()
 	return s
-}
-
-func (r *replayer) frame() (engine, Common, WindowOptions, **recorder[ReplayCounts, Conflict]) {
-	return r.engine, r.opts.Common, r.opts.WindowOptions, &r.rec
 }

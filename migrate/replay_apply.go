@@ -117,10 +117,11 @@ func (r *replayer) attempt(ctx context.Context, it *replayItem, want wantedDoc, 
 	o, res := it.out, &it.res
 	raw, etag, found, ru, err := r.docs.Read(ctx, o.Container, o.Scope, o.ID)
 	res.ru += ru
-	if pe, ok := refused(err); ok {
-		res.deadLetter = fmt.Sprintf("Cosmos DB refused to read the doc (%d): %s", pe.StatusCode, pe.Reason)
+	switch a, dl, err := ruleReadDoc.settle(err, ""); a {
+	case answerRefused:
+		res.deadLetter = dl
 		return false, nil
-	} else if err != nil {
+	case answerFailed:
 		return false, fmt.Errorf("%s: %w", it.where("read"), err)
 	}
 	var s docState
@@ -151,7 +152,14 @@ func (r *replayer) attempt(ctx context.Context, it *replayItem, want wantedDoc, 
 		wr, err = r.docs.Replace(ctx, o.Container, o.Scope, o.ID, o.DocJSON, etag)
 	}
 	res.ru += wr.RequestCharge
-	return settle(err, &res.starts, &res.deadLetter, "Cosmos DB rejected the doc", it.where(op))
+	a, dl, stop := ruleWriteDoc.settle(err, "")
+	switch a {
+	case answerAgain:
+		res.starts.add(err)
+	case answerRefused:
+		res.deadLetter = dl
+	}
+	return a == answerAgain, wrapIf(stop, it.where(op))
 }
 
 // judged acts on a verdict that writes nothing (unchanged, not older, a
@@ -174,25 +182,6 @@ func (r *replayer) judged(it *replayItem, s docState) (done bool) {
 		return res.verdict == verdictConflict
 	}
 	return false
-}
-
-// settle sorts the answer of a conditional write (answerOf): again when it
-// says to start over (counted in starts); a dead letter (refusedAs, the
-// status and the service's reason, in *deadLetter) when the service
-// refuses it for good; any other error returned, prefixed with where.
-func settle(err error, starts *startOvers, deadLetter *string, refusedAs, where string) (again bool, ferr error) {
-	a := answerOf(err)
-	switch {
-	case a.again():
-		starts.add(a)
-		return true, nil
-	case a == answerRefused:
-		pe, _ := refused(err)
-		*deadLetter = fmt.Sprintf("%s (%d): %s", refusedAs, pe.StatusCode, pe.Reason)
-	case a == answerFailed:
-		return false, fmt.Errorf("%s: %w", where, err)
-	}
-	return false, nil
 }
 
 // conflictOf describes a doc the application changed, with its differing

@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 )
@@ -151,17 +152,35 @@ type ReverseSummary struct {
 // Unless opts.DryRun, it holds the lock of opts.StateDir (command
 // "reverse") until it returns.
 func Reverse(ctx context.Context, opts ReverseOptions, deps ReverseDeps) (ReverseSummary, error) {
-	r, err := newReverser(opts, deps)
-	return windowRun[ReverseSummary](ctx, "reverse", ReverseDeadLetterFile, r, err)
+	if err := deps.check(&opts); err != nil {
+		return ReverseSummary{}, err
+	}
+	return inWindow(opts.Common, opts.WindowOptions, deps.Now, "reverse", ReverseDeadLetterFile, func(sink deadLetterSink) (ReverseSummary, error) {
+		r, err := newReverser(opts, deps, sink)
+		if err != nil {
+			return ReverseSummary{}, err
+		}
+		err = windowWork(ctx, r, r.progress, r.log, r.opts.Prune)
+		return r.summary(), err
+	})
 }
 
-func newReverser(opts ReverseOptions, deps ReverseDeps) (*reverser, error) {
-	services := deps.Changes != nil && deps.Position != nil && deps.Rows != nil && deps.Docs != nil && deps.Blobs != nil
-	e, err := newWindowEngine(&opts.Common, &opts.WindowOptions, deps.Env, "ReverseOptions", services, "Changes, Position, Rows, Docs and Blobs", deps.Query != nil)
+// check checks that d has the services opts need, and opts (whose
+// defaults it fills).
+func (d ReverseDeps) check(opts *ReverseOptions) error {
+	if d.Changes == nil || d.Position == nil || d.Rows == nil || d.Docs == nil || d.Blobs == nil {
+		return errors.New("migrate: Changes, Position, Rows, Docs and Blobs are required")
+	}
+	return checkWindow("ReverseOptions", &opts.Common, &opts.WindowOptions, d.Query != nil)
+}
+
+// newReverser returns the reverse, its dead letters recorded in sink.
+func newReverser(opts ReverseOptions, deps ReverseDeps, sink deadLetterSink) (*reverser, error) {
+	w, err := newWindow[ReverseCounts, ReverseConflict](&opts.Common, deps.Env, sink, deps.Docs, deps.Blobs, deps.Query)
 	if err != nil {
 		return nil, err
 	}
-	r := &reverser{windowCore: newWindowCore[ReverseCounts, ReverseConflict](e, opts.DryRun, deps.Docs, deps.Blobs, deps.Query), opts: opts, changes: deps.Changes, position: deps.Position, rows: deps.Rows}
+	r := &reverser{window: w, opts: opts, changes: deps.Changes, position: deps.Position, rows: deps.Rows}
 	if opts.DryRun {
 		r.rows = dryRunRows{inner: deps.Rows}
 	}
@@ -170,7 +189,7 @@ func newReverser(opts ReverseOptions, deps ReverseDeps) (*reverser, error) {
 
 // reverser is one invocation of Reverse.
 type reverser struct {
-	windowCore[ReverseCounts, ReverseConflict]
+	window[ReverseCounts, ReverseConflict]
 	opts     ReverseOptions
 	changes  ChangeFeed
 	position ChangePosition
@@ -342,8 +361,4 @@ func (r *reverser) summary() ReverseSummary {
 	s.Plan = append([]PlannedWrite(nil), r.rec.plan...)
 	r.rec.mu.Unlock()
 	return s
-}
-
-func (r *reverser) frame() (engine, Common, WindowOptions, **recorder[ReverseCounts, ReverseConflict]) {
-	return r.engine, r.opts.Common, r.opts.WindowOptions, &r.rec
 }

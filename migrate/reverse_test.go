@@ -231,7 +231,7 @@ func TestReverseRefusedRowIsADeadLetter(t *testing.T) {
 	rows, docs, doc := revSetup(t)
 	rows.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
 		if op.ID == revAliceRK {
-			return &store.PermanentError{StatusCode: 400, Reason: "400 PropertyValueTooLarge"}
+			return &store.Fault{Kind: store.Refused, Status: 400, Reason: "400 PropertyValueTooLarge"}
 		}
 		return nil
 	}
@@ -245,7 +245,7 @@ func TestReverseRefusedRowIsADeadLetter(t *testing.T) {
 		t.Fatalf("dead letters %s, want 1", fakes.JSON(dls))
 	}
 	dl := dls[0]
-	want := "replace Entities GLOBAL/user:alice@contoso.example: Table Storage refused the row: 400 PropertyValueTooLarge"
+	want := "replace Entities GLOBAL/user:alice@contoso.example: Table Storage refused the row (400): 400 PropertyValueTooLarge"
 	if dl.Reason != want || dl.Table != "Entities" || dl.RowKey != revAliceRK ||
 		dl.Doc == nil || *dl.Doc != (DeadLetterDoc{Container: "entities", Scope: "GLOBAL", ID: revAliceID}) {
 		t.Errorf("dead letter %s, want reason %q and the doc named", fakes.JSON(dl), want)

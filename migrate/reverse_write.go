@@ -239,17 +239,17 @@ func (r *reverser) recordSync(ctx context.Context, c string, info docInfo, d rev
 		return false, err
 	}
 	_, err = r.docs.Replace(ctx, c, info.scope, info.id, synced, info.etag)
-	switch a := answerOf(err); a {
-	case answerOK, answerGone: // deleted since: its rows are written
-	case answerChanged:
+	a, dl, err := ruleRecordSync.settle(err, "")
+	switch a {
+	case answerAgain:
 		return true, nil // the doc changed since it was read: again
 	case answerRefused:
-		res.deadLetter = fmt.Sprintf("Cosmos DB refused to record the sync on the doc (its rows are written): %v", err)
+		res.deadLetter = dl
 		return false, nil
-	default:
+	case answerFailed:
 		return false, fmt.Errorf("record the sync: %w", err)
 	}
-	res.synced = true
+	res.synced = true // written, or deleted since: its rows are written
 	return false, nil
 }
 
@@ -273,8 +273,8 @@ func (r *reverser) put(ctx context.Context, row transform.Row, cur *transform.Ro
 		action = "replace"
 		etag, err = r.rows.Replace(ctx, r.opts.TablePrefix+row.Table, entity, cur.ETag)
 	}
-	if again, err := r.settleRow(err, action, transform.RowRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}, res); again || err != nil || res.deadLetter != "" {
-		return ts, again, err
+	if a, err := settleRow(ruleWriteRow, err, action, transform.RowRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}, res); a != answerWritten {
+		return ts, a == answerAgain, err
 	}
 	r.written.Store(rowID(row.Table, row.PartitionKey, row.RowKey), etag)
 	res.wrote = true
@@ -307,35 +307,34 @@ func (r *reverser) writtenAt(ctx context.Context, row transform.Row, etag string
 	return back.Timestamp, false, nil
 }
 
-// settleRow sorts the answer of a write of the row at ref (action:
-// insert, replace, delete): again on 409, 412 or 404; a refusal for good
-// dead-letters the doc; any other error is returned, naming the row.
-func (r *reverser) settleRow(err error, action string, ref transform.RowRef, res *revResult) (again bool, ferr error) {
-	switch a := answerOf(err); {
-	case a.again():
-		return true, nil
-	case a == answerRefused:
-		res.deadLetter = fmt.Sprintf("%s %s %s/%s: Table Storage refused the row: %v", action, ref.Table, ref.PartitionKey, ref.RowKey, err)
-	case a == answerFailed:
-		return false, fmt.Errorf("%s %s %s/%s: %w", action, ref.Table, ref.PartitionKey, ref.RowKey, err)
+// settleRow acts on the answer to a write of the row at ref (action:
+// insert, replace, delete) by rule (settle): a refusal for good
+// dead-letters the doc, naming the row; an error that stops the engine
+// is returned, naming the row.
+func settleRow(rule writeRule, err error, action string, ref transform.RowRef, res *revResult) (answer, error) {
+	if err == nil {
+		return answerWritten, nil
 	}
-	return false, nil
+	item := fmt.Sprintf("%s %s %s/%s", action, ref.Table, ref.PartitionKey, ref.RowKey)
+	a, dl, err := rule.settle(err, item+": ")
+	if a == answerRefused {
+		res.deadLetter = dl
+	}
+	return a, wrapIf(err, item)
 }
 
 // remove deletes a stale row when it is there, with If-Match on the ETag
-// just read; again is true when a 412 says to start over; a delete the
-// service refuses for good makes the doc a dead letter.
+// just read; again is true when a 412 says to start over; a row deleted
+// meanwhile is what was wanted; a delete the service refuses for good
+// makes the doc a dead letter.
 func (r *reverser) remove(ctx context.Context, ref transform.RowRef, res *revResult) (again bool, err error) {
 	cur, found, err := store.Lookup(ctx, r.rows, r.opts.TablePrefix, ref.Table, store.Key{PartitionKey: ref.PartitionKey, RowKey: ref.RowKey}, "PartitionKey", "RowKey")
 	if err != nil || !found {
 		return false, err
 	}
 	err = r.rows.Delete(ctx, r.opts.TablePrefix+ref.Table, store.Key{PartitionKey: ref.PartitionKey, RowKey: ref.RowKey}, cur.ETag)
-	if answerOf(err) == answerGone {
-		return false, nil // deleted meanwhile: what was wanted
-	}
-	if again, err := r.settleRow(err, "delete", ref, res); again || err != nil || res.deadLetter != "" {
-		return again, err
+	if a, err := settleRow(ruleRemoveRow, err, "delete", ref, res); a != answerWritten {
+		return a == answerAgain, err
 	}
 	res.counts.IndexDeleted++
 	res.plan = append(res.plan, PlannedWrite{Action: "delete", Table: ref.Table, PartitionKey: ref.PartitionKey, RowKey: ref.RowKey})

@@ -488,10 +488,12 @@ func (r *runner) write(ctx context.Context, table string, it *item) error {
 		return err
 	}
 	res, err := r.docs.Upsert(ctx, o.Container, o.Scope, o.ID, o.DocJSON)
-	if pe, ok := refused(err); ok {
-		it.deadLetter = fmt.Sprintf("Cosmos DB rejected the doc (%d): %s", pe.StatusCode, pe.Reason)
+	a, dl, err := ruleUpsert.settle(err, "")
+	switch a {
+	case answerRefused:
+		it.deadLetter = dl
 		return nil
-	} else if err != nil {
+	case answerFailed:
 		return fmt.Errorf("%s %s/%s: write %s/%s: %w", table, it.row.PartitionKey, it.row.RowKey, o.Container, o.ID, err)
 	}
 	it.ru = res.RequestCharge

@@ -151,7 +151,7 @@ func TestRunDeadLetters(t *testing.T) {
 	}
 	e.docs.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
 		if op.ID == rejectID {
-			return &store.PermanentError{StatusCode: 400, Reason: "One of the specified inputs is invalid"}
+			return &store.Fault{Kind: store.Refused, Status: 400, Reason: "One of the specified inputs is invalid"}
 		}
 		return nil
 	}

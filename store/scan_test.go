@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"context"
@@ -9,18 +9,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// memTable is a PageReader of one table in memory, in key order, pageSize
-// rows a page, with continuations naming the next row's keys. It counts
-// the reads in flight at once.
+// memTable is one table, T, of the checked fake Table Storage
+// (fakes.Tables, which the conformance suite runs against Azurite),
+// holding rows, pageSize rows a page, seen through a decorator that counts
+// the reads in flight at once and the pages read, and can fail or hold a
+// read: the fake answers every read, the decorator only watches or stops
+// it. newMemTable makes it.
 type memTable struct {
-	rows     []transform.Row
-	pageSize int
-	fail     *Key // a page starting at this key fails
+	fake *fakes.Tables
+	// rows are the rows as the fake holds them, in key order.
+	rows []transform.Row
+	fail *store.Key // a page starting at this key fails
 	// hold, when not nil, holds the reads of the ranges after the first
-	// until their context ends, saying so on held.
+	// until their context ends, saying so on hold.
 	hold chan struct{}
 
 	mu           sync.Mutex
@@ -28,7 +34,14 @@ type memTable struct {
 	read         int // pages read
 }
 
-func (m *memTable) ReadPage(ctx context.Context, table string, q Query, from Cursor) (Page, error) {
+func newMemTable(rows []transform.Row, pageSize int) *memTable {
+	f := fakes.NewTables()
+	f.PageSize = pageSize
+	f.Add("T", rows...)
+	return &memTable{fake: f, rows: f.Rows("T")}
+}
+
+func (m *memTable) ReadPage(ctx context.Context, table string, q store.Query, from store.Cursor) (store.Page, error) {
 	m.mu.Lock()
 	m.active++
 	m.most = max(m.most, m.active)
@@ -42,32 +55,18 @@ func (m *memTable) ReadPage(ctx context.Context, table string, q Query, from Cur
 	if m.hold != nil && q.From != nil {
 		m.hold <- struct{}{}
 		<-ctx.Done()
-		return Page{}, ctx.Err()
+		return store.Page{}, ctx.Err()
 	}
-	var sel []transform.Row
-	for _, r := range m.rows {
-		if q.Match(r.PartitionKey, r.RowKey, r.Timestamp) {
-			sel = append(sel, r)
-		}
+	if m.fail != nil && from == (store.Cursor{NextPartitionKey: m.fail.PartitionKey, NextRowKey: m.fail.RowKey}) {
+		return store.Page{}, errors.New("boom")
 	}
-	i := 0
-	if !from.IsZero() {
-		i = slices.IndexFunc(sel, func(r transform.Row) bool {
-			return r.PartitionKey == from.NextPartitionKey && r.RowKey == from.NextRowKey
-		})
+	p, err := m.fake.ReadPage(ctx, table, q, from)
+	if err == nil {
+		m.mu.Lock()
+		m.read++
+		m.mu.Unlock()
 	}
-	if m.fail != nil && i < len(sel) && sel[i].PartitionKey == m.fail.PartitionKey && sel[i].RowKey == m.fail.RowKey {
-		return Page{}, errors.New("boom")
-	}
-	end := min(i+m.pageSize, len(sel))
-	p := Page{Rows: slices.Clone(sel[i:end])}
-	if end < len(sel) {
-		p.Next = Cursor{NextPartitionKey: sel[end].PartitionKey, NextRowKey: sel[end].RowKey}
-	}
-	m.mu.Lock()
-	m.read++
-	m.mu.Unlock()
-	return p, nil
+	return p, err
 }
 
 func memRows(n int) []transform.Row {
@@ -90,18 +89,18 @@ func keysOf(rows []transform.Row) []string {
 	return out
 }
 
-var testSplits = []Key{{PartitionKey: "1"}, {PartitionKey: "4"}, {PartitionKey: "G"}, {PartitionKey: "GLOBAL", RowKey: "k:00500"}, {PartitionKey: "S"}, {PartitionKey: "a"}, {PartitionKey: "d"}, {PartitionKey: "o"}}
+var testSplits = []store.Key{{PartitionKey: "1"}, {PartitionKey: "4"}, {PartitionKey: "G"}, {PartitionKey: "GLOBAL", RowKey: "k:00500"}, {PartitionKey: "S"}, {PartitionKey: "a"}, {PartitionKey: "d"}, {PartitionKey: "o"}}
 
 // TestScanRangesInKeyOrder: every row once, in key order, whatever the
-// splits, with ranges read at once (at most RangesAtOnce); the last page
+// splits, with ranges read at once (at most store.RangesAtOnce); the last page
 // alone has no Next; resuming after a row's keys reads exactly the rows
 // after it.
 func TestScanRangesInKeyOrder(t *testing.T) {
-	m := &memTable{rows: memRows(2000), pageSize: 37}
-	for _, splits := range [][]Key{nil, testSplits, {{PartitionKey: "zzz"}}} {
+	m := newMemTable(memRows(2000), 37)
+	for _, splits := range [][]store.Key{nil, testSplits, {{PartitionKey: "zzz"}}} {
 		var got []transform.Row
 		pages, ends := 0, 0
-		err := ScanRanges(context.Background(), m, "", "T", Query{}, splits, func(p Page) error {
+		err := store.ScanRanges(context.Background(), m, "", "T", store.Query{}, splits, func(p store.Page) error {
 			got = append(got, p.Rows...)
 			pages++
 			if p.Next.IsZero() {
@@ -113,13 +112,13 @@ func TestScanRangesInKeyOrder(t *testing.T) {
 			t.Fatalf("splits %v: err %v; %d rows of %d, in order %v; %d pages without Next, want 1", splits, err, len(got), len(m.rows), slices.Equal(keysOf(got), keysOf(m.rows)), ends)
 		}
 	}
-	if m.most < 2 || m.most > RangesAtOnce {
-		t.Errorf("%d reads at once, want 2..%d", m.most, RangesAtOnce)
+	if m.most < 2 || m.most > store.RangesAtOnce {
+		t.Errorf("%d reads at once, want 2..%d", m.most, store.RangesAtOnce)
 	}
 	for _, cut := range []int{0, 1, 499, 500, 1000, 1998, 1999} {
 		after := m.rows[cut]
 		var got []transform.Row
-		err := ScanRanges(context.Background(), m, "", "T", Query{After: &Key{after.PartitionKey, after.RowKey}}, testSplits, func(p Page) error {
+		err := store.ScanRanges(context.Background(), m, "", "T", store.Query{After: &store.Key{after.PartitionKey, after.RowKey}}, testSplits, func(p store.Page) error {
 			got = append(got, p.Rows...)
 			return nil
 		})
@@ -132,13 +131,13 @@ func TestScanRangesInKeyOrder(t *testing.T) {
 // TestScanRangesBounded: a query bounded by From and To reads exactly the
 // rows between, whatever the splits (the last range keeps To).
 func TestScanRangesBounded(t *testing.T) {
-	m := &memTable{rows: memRows(2000), pageSize: 37}
-	for _, splits := range [][]Key{nil, testSplits} {
+	m := newMemTable(memRows(2000), 37)
+	for _, splits := range [][]store.Key{nil, testSplits} {
 		for _, b := range [][2]int{{0, 1999}, {3, 700}, {1200, 1201}, {1500, 1999}} {
 			from, to := m.rows[b[0]], m.rows[b[1]]
-			q := Query{From: &Key{from.PartitionKey, from.RowKey}, To: &Key{to.PartitionKey, to.RowKey}}
+			q := store.Query{From: &store.Key{PartitionKey: from.PartitionKey, RowKey: from.RowKey}, To: &store.Key{PartitionKey: to.PartitionKey, RowKey: to.RowKey}}
 			var got []transform.Row
-			err := ScanRanges(context.Background(), m, "", "T", q, splits, func(p Page) error {
+			err := store.ScanRanges(context.Background(), m, "", "T", q, splits, func(p store.Page) error {
 				got = append(got, p.Rows...)
 				return nil
 			})
@@ -149,24 +148,24 @@ func TestScanRangesBounded(t *testing.T) {
 	}
 }
 
-// TestScanRangesStops: ErrStop ends the scan without error; a failed read
+// TestScanRangesStops: store.ErrStop ends the scan without error; a failed read
 // ends it with that error, naming the table, after the pages before it.
 func TestScanRangesStops(t *testing.T) {
-	m := &memTable{rows: memRows(300), pageSize: 10}
+	m := newMemTable(memRows(300), 10)
 	n := 0
-	err := ScanRanges(context.Background(), m, "", "T", Query{}, testSplits, func(p Page) error {
+	err := store.ScanRanges(context.Background(), m, "", "T", store.Query{}, testSplits, func(p store.Page) error {
 		n++
 		if n == 3 {
-			return ErrStop
+			return store.ErrStop
 		}
 		return nil
 	})
 	if err != nil || n != 3 {
-		t.Errorf("ErrStop: err %v after %d pages, want nil after 3", err, n)
+		t.Errorf("store.ErrStop: err %v after %d pages, want nil after 3", err, n)
 	}
-	m.fail = &Key{m.rows[150].PartitionKey, m.rows[150].RowKey}
+	m.fail = &store.Key{m.rows[150].PartitionKey, m.rows[150].RowKey}
 	var got []transform.Row
-	err = ScanRanges(context.Background(), m, "", "T", Query{}, nil, func(p Page) error {
+	err = store.ScanRanges(context.Background(), m, "", "T", store.Query{}, nil, func(p store.Page) error {
 		got = append(got, p.Rows...)
 		return nil
 	})
@@ -182,7 +181,8 @@ func TestScanRangesCancelled(t *testing.T) {
 	// Each try hangs the old way only when four readers in a row close
 	// without passing their error on (1 in 16): 100 tries.
 	for range 100 {
-		m := &memTable{rows: memRows(700), pageSize: 5, hold: make(chan struct{}, len(testSplits))}
+		m := newMemTable(memRows(700), 5)
+		m.hold = make(chan struct{}, len(testSplits))
 		ctx, cancel := context.WithCancel(context.Background())
 		firstDone := make(chan struct{})
 		go func() {
@@ -194,7 +194,7 @@ func TestScanRangesCancelled(t *testing.T) {
 		}()
 		done := make(chan error, 1)
 		go func() {
-			done <- ScanRanges(ctx, m, "", "T", Query{}, testSplits, func(p Page) error {
+			done <- store.ScanRanges(ctx, m, "", "T", store.Query{}, testSplits, func(p store.Page) error {
 				if p.Rows[len(p.Rows)-1].RowKey == "k:00693" { // the first range's last row
 					close(firstDone)
 				}
@@ -207,7 +207,7 @@ func TestScanRangesCancelled(t *testing.T) {
 				t.Fatalf("err %v, want context.Canceled", err)
 			}
 		case <-time.After(30 * time.Second): // a hang bound, not a timing
-			t.Fatal("ScanRanges did not return after its context ended")
+			t.Fatal("store.ScanRanges did not return after its context ended")
 		}
 	}
 }
@@ -215,25 +215,25 @@ func TestScanRangesCancelled(t *testing.T) {
 // TestQueryMatch is the service's filter in memory.
 func TestQueryMatch(t *testing.T) {
 	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	k := func(pk, rk string) *Key { return &Key{pk, rk} }
+	k := func(pk, rk string) *store.Key { return &store.Key{pk, rk} }
 	for _, tc := range []struct {
-		q      Query
+		q      store.Query
 		pk, rk string
 		want   bool
 	}{
-		{Query{}, "a", "b", true},
-		{Query{Since: at.Add(time.Second)}, "a", "b", false},
-		{Query{Key: k("a", "b")}, "a", "b", true},
-		{Query{Key: k("a", "b")}, "a", "c", false},
-		{Query{From: k("a", "")}, "a", "", true},
-		{Query{From: k("b", "")}, "a", "z", false},
-		{Query{From: k("a", "m")}, "a", "l", false},
-		{Query{To: k("b", "")}, "a", "z", true},
-		{Query{To: k("b", "")}, "b", "", false},
-		{Query{To: k("a", "m")}, "a", "m", false},
-		{Query{After: k("a", "m")}, "a", "m", false},
-		{Query{After: k("a", "m")}, "a", "n", true},
-		{Query{After: k("a", "m")}, "b", "", true},
+		{store.Query{}, "a", "b", true},
+		{store.Query{Since: at.Add(time.Second)}, "a", "b", false},
+		{store.Query{Key: k("a", "b")}, "a", "b", true},
+		{store.Query{Key: k("a", "b")}, "a", "c", false},
+		{store.Query{From: k("a", "")}, "a", "", true},
+		{store.Query{From: k("b", "")}, "a", "z", false},
+		{store.Query{From: k("a", "m")}, "a", "l", false},
+		{store.Query{To: k("b", "")}, "a", "z", true},
+		{store.Query{To: k("b", "")}, "b", "", false},
+		{store.Query{To: k("a", "m")}, "a", "m", false},
+		{store.Query{After: k("a", "m")}, "a", "m", false},
+		{store.Query{After: k("a", "m")}, "a", "n", true},
+		{store.Query{After: k("a", "m")}, "b", "", true},
 	} {
 		if got := tc.q.Match(tc.pk, tc.rk, at); got != tc.want {
 			t.Errorf("%+v on %s/%s: %v, want %v", tc.q, tc.pk, tc.rk, got, tc.want)
@@ -243,14 +243,14 @@ func TestQueryMatch(t *testing.T) {
 
 // TestScanRangesBoundsReadAhead: however many ranges and however slow the
 // caller, the pages read and not yet passed on are at most the one the
-// range being delivered holds and PagesAhead of the ranges after it.
+// range being delivered holds and store.PagesAhead of the ranges after it.
 func TestScanRangesBoundsReadAhead(t *testing.T) {
-	m := &memTable{rows: memRows(2000), pageSize: 37}
+	m := newMemTable(memRows(2000), 37)
 	// Every range holds rows, so that no page read is empty (empty pages
 	// are not passed on).
-	splits := []Key{{PartitionKey: "1"}, {PartitionKey: "4"}, {PartitionKey: "S"}, {PartitionKey: "a"}, {PartitionKey: "d"}, {PartitionKey: "o"}}
+	splits := []store.Key{{PartitionKey: "1"}, {PartitionKey: "4"}, {PartitionKey: "S"}, {PartitionKey: "a"}, {PartitionKey: "d"}, {PartitionKey: "o"}}
 	delivered, most := 0, 0
-	err := ScanRanges(context.Background(), m, "", "T", Query{}, splits, func(p Page) error {
+	err := store.ScanRanges(context.Background(), m, "", "T", store.Query{}, splits, func(p store.Page) error {
 		delivered++
 		time.Sleep(3 * time.Millisecond) // a slow caller: the readers run ahead as far as they may
 		m.mu.Lock()
@@ -261,8 +261,8 @@ func TestScanRangesBoundsReadAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if most > PagesAhead+1 {
-		t.Errorf("%d pages read ahead of the caller at most, want ≤ %d", most, PagesAhead+1)
+	if most > store.PagesAhead+1 {
+		t.Errorf("%d pages read ahead of the caller at most, want ≤ %d", most, store.PagesAhead+1)
 	}
 	if most < 2 {
 		t.Errorf("%d pages read ahead of the caller at most: the ranges after the first did not read ahead", most)

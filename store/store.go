@@ -1,9 +1,10 @@
 // Package store holds what the domain packages (migrate, verify) and the
 // Azure adapters (package azure) share: how table rows are selected and
-// paged, what a write reports, and the errors that decide what the
-// pipeline does with a row. It is a leaf: it imports no adapter and no
-// SDK, so the domain packages never depend on package azure, and azure
-// implements these types rather than defining them.
+// paged, what a write reports, and the fault vocabulary (FaultKind,
+// Fault) that decides what the pipeline does with a row. It is a leaf: it
+// imports no adapter and no SDK, so the domain packages never depend on
+// package azure, and azure implements these types rather than defining
+// them.
 package store
 
 import (
@@ -104,37 +105,17 @@ type WriteResult struct {
 	ETag string
 }
 
-// PermanentError is a write failure that retrying cannot fix (a 4xx other
-// than 408, 409 where noted, 429 and 449): the row is dead-lettered with
-// Reason, which never contains credentials or the doc.
-type PermanentError struct {
-	StatusCode int
-	Reason     string
-}
-
-func (e *PermanentError) Error() string { return e.Reason }
-
-// The outcomes a caller acts on. The adapters wrap them in errors that say
-// more; test with errors.Is.
+// The errors that are no fault of a request. The adapters wrap them in
+// errors that say more; test with errors.Is.
 var (
-	// ErrExists: a doc created with that id already exists in the
-	// partition, or a row inserted with those keys in the table (409).
-	ErrExists = errors.New("doc already exists")
-	// ErrPreconditionFailed: the doc's _etag, or the row's ETag, no
-	// longer matches If-Match (412).
-	ErrPreconditionFailed = errors.New("doc changed since it was read (etag mismatch)")
-	// ErrNotFound: the doc or row does not exist (404 on a replace or
-	// delete).
-	ErrNotFound = errors.New("doc not found")
 	// ErrBlobConflict: a blob that must be created already exists with
-	// different content.
+	// different content (the blob store compares the two itself): the
+	// row is a dead letter.
 	ErrBlobConflict = errors.New("a different blob already exists")
-	// ErrRetriesExhausted: a transient failure outlasted the retry
-	// timeout (--retry-timeout). The operation may succeed later, so the
-	// caller stops resumable rather than dead-lettering.
+	// ErrRetriesExhausted: a retryable fault (FaultKind.Retryable)
+	// outlasted the retry timeout (--retry-timeout). The error that wraps
+	// it wraps the last attempt's fault too, whose kind it has; the
+	// operation may succeed later, so the caller stops resumable rather
+	// than dead-lettering.
 	ErrRetriesExhausted = errors.New("retries exhausted")
-	// ErrAccessDenied: the service refused the credentials (401, 403): a
-	// problem of the account or its permissions, not of the row, so
-	// callers stop instead of dead-lettering.
-	ErrAccessDenied = errors.New("access denied")
 )

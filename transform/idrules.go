@@ -16,33 +16,33 @@ import (
 // kind's (builder.unknownKind): neither has a RowKey to derive.
 var idRules = [...]struct {
 	forward func(b *builder, k *kindSpec, key string) (rawID, scope string)
-	inverse func(r *reverser) bool
+	inverse func(r *docReversal) bool
 }{
 	idKey: {
 		func(b *builder, k *kindSpec, key string) (string, string) { return keyID(k, key), b.rowScope() },
-		(*reverser).keyRowKey,
+		(*docReversal).keyRowKey,
 	},
 	idConfigKey: {
 		func(b *builder, k *kindSpec, key string) (string, string) { return configKeyID(k, key), b.rowScope() },
-		(*reverser).configKeyRowKey,
+		(*docReversal).configKeyRowKey,
 	},
 	idScope: {
 		func(b *builder, k *kindSpec, _ string) (string, string) {
 			scope := b.rowScope()
 			return scopeID(k, scope), scope
 		},
-		(*reverser).scopeRowKey,
+		(*docReversal).scopeRowKey,
 	},
 	idOrg: {
 		// An organization's scope is its own id, whatever the PartitionKey.
 		func(_ *builder, _ *kindSpec, key string) (string, string) { id := orgID(key); return id, id },
-		(*reverser).orgRowKey,
+		(*docReversal).orgRowKey,
 	},
 	idRowKey: {
 		func(b *builder, _ *kindSpec, _ string) (string, string) { return rowKeyID(b.row.RowKey), "GLOBAL" },
-		(*reverser).relationshipRowKey,
+		(*docReversal).relationshipRowKey,
 	},
-	idExecution: {inverse: (*reverser).executionRowKey},
+	idExecution: {inverse: (*docReversal).executionRowKey},
 	idUnknown:   {},
 }
 
@@ -71,17 +71,17 @@ func orgID(key string) string {
 func rowKeyID(rk string) string { return strings.ReplaceAll(rk, ":", "-") }
 
 // gives reports whether rawID, made safe (SanitizeID), is the doc's id.
-func (r *reverser) gives(rawID string) bool {
+func (r *docReversal) gives(rawID string) bool {
 	id, _, _ := SanitizeID(rawID)
 	return id == r.id
 }
 
-func (r *reverser) noKeys(detail string) bool {
+func (r *docReversal) noKeys(detail string) bool {
 	r.dead(ReverseNoKeys, detail)
 	return false
 }
 
-func (r *reverser) keyRowKey() bool {
+func (r *docReversal) keyRowKey() bool {
 	k := r.kind
 	key, ok := r.keyFromID(k.keyField())
 	if !ok {
@@ -91,7 +91,7 @@ func (r *reverser) keyRowKey() bool {
 	return true
 }
 
-func (r *reverser) configKeyRowKey() bool {
+func (r *docReversal) configKeyRowKey() bool {
 	// The key's "_" became "-" in the id: only the key field tells which.
 	k := r.kind
 	key, ok := r.str(k.keyField())
@@ -105,7 +105,7 @@ func (r *reverser) configKeyRowKey() bool {
 	return true
 }
 
-func (r *reverser) scopeRowKey() bool {
+func (r *docReversal) scopeRowKey() bool {
 	k := r.kind
 	if r.id != scopeID(k, r.scp) {
 		return r.noKeys(fmt.Sprintf("%s doc id is not %s + scope", r.docType, k.idPrefix))
@@ -114,7 +114,7 @@ func (r *reverser) scopeRowKey() bool {
 	return true
 }
 
-func (r *reverser) orgRowKey() bool {
+func (r *docReversal) orgRowKey() bool {
 	// org:{uuid} and org:org-{uuid} both give the id org-{uuid}; the
 	// application writes the first.
 	uuid, ok := r.keyFromID("")
@@ -125,7 +125,7 @@ func (r *reverser) orgRowKey() bool {
 	return true
 }
 
-func (r *reverser) executionRowKey() bool {
+func (r *docReversal) executionRowKey() bool {
 	r.execID = executionIDOfDoc(r.doc, "")
 	if r.execID == "" {
 		raw, ok := r.keyFromID("")
@@ -148,7 +148,7 @@ func (r *reverser) executionRowKey() bool {
 
 // relationshipRowKey derives a relationship's RowKey from its kind and
 // the two properties its RowKey is made of, checked against the doc id.
-func (r *reverser) relationshipRowKey() bool {
+func (r *docReversal) relationshipRowKey() bool {
 	kind, _ := r.str("relationship")
 	parts, ok := relationshipKeys[kind]
 	if !ok {

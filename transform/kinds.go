@@ -7,7 +7,7 @@ import "strings"
 // order, each with its source property and how the two map. Both
 // directions read it: the forward transform (Transform, builder.kindDoc)
 // writes a kind's fields in this order, and ReverseDoc
-// (reverser.decideFields) decides each property from its field and finds
+// (docReversal.decideFields) decides each property from its field and finds
 // a doc's kind and keys from it. Adding a property to a kind is one entry
 // here. Code of its own remains only where a field is truly special, and
 // says why where it is: a config's value and its type (config.go), an
@@ -50,7 +50,7 @@ const (
 	ruleLegacyBlob
 	// ruleGroup: fields derived together from the same properties, which
 	// neither direction can decide one at a time; group's own code writes
-	// them (builder.writeGroup, reverser.decideGroup).
+	// them (builder.writeGroup, docReversal.decideGroup).
 	ruleGroup
 )
 

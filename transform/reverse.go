@@ -161,7 +161,7 @@ func reverseDocWith(kt *kindTable, doc Doc, existing *Row, opts Options) (Revers
 	if opts.Now.IsZero() {
 		return ReverseOutcome{}, errors.New("reverse: the current time is not set (needed by the status index's UpdatedAt)")
 	}
-	r := &reverser{doc: doc, existing: existing, opts: opts.WithDefaults(), claimed: map[string]bool{}, kinds: kt}
+	r := &docReversal{doc: doc, existing: existing, opts: opts.WithDefaults(), claimed: map[string]bool{}, kinds: kt}
 	if existing != nil && existing.DecodeError != "" {
 		r.dead(ReverseExistingUndecodable, existing.DecodeError)
 		return r.result(), nil
@@ -186,8 +186,9 @@ func reverseDocWith(kt *kindTable, doc Doc, existing *Row, opts Options) (Revers
 	return r.result(), nil
 }
 
-// reverser holds one ReverseDoc call's state.
-type reverser struct {
+// docReversal is the reversal of one doc into its rows: one ReverseDoc
+// call's state.
+type docReversal struct {
 	doc      Doc
 	existing *Row
 	opts     Options
@@ -209,17 +210,17 @@ type reverser struct {
 	docType, id, scp string
 }
 
-func (r *reverser) warn(reason, detail string) {
+func (r *docReversal) warn(reason, detail string) {
 	r.out.Warnings = append(r.out.Warnings, Warning{Reason: reason, Detail: detail})
 }
 
-func (r *reverser) dead(reason ReverseReason, detail string) {
+func (r *docReversal) dead(reason ReverseReason, detail string) {
 	if r.fail == nil {
 		r.fail = &ReverseDeadLetter{Reason: reason, Detail: detail}
 	}
 }
 
-func (r *reverser) result() ReverseOutcome {
+func (r *docReversal) result() ReverseOutcome {
 	if r.fail != nil {
 		return ReverseOutcome{Warnings: r.out.Warnings, DeadLetter: r.fail}
 	}
@@ -227,7 +228,7 @@ func (r *reverser) result() ReverseOutcome {
 }
 
 // str returns a doc field that is a string.
-func (r *reverser) str(name string) (string, bool) {
+func (r *docReversal) str(name string) (string, bool) {
 	v, _ := r.doc.Get(name)
 	s, ok := v.(string)
 	return s, ok
@@ -237,7 +238,7 @@ func (r *reverser) str(name string) (string, bool) {
 // the doc did not change are recognised. The options are the caller's,
 // except that every kind becomes a doc: no ttl (no expiry), relationships
 // migrated, no strict mode.
-func (r *reverser) forward() {
+func (r *docReversal) forward() {
 	if r.existing == nil {
 		return
 	}
@@ -251,7 +252,7 @@ func (r *reverser) forward() {
 // unchanged reports whether the forward transform of the existing row
 // gives doc field name the doc's value (absent and null are the same;
 // numbers compare as doubles, objects by member, as the hash does).
-func (r *reverser) unchanged(name string) bool {
+func (r *docReversal) unchanged(name string) bool {
 	if r.fwd == nil {
 		return false
 	}
@@ -269,7 +270,7 @@ func sameJSON(a, b any) bool {
 
 // claim marks source property src as decided from doc field name; false
 // (and a warning) when an earlier field took it.
-func (r *reverser) claim(name, src string) bool {
+func (r *docReversal) claim(name, src string) bool {
 	if r.claimed[src] {
 		r.warn(ReasonFieldNotWritten, name)
 		return false
@@ -279,7 +280,7 @@ func (r *reverser) claim(name, src string) bool {
 }
 
 // keep copies the existing row's property src, when it has one.
-func (r *reverser) keep(src string) {
+func (r *docReversal) keep(src string) {
 	if r.existing == nil {
 		return
 	}
@@ -288,7 +289,7 @@ func (r *reverser) keep(src string) {
 	}
 }
 
-func (r *reverser) existingType(src string) EdmType {
+func (r *docReversal) existingType(src string) EdmType {
 	if r.existing == nil {
 		return ""
 	}
@@ -298,7 +299,7 @@ func (r *reverser) existingType(src string) EdmType {
 // field decides the source property of doc field f: kept when unchanged,
 // else encoded by its rule (ruleJSON, else as rulePlain), left out when
 // null.
-func (r *reverser) field(f *field) {
+func (r *docReversal) field(f *field) {
 	name, src := f.name, f.src
 	if !r.claim(name, src) {
 		return
@@ -328,7 +329,7 @@ func (r *reverser) field(f *field) {
 // …): written when the existing row has it, when the application always
 // writes it (ruleKeyWritten), or when the value differs from the key in
 // the RowKey; otherwise it is left out, as the application leaves it out.
-func (r *reverser) keyField(f *field) {
+func (r *docReversal) keyField(f *field) {
 	name, src, written := f.name, f.src, f.rule == ruleKeyWritten
 	if !r.claim(name, src) {
 		return
@@ -361,7 +362,7 @@ func (row *Row) propOf(name string) (Value, bool) {
 
 // derived warns when doc field name holds a value other than the one the
 // keys or scope give it (want); such a field is never written.
-func (r *reverser) derived(name string, want any) {
+func (r *docReversal) derived(name string, want any) {
 	v, ok := r.doc.Get(name)
 	if !ok || v == nil || sameJSON(v, want) {
 		return
@@ -373,7 +374,7 @@ func (r *reverser) derived(name string, want any) {
 // their rules, then from the doc's unlisted fields: written as properties,
 // or, for a kind whose rows carry only the listed properties, not
 // written (a warning when one holds a changed value).
-func (r *reverser) decideFields() {
+func (r *docReversal) decideFields() {
 	k := r.kind
 	for i := range k.fields {
 		switch f := &k.fields[i]; f.rule {
@@ -405,7 +406,7 @@ func (r *reverser) decideFields() {
 }
 
 // decideGroup decides the properties the fields of group g come from.
-func (r *reverser) decideGroup(g fieldGroup) {
+func (r *docReversal) decideGroup(g fieldGroup) {
 	switch g {
 	case groupConfigValue:
 		r.configValue()
@@ -419,7 +420,7 @@ func (r *reverser) decideGroup(g fieldGroup) {
 // so (camelCase, or "source" + its name when that was taken), else the
 // field with its first letter upper-cased, or, for "sourceX" where the
 // name X would take is reserved or a field of the doc, X.
-func (r *reverser) sourceName(name string) string {
+func (r *docReversal) sourceName(name string) string {
 	if r.existing != nil {
 		names := make([]string, 0, len(r.existing.Props))
 		for p := range r.existing.Props {
@@ -452,7 +453,7 @@ func (r *reverser) sourceName(name string) string {
 // configValue decides Value, Type and SecretRef of a config row from
 // value, secretRef and configType, which the forward transform derives
 // together (SPEC §6).
-func (r *reverser) configValue() {
+func (r *docReversal) configValue() {
 	if r.unchanged("value") && r.unchanged("secretRef") && r.unchanged("configType") {
 		r.claimed["Value"], r.claimed["Type"] = true, true
 		r.keep("Value")
@@ -509,7 +510,7 @@ func (row *Row) hasProp(name string) bool {
 // keepUnclaimed keeps every property of the existing row that no doc
 // field decided: what the doc does not carry (a stray etag, a legacy
 // execution's inline logs, a form's IsGlobal) stays as it is.
-func (r *reverser) keepUnclaimed() {
+func (r *docReversal) keepUnclaimed() {
 	if r.existing == nil {
 		return
 	}

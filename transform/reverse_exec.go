@@ -9,7 +9,7 @@ import (
 // which the forward transform derives together (SPEC §8). An inline
 // result longer than the blob threshold goes to a blob, create-only, and
 // the row says ResultInBlob.
-func (r *reverser) resultProps() {
+func (r *docReversal) resultProps() {
 	r.claimed["Result"], r.claimed["ResultInBlob"] = true, true
 	if r.unchanged("result") && r.unchanged("resultInBlob") {
 		r.keep("Result")
@@ -41,7 +41,7 @@ func (r *reverser) resultProps() {
 // resultText is the Result text the application stores for a doc's
 // result: the string of an html or text result, the json.dumps text of a
 // json one; with the result kind that names its blob.
-func (r *reverser) resultText(res any) (string, resultKind, bool) {
+func (r *docReversal) resultText(res any) (string, resultKind, bool) {
 	typ, _ := r.str("resultType")
 	if s, isStr := res.(string); isStr && typ != "json" {
 		k := resultKinds[2]
@@ -71,7 +71,7 @@ func isHTML(s string) bool {
 // PartitionKey GLOBAL, the display properties copied from the execution
 // row), and the index rows to delete: those filed under the existing
 // row's values where the doc changed them.
-func (r *reverser) indexes() {
+func (r *docReversal) indexes() {
 	text := func(props map[string]Value, name string) string {
 		if v, ok := props[name]; ok && (v.Type == EdmString || v.Type == EdmGuid) {
 			return v.Str
@@ -114,7 +114,7 @@ func (r *reverser) indexes() {
 // read, every such value but the doc's. Each delete is a read of the row
 // first: a doc far from the tables should not pay for rows that cannot
 // exist.
-func (r *reverser) staleKeys(x *indexSpec, key string, text func(map[string]Value, string) string) []string {
+func (r *docReversal) staleKeys(x *indexSpec, key string, text func(map[string]Value, string) string) []string {
 	if r.existing == nil {
 		return nil
 	}

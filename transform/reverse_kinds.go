@@ -8,7 +8,7 @@ import (
 // locate finds the doc's table, keys and kind: from _migration when the
 // doc has it, else from its type, id and scope. It dead-letters and
 // returns false when it cannot.
-func (r *reverser) locate() bool {
+func (r *docReversal) locate() bool {
 	var typeOK, idOK bool
 	r.docType, typeOK = r.str("type")
 	r.id, idOK = r.str("id")
@@ -65,7 +65,7 @@ func (r *reverser) locate() bool {
 
 // deriveRowKey sets the RowKey of a doc without _migration: its kind's
 // id rule, backwards (idrules.go).
-func (r *reverser) deriveRowKey() bool {
+func (r *docReversal) deriveRowKey() bool {
 	inverse := idRules[r.kind.id].inverse
 	if inverse == nil {
 		return r.noKeys(fmt.Sprintf("a %s doc without _migration: its RowKey is known only from there", r.docType))
@@ -77,7 +77,7 @@ func (r *reverser) deriveRowKey() bool {
 // kind's prefix, percent-decoded, when encoding it again gives the id;
 // for a truncated id (SanitizeID), the doc's key field when that gives
 // the id.
-func (r *reverser) keyFromID(keyField string) (string, bool) {
+func (r *docReversal) keyFromID(keyField string) (string, bool) {
 	prefix := r.kind.idPrefix
 	if !looksTruncated(r.id) {
 		if rest, ok := strings.CutPrefix(r.id, prefix); ok {
@@ -204,7 +204,7 @@ func statusIndexed(status string) bool { return status == "Pending" || status ==
 // or, when they cannot be known, the dead letter ReverseDoc would give.
 // It is pure and safe for concurrent use.
 func DocRowRef(doc Doc) (RowRef, *ReverseDeadLetter) {
-	r := &reverser{doc: doc, kinds: defaultKinds}
+	r := &docReversal{doc: doc, kinds: defaultKinds}
 	if !r.locate() {
 		return RowRef{}, r.fail
 	}

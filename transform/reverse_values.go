@@ -22,7 +22,7 @@ import (
 // Edm.DateTime when the existing row has one there, else the string the
 // application writes (datetime.isoformat() of naive UTC); one that does
 // not parse is written as it is, with a warning.
-func (r *reverser) plainValue(src string, v any, stamp bool) (Value, bool) {
+func (r *docReversal) plainValue(src string, v any, stamp bool) (Value, bool) {
 	v = plainJSON(v)
 	et := r.existingType(src)
 	if stamp {
@@ -44,7 +44,7 @@ func (r *reverser) plainValue(src string, v any, stamp bool) (Value, bool) {
 // jsonValue encodes a JSON-valued field: the json.dumps text, unless the
 // existing row holds the property as another type than a string (the
 // forward transform maps such a value as it is).
-func (r *reverser) jsonValue(src string, v any) (Value, bool) {
+func (r *docReversal) jsonValue(src string, v any) (Value, bool) {
 	et := r.existingType(src)
 	if et == "" || et == EdmString {
 		text, ok := r.pyJSON(src, v)
@@ -55,7 +55,7 @@ func (r *reverser) jsonValue(src string, v any) (Value, bool) {
 
 // typed encodes v as Edm type et when it fits (et "" means the row has no
 // such property), else as the Python SDK types it.
-func (r *reverser) typed(src string, v any, et EdmType) (Value, bool) {
+func (r *docReversal) typed(src string, v any, et EdmType) (Value, bool) {
 	if et != "" {
 		if val, ok := convertTo(v, et); ok {
 			return val, true
@@ -70,7 +70,7 @@ func (r *reverser) typed(src string, v any, et EdmType) (Value, bool) {
 // in 32 bits, else Int64 (beyond that the SDK refuses it: a dead letter),
 // float → Double; a dict or list, which the SDK cannot store, as its
 // json.dumps text with a warning.
-func (r *reverser) pythonTyped(src string, v any) (Value, bool) {
+func (r *docReversal) pythonTyped(src string, v any) (Value, bool) {
 	switch x := v.(type) {
 	case string:
 		return String(x), true
@@ -265,7 +265,7 @@ func plainJSON(v any) any {
 }
 
 // pyJSON is pythonJSON, dead-lettering the doc when v has no JSON text.
-func (r *reverser) pyJSON(src string, v any) (string, bool) {
+func (r *docReversal) pyJSON(src string, v any) (string, bool) {
 	s, err := pythonJSON(v)
 	if err != nil {
 		r.dead(ReverseUnencodable, src)
@@ -283,7 +283,7 @@ const (
 
 // checkLimits dead-letters rows Table Storage would refuse: keys with a
 // forbidden character, values and rows above its size limits.
-func (r *reverser) checkLimits() {
+func (r *docReversal) checkLimits() {
 	if r.fail != nil {
 		return
 	}
@@ -356,7 +356,7 @@ func impossibleKey(pk, rk, which string) (detail string, bad bool) {
 // dropImpossibleIndexRows moves the index rows whose keys Table Storage
 // refuses from Index to IndexDeadLetters, and drops deletes of such rows
 // (no table can hold them, so there is nothing to delete).
-func (r *reverser) dropImpossibleIndexRows() {
+func (r *docReversal) dropImpossibleIndexRows() {
 	kept := r.out.Index[:0]
 	for _, row := range r.out.Index {
 		detail, bad := impossibleKey(row.PartitionKey, row.RowKey, "the "+Kind(row.RowKey)+" index row")

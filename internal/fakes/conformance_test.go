@@ -243,13 +243,13 @@ func readN(t *testing.T, s services, scope, id string) (float64, string) {
 }
 
 // wantErr checks that err wraps want (nil: that it is nil).
-func wantErr(t *testing.T, what string, err, want error) {
+func wantErr(t *testing.T, what string, err error, want store.FaultKind) {
 	t.Helper()
-	switch {
-	case want == nil && err != nil:
+	switch got := store.KindOf(err); {
+	case want == store.NoFault && err != nil:
 		t.Errorf("%s: %v, want no error", what, err)
-	case want != nil && !errors.Is(err, want):
-		t.Errorf("%s: %v, want an error wrapping %q", what, err, want)
+	case got != want:
+		t.Errorf("%s: %v (%s), want a fault of kind %s", what, err, got, want)
 	}
 }
 
@@ -258,37 +258,37 @@ func wantErr(t *testing.T, what string, err, want error) {
 // changes nothing; every write gives a new etag, which a read returns.
 func docsConditionalWrites(t *testing.T, s services) {
 	w, err := s.docs.Create(bg, s.container, "s1", "d1", testDoc("d1", "s1", 1))
-	wantErr(t, "create", err, nil)
+	wantErr(t, "create", err, store.NoFault)
 	if n, etag := readN(t, s, "s1", "d1"); n != 1 || etag != w.ETag || etag == "" {
 		t.Fatalf("after create: n %v etag %q, want 1 and the create's %q", n, etag, w.ETag)
 	}
 	_, err = s.docs.Create(bg, s.container, "s1", "d1", testDoc("d1", "s1", 2))
-	wantErr(t, "create again", err, store.ErrExists)
+	wantErr(t, "create again", err, store.Exists)
 	e1 := w.ETag
 	w, err = s.docs.Replace(bg, s.container, "s1", "d1", testDoc("d1", "s1", 3), e1)
-	wantErr(t, "replace with the etag", err, nil)
+	wantErr(t, "replace with the etag", err, store.NoFault)
 	e2 := w.ETag
 	if e2 == e1 || e2 == "" {
 		t.Errorf("replace: etag %q, want a new one (was %q)", e2, e1)
 	}
 	_, err = s.docs.Replace(bg, s.container, "s1", "d1", testDoc("d1", "s1", 4), e1)
-	wantErr(t, "replace with a stale etag", err, store.ErrPreconditionFailed)
+	wantErr(t, "replace with a stale etag", err, store.Changed)
 	_, err = s.docs.Delete(bg, s.container, "s1", "d1", e1)
-	wantErr(t, "delete with a stale etag", err, store.ErrPreconditionFailed)
+	wantErr(t, "delete with a stale etag", err, store.Changed)
 	if n, etag := readN(t, s, "s1", "d1"); n != 3 || etag != e2 {
 		t.Errorf("after the refused writes: n %v etag %q, want 3 and %q", n, etag, e2)
 	}
 	_, err = s.docs.Delete(bg, s.container, "s1", "d1", e2)
-	wantErr(t, "delete with the etag", err, nil)
+	wantErr(t, "delete with the etag", err, store.NoFault)
 	if n, _ := readN(t, s, "s1", "d1"); n != -1 {
 		t.Errorf("after delete: found n %v", n)
 	}
 	_, err = s.docs.Replace(bg, s.container, "s1", "d1", testDoc("d1", "s1", 5), e2)
-	wantErr(t, "replace of a deleted doc", err, store.ErrNotFound)
+	wantErr(t, "replace of a deleted doc", err, store.NotFound)
 	_, err = s.docs.Delete(bg, s.container, "s1", "d1", e2)
-	wantErr(t, "delete of a deleted doc", err, store.ErrNotFound)
+	wantErr(t, "delete of a deleted doc", err, store.NotFound)
 	_, err = s.docs.Delete(bg, s.container, "s1", "d1", "")
-	wantErr(t, "unconditional delete of a deleted doc", err, store.ErrNotFound)
+	wantErr(t, "unconditional delete of a deleted doc", err, store.NotFound)
 	if n, _ := readN(t, s, "s1", "d1"); n != -1 {
 		t.Errorf("a replace of a deleted doc created it: n %v", n)
 	}
@@ -298,21 +298,21 @@ func docsConditionalWrites(t *testing.T, s services) {
 // unconditional; docs of the same id in two partitions are two docs.
 func docsUnconditionalWrites(t *testing.T, s services) {
 	w1, err := s.docs.Upsert(bg, s.container, "s1", "d1", testDoc("d1", "s1", 1))
-	wantErr(t, "upsert (create)", err, nil)
+	wantErr(t, "upsert (create)", err, store.NoFault)
 	w2, err := s.docs.Upsert(bg, s.container, "s1", "d1", testDoc("d1", "s1", 2))
-	wantErr(t, "upsert (replace)", err, nil)
+	wantErr(t, "upsert (replace)", err, store.NoFault)
 	if n, etag := readN(t, s, "s1", "d1"); n != 2 || etag != w2.ETag || w2.ETag == w1.ETag {
 		t.Errorf("after two upserts: n %v etag %q, want 2 and the second's %q (the first's %q)", n, etag, w2.ETag, w1.ETag)
 	}
 	_, err = s.docs.Replace(bg, s.container, "s1", "d1", testDoc("d1", "s1", 3), "")
-	wantErr(t, "replace without an etag", err, nil)
+	wantErr(t, "replace without an etag", err, store.NoFault)
 	_, err = s.docs.Create(bg, s.container, "s2", "d1", testDoc("d1", "s2", 10))
-	wantErr(t, "create of the same id in another partition", err, nil)
+	wantErr(t, "create of the same id in another partition", err, store.NoFault)
 	if n1, _ := readN(t, s, "s1", "d1"); n1 != 3 {
 		t.Errorf("s1/d1: n %v, want 3", n1)
 	}
 	_, err = s.docs.Delete(bg, s.container, "s1", "d1", "")
-	wantErr(t, "delete without an etag", err, nil)
+	wantErr(t, "delete without an etag", err, store.NoFault)
 	if n1, _ := readN(t, s, "s1", "d1"); n1 != -1 {
 		t.Errorf("s1/d1 after delete: n %v", n1)
 	}
@@ -329,9 +329,9 @@ func docsUnconditionalWrites(t *testing.T, s services) {
 func docsSystemProperties(t *testing.T, s services) {
 	doc := []byte(`{"id":"d1","scope":"s1","n":1,"_etag":"\"stale\"","_ts":1,"_rid":"x"}`)
 	w, err := s.docs.Create(bg, s.container, "s1", "d1", doc)
-	wantErr(t, "create with system properties", err, nil)
+	wantErr(t, "create with system properties", err, store.NoFault)
 	raw, etag, _, _, err := s.docs.Read(bg, s.container, "s1", "d1")
-	wantErr(t, "read", err, nil)
+	wantErr(t, "read", err, store.NoFault)
 	m := docFields(t, raw)
 	if m["_etag"] != etag || etag != w.ETag {
 		t.Errorf("_etag %v, read etag %q, create etag %q: want one", m["_etag"], etag, w.ETag)
@@ -355,7 +355,7 @@ func docsQueryAndRead(t *testing.T, s services) {
 	etags := map[string]string{}
 	for i, id := range []string{"b", "a", "c"} {
 		w, err := s.docs.Create(bg, s.container, "s"+id, id, testDoc(id, "s"+id, i))
-		wantErr(t, "create "+id, err, nil)
+		wantErr(t, "create "+id, err, store.NoFault)
 		etags[id] = w.ETag
 	}
 	got := map[string]string{}
@@ -364,7 +364,7 @@ func docsQueryAndRead(t *testing.T, s services) {
 		got[m["id"].(string)] = m["_etag"].(string)
 		return nil
 	})
-	wantErr(t, "query", err, nil)
+	wantErr(t, "query", err, store.NoFault)
 	if !reflect.DeepEqual(got, etags) {
 		t.Errorf("query: ids and etags %v, want %v", got, etags)
 	}
@@ -409,10 +409,10 @@ func changes(t *testing.T, s services, from string) (map[string]float64, string)
 func docsChangeFeed(t *testing.T, s services) {
 	for i, id := range []string{"a", "b"} {
 		_, err := s.docs.Create(bg, s.container, "s", id, testDoc(id, "s", i))
-		wantErr(t, "create "+id, err, nil)
+		wantErr(t, "create "+id, err, store.NoFault)
 	}
 	_, err := s.docs.Upsert(bg, s.container, "s", "a", testDoc("a", "s", 10))
-	wantErr(t, "upsert a", err, nil)
+	wantErr(t, "upsert a", err, store.NoFault)
 	got, next := changes(t, s, s.since(time.Time{}))
 	if want := map[string]float64{"a": 10, "b": 1}; !reflect.DeepEqual(got, want) {
 		t.Errorf("first pass %v, want %v", got, want)
@@ -421,16 +421,16 @@ func docsChangeFeed(t *testing.T, s services) {
 		t.Errorf("pass with nothing changed: %v", got)
 	}
 	_, err = s.docs.Upsert(bg, s.container, "s", "a", testDoc("a", "s", 11))
-	wantErr(t, "upsert a", err, nil)
+	wantErr(t, "upsert a", err, store.NoFault)
 	_, err = s.docs.Delete(bg, s.container, "s", "b", "")
-	wantErr(t, "delete b", err, nil)
+	wantErr(t, "delete b", err, store.NoFault)
 	_, err = s.docs.Create(bg, s.container, "s", "c", testDoc("c", "s", 2))
-	wantErr(t, "create c", err, nil)
+	wantErr(t, "create c", err, store.NoFault)
 	if got, _ := changes(t, s, next); !reflect.DeepEqual(got, map[string]float64{"a": 11, "c": 2}) {
 		t.Errorf("pass after changes: %v, want a at 11 and c", got)
 	}
 	doc, _, _, _, err := s.docs.Read(bg, s.container, "s", "c")
-	wantErr(t, "read c", err, nil)
+	wantErr(t, "read c", err, store.NoFault)
 	ts := time.Unix(int64(docFields(t, doc)["_ts"].(float64)), 0)
 	if got, _ := changes(t, s, s.since(ts)); got["c"] != 2 {
 		t.Errorf("pass from c's _ts: %v, want c among them", got)
@@ -468,43 +468,43 @@ func readRow(t *testing.T, s services, pk, rk string) (transform.Row, bool) {
 // removes the properties the new entity lacks.
 func rowsConditionalWrites(t *testing.T, s services) {
 	e1, err := s.rows.Insert(bg, s.table, entity("p", "r", "one", 1))
-	wantErr(t, "insert", err, nil)
+	wantErr(t, "insert", err, store.NoFault)
 	row, ok := readRow(t, s, "p", "r")
 	if !ok || row.ETag != e1 || e1 == "" || row.Timestamp.IsZero() || row.Table != s.table ||
 		row.Props["Name"].Str != "one" || !reflect.DeepEqual(row.Props["N"], transform.Value{Type: transform.EdmInt64, Int: 1}) {
 		t.Fatalf("after insert: %+v (insert etag %q)", row, e1)
 	}
 	_, err = s.rows.Insert(bg, s.table, entity("p", "r", "two", 2))
-	wantErr(t, "insert again", err, store.ErrExists)
+	wantErr(t, "insert again", err, store.Exists)
 	e2, err := s.rows.Replace(bg, s.table, []byte(`{"PartitionKey":"p","RowKey":"r","Name":"two"}`), e1)
-	wantErr(t, "replace with the etag", err, nil)
+	wantErr(t, "replace with the etag", err, store.NoFault)
 	if row, _ := readRow(t, s, "p", "r"); row.ETag != e2 || e2 == e1 || row.Props["Name"].Str != "two" || len(row.Props) != 1 {
 		t.Errorf("after replace: %+v, want only Name two and etag %q (was %q)", row, e2, e1)
 	}
 	_, err = s.rows.Replace(bg, s.table, entity("p", "r", "three", 3), e1)
-	wantErr(t, "replace with a stale etag", err, store.ErrPreconditionFailed)
+	wantErr(t, "replace with a stale etag", err, store.Changed)
 	err = s.rows.Delete(bg, s.table, store.Key{PartitionKey: "p", RowKey: "r"}, e1)
-	wantErr(t, "delete with a stale etag", err, store.ErrPreconditionFailed)
+	wantErr(t, "delete with a stale etag", err, store.Changed)
 	_, err = s.rows.Replace(bg, s.table, entity("p", "r", "four", 4), "")
-	if err == nil || errors.Is(err, store.ErrPreconditionFailed) || errors.Is(err, store.ErrNotFound) {
+	if err == nil || store.KindOf(err) == store.Changed || store.KindOf(err) == store.NotFound {
 		t.Errorf("replace with no etag: %v, want it refused", err)
 	}
 	if row, _ := readRow(t, s, "p", "r"); row.ETag != e2 || row.Props["Name"].Str != "two" {
 		t.Errorf("after the refused writes: %+v", row)
 	}
 	e3, err := s.rows.Replace(bg, s.table, entity("p", "r", "five", 5), "*")
-	wantErr(t, "replace with *", err, nil)
+	wantErr(t, "replace with *", err, store.NoFault)
 	err = s.rows.Delete(bg, s.table, store.Key{PartitionKey: "p", RowKey: "r"}, e3)
-	wantErr(t, "delete with the etag", err, nil)
+	wantErr(t, "delete with the etag", err, store.NoFault)
 	if _, ok := readRow(t, s, "p", "r"); ok {
 		t.Error("the row is still there after delete")
 	}
 	_, err = s.rows.Replace(bg, s.table, entity("p", "r", "six", 6), e3)
-	wantErr(t, "replace of a deleted row", err, store.ErrNotFound)
+	wantErr(t, "replace of a deleted row", err, store.NotFound)
 	_, err = s.rows.Replace(bg, s.table, entity("p", "r", "six", 6), "*")
-	wantErr(t, "replace with * of a deleted row", err, store.ErrNotFound)
+	wantErr(t, "replace with * of a deleted row", err, store.NotFound)
 	err = s.rows.Delete(bg, s.table, store.Key{PartitionKey: "p", RowKey: "r"}, "*")
-	wantErr(t, "delete of a deleted row", err, store.ErrNotFound)
+	wantErr(t, "delete of a deleted row", err, store.NotFound)
 	if _, ok := readRow(t, s, "p", "r"); ok {
 		t.Error("a replace of a deleted row created it")
 	}
@@ -637,14 +637,11 @@ func rowsMissingTable(t *testing.T, s services) {
 	if err == nil {
 		t.Error("reading a missing table: no error")
 	}
+	// A missing table is no outcome of the row's: Fatal, the command stops.
 	_, err = s.rows.Insert(bg, s.noTable, entity("p", "r", "x", 1))
-	if err == nil || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) {
-		t.Errorf("insert into a missing table: %v", err)
-	}
+	wantErr(t, "insert into a missing table", err, store.Fatal)
 	err = s.rows.Delete(bg, s.noTable, store.Key{PartitionKey: "p", RowKey: "r"}, "*")
-	if err == nil || errors.Is(err, store.ErrNotFound) {
-		t.Errorf("delete in a missing table: %v, want an error that is not ErrNotFound", err)
-	}
+	wantErr(t, "delete in a missing table", err, store.Fatal)
 }
 
 // UpsertBatch (fixtures load) inserts or replaces the entities of one

@@ -78,7 +78,7 @@ var systemProps = map[string]bool{"_rid": true, "_self": true, "_etag": true, "_
 
 // badRequest is the service's answer to a doc it cannot take.
 func badRequest(op string, k docKey, why string) error {
-	return &store.PermanentError{StatusCode: http.StatusBadRequest, Reason: fmt.Sprintf("cosmos %s %s: 400 Bad Request: %s", op, k, why)}
+	return fault(store.Refused, http.StatusBadRequest, "cosmos %s %s: 400 Bad Request: %s", op, k, why)
 }
 
 // prepare checks that doc is a JSON object whose id and scope are k's and
@@ -205,8 +205,8 @@ func (d *Docs) Upsert(ctx context.Context, container, scope, id string, doc []by
 	return store.WriteResult{RequestCharge: d.Charge, ETag: d.put(k, body).etag}, nil
 }
 
-// Create creates the doc; one that exists gives an error wrapping
-// store.ErrExists (409).
+// Create creates the doc; one that exists gives a fault of kind
+// store.Exists (409).
 func (d *Docs) Create(ctx context.Context, container, scope, id string, doc []byte) (store.WriteResult, error) {
 	k := docKey{container, scope, id}
 	body, err := d.write(ctx, "create", k, doc)
@@ -216,22 +216,22 @@ func (d *Docs) Create(ctx context.Context, container, scope, id string, doc []by
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.docs[k] != nil {
-		return store.WriteResult{}, fmt.Errorf("cosmos create %s: 409 Conflict: %w", k, store.ErrExists)
+		return store.WriteResult{}, fault(store.Exists, http.StatusConflict, "cosmos create %s: 409 Conflict", k)
 	}
 	d.writes++
 	return store.WriteResult{RequestCharge: d.Charge, ETag: d.put(k, body).etag}, nil
 }
 
 // check answers If-Match as the service does: a missing doc is 404
-// (store.ErrNotFound), another _etag 412 (store.ErrPreconditionFailed); an
-// empty ifMatch is no condition. The caller holds d.mu.
+// (store.NotFound), another _etag 412 (store.Changed); an empty ifMatch
+// is no condition. The caller holds d.mu.
 func (d *Docs) check(op string, k docKey, ifMatch string) error {
 	e := d.docs[k]
 	switch {
 	case e == nil:
-		return fmt.Errorf("cosmos %s %s: 404 Not Found: %w", op, k, store.ErrNotFound)
+		return fault(store.NotFound, http.StatusNotFound, "cosmos %s %s: 404 Not Found", op, k)
 	case ifMatch != "" && ifMatch != e.etag:
-		return fmt.Errorf("cosmos %s %s: 412 Precondition Failed: %w", op, k, store.ErrPreconditionFailed)
+		return fault(store.Changed, http.StatusPreconditionFailed, "cosmos %s %s: 412 Precondition Failed", op, k)
 	}
 	return nil
 }

@@ -6,9 +6,11 @@
 // Each fake implements the methods of the azure adapter it stands for
 // (azure.CosmosDocs and azure.DocReader, azure.TableReader with
 // azure.TableWriter, azure.BlobStore), with the same outcomes: ETags that
-// change on every write, If-Match answered 412 (store.ErrPreconditionFailed),
-// a create of what exists answered 409 (store.ErrExists), a conditional
-// write of what is gone answered 404 (store.ErrNotFound). The conformance
+// change on every write, and every answer a fault of the kind the adapter
+// gives (store.KindOf): If-Match answered 412 (store.Changed), a create of
+// what exists 409 (store.Exists), a conditional write of what is gone 404
+// (store.NotFound), a doc or row the service would refuse 400
+// (store.Refused). The conformance
 // suite (conformance_test.go) runs the same cases against the fakes and
 // against the adapters on the emulators, so a fake cannot drift from the
 // service unnoticed.
@@ -22,8 +24,11 @@ package fakes
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // Op is a write a fake is about to serve, as its BeforeWrite hook sees it.
@@ -66,6 +71,12 @@ func (c *clock) now(now func() time.Time) time.Time {
 	defer c.mu.Unlock()
 	c.ticks++
 	return start.Add(time.Duration(c.ticks) * time.Second)
+}
+
+// fault is the answer a fake gives as the adapter would: a fault of kind,
+// with the service's status, whose text is format's.
+func fault(kind store.FaultKind, status int, format string, args ...any) error {
+	return &store.Fault{Kind: kind, Status: status, Reason: fmt.Sprintf(format, args...)}
 }
 
 // JSON is v as compact JSON, for test messages; a value that cannot be

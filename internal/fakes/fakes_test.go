@@ -70,8 +70,7 @@ func TestDocsRefuseAnotherPartition(t *testing.T) {
 	d := fakes.NewDocs()
 	for _, doc := range []string{`{"id":"a","scope":"other"}`, `{"id":"b","scope":"s"}`, `{"scope":"s"}`, `[1]`} {
 		_, err := d.Upsert(bg, "c", "s", "a", []byte(doc))
-		var pe *store.PermanentError
-		if !errors.As(err, &pe) || pe.StatusCode != 400 {
+		if pe := store.FaultOf(err); pe == nil || pe.Kind != store.Refused || pe.Status != 400 {
 			t.Errorf("upsert of %s as s/a: %v, want a permanent 400", doc, err)
 		}
 	}
@@ -121,7 +120,7 @@ func TestTablesSeedPagesHook(t *testing.T) {
 	if err != nil || len(p.Rows) != 2 || p.Next != (store.Cursor{NextPartitionKey: "p", NextRowKey: "c"}) {
 		t.Errorf("first page %+v, %v; want a, b and a continuation at c", p, err)
 	}
-	refused := &store.PermanentError{StatusCode: 400, Reason: "400 PropertyValueTooLarge"}
+	refused := &store.Fault{Kind: store.Refused, Status: 400, Reason: "400 PropertyValueTooLarge"}
 	f.BeforeWrite = func(ctx context.Context, op fakes.Op) error {
 		if op.ID == "a" {
 			return refused

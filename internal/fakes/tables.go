@@ -259,7 +259,7 @@ func (f *Tables) decode(ctx context.Context, op, table string, entity []byte) (t
 		return row, err
 	}
 	if err != nil {
-		return row, &store.PermanentError{StatusCode: http.StatusBadRequest, Reason: rowWhere(table, key, op) + ": 400 Bad Request (InvalidInput)"}
+		return row, fault(store.Refused, http.StatusBadRequest, "%s: 400 Bad Request (InvalidInput)", rowWhere(table, key, op))
 	}
 	return row, nil
 }
@@ -278,7 +278,7 @@ func (f *Tables) before(ctx context.Context, op, table string, key store.Key) er
 }
 
 // Insert inserts the row entity (annotated JSON) holds and returns its
-// ETag; a row that exists gives an error wrapping store.ErrExists (409).
+// ETag; a row that exists gives a fault of kind store.Exists (409).
 func (f *Tables) Insert(ctx context.Context, table string, entity []byte) (string, error) {
 	row, err := f.decode(ctx, "insert", table, entity)
 	if err != nil {
@@ -291,7 +291,7 @@ func (f *Tables) Insert(ctx context.Context, table string, entity []byte) (strin
 		return "", noTable(table)
 	}
 	if _, ok := find(rows, row.PartitionKey, row.RowKey); ok {
-		return "", fmt.Errorf("%s: 409 Conflict (EntityAlreadyExists): %w", rowWhere(table, store.Key{PartitionKey: row.PartitionKey, RowKey: row.RowKey}, "insert"), store.ErrExists)
+		return "", fault(store.Exists, http.StatusConflict, "%s: 409 Conflict (EntityAlreadyExists)", rowWhere(table, store.Key{PartitionKey: row.PartitionKey, RowKey: row.RowKey}, "insert"))
 	}
 	f.stamp(&row)
 	f.set(table, row)
@@ -301,7 +301,7 @@ func (f *Tables) Insert(ctx context.Context, table string, entity []byte) (strin
 
 // check answers If-Match as the service does (the caller holds f.mu): an
 // empty ifMatch is refused, "*" matches any row, a missing row is 404
-// (store.ErrNotFound) and another ETag 412 (store.ErrPreconditionFailed).
+// (store.NotFound) and another ETag 412 (store.Changed).
 func (f *Tables) check(table string, key store.Key, op, ifMatch string) (int, error) {
 	where := rowWhere(table, key, op)
 	if ifMatch == "" {
@@ -314,9 +314,9 @@ func (f *Tables) check(table string, key store.Key, op, ifMatch string) (int, er
 	i, ok := find(rows, key.PartitionKey, key.RowKey)
 	switch {
 	case !ok:
-		return 0, fmt.Errorf("%s: 404 Not Found (ResourceNotFound): %w", where, store.ErrNotFound)
+		return 0, fault(store.NotFound, http.StatusNotFound, "%s: 404 Not Found (ResourceNotFound)", where)
 	case ifMatch != "*" && ifMatch != rows[i].ETag:
-		return 0, fmt.Errorf("%s: 412 Precondition Failed (UpdateConditionNotSatisfied): %w", where, store.ErrPreconditionFailed)
+		return 0, fault(store.Changed, http.StatusPreconditionFailed, "%s: 412 Precondition Failed (UpdateConditionNotSatisfied)", where)
 	}
 	return i, nil
 }

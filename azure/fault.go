@@ -1,0 +1,158 @@
+package azure
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
+	"github.com/bifrost/bifrost-migrate/store"
+)
+
+// This file is the one place where an answer of Cosmos DB, Table Storage
+// or Blob Storage, or the failure to get one, becomes a fault kind
+// (store.FaultKind; docs/engine.md, "Faults"). The retry loops, the
+// pacer, the writers and the wrappers of every failed request read it;
+// nothing else in the tool makes a fault kind of a status code. (The
+// existence checks — a 404 to "does this table exist?" — read an answer
+// as a fact, not a fault.)
+
+// FaultOf returns err as a fault: the *store.Fault in its chain when an
+// adapter set one already, else one made of the answer or the transport
+// error err carries (faultKind), with the wait a 429 or a 5xx asked for.
+// It returns nil for nil.
+func FaultOf(err error) *store.Fault {
+	if err == nil {
+		return nil
+	}
+	if f := store.FaultOf(err); f != nil {
+		return f
+	}
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return &store.Fault{Kind: transportKind(err), Err: err}
+	}
+	f := &store.Fault{Kind: faultKind(re.StatusCode, re.ErrorCode), Status: re.StatusCode, Err: err}
+	if f.Kind == store.Throttled || re.StatusCode >= 500 {
+		f.Wait = retryAfter(re.RawResponse)
+	}
+	return f
+}
+
+// AnswerKind is the kind of the answer resp: store.NoFault for a status
+// below 400, else faultKind's. The retry loop, the pacer and the metrics
+// read an answer by it before the SDK makes an error of it.
+func AnswerKind(resp *http.Response) store.FaultKind {
+	if resp.StatusCode < 400 {
+		return store.NoFault
+	}
+	return faultKind(resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+}
+
+// faultKind is the kind of an answer with status and the service's error
+// code (x-ms-error-code). Adding a kind is a row here and its rows in
+// TestFaultKind (docs/engine.md shows how).
+func faultKind(status int, code string) store.FaultKind {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return store.Throttled
+	case status == http.StatusRequestTimeout, status == 449, status >= 500: // 449: Cosmos DB's "retry with"
+		return store.Transient
+	case status == http.StatusUnauthorized, status == http.StatusForbidden:
+		return store.Auth
+	case resourceGone(code):
+		return store.Fatal
+	case status == http.StatusConflict:
+		return store.Exists
+	case status == http.StatusPreconditionFailed:
+		return store.Changed
+	case status == http.StatusNotFound:
+		return store.NotFound
+	case status >= 400:
+		return store.Refused
+	}
+	return store.Fatal
+}
+
+// resourceGone reports whether an error code says that the table or the
+// container itself is missing or going, not the item: no item of it can
+// be written, so the command stops.
+func resourceGone(code string) bool {
+	switch code {
+	case "TableNotFound", "TableBeingDeleted", "ContainerNotFound", "ContainerBeingDeleted":
+		return true
+	}
+	return false
+}
+
+// transportKind is the kind of a request that got no answer.
+func transportKind(err error) store.FaultKind {
+	var dns *net.DNSError
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded): // an attempt's own timeout: the caller's ended context is checked first
+		return store.Transient
+	case errors.Is(err, syscall.ECONNREFUSED), errors.As(err, &dns):
+		return store.Unreachable
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE):
+		return store.Transient
+	}
+	return store.Fatal
+}
+
+// expect is f as the answer of a request that expects the outcomes
+// named: an Exists, Changed or NotFound it does not expect is a refusal
+// of the item (an upsert's 409 or 412, a create's 404). f is not changed.
+func expect(f *store.Fault, outcomes ...store.FaultKind) *store.Fault {
+	switch f.Kind {
+	case store.Exists, store.Changed, store.NotFound:
+		if !slices.Contains(outcomes, f.Kind) {
+			g := *f
+			g.Kind = store.Refused
+			return &g
+		}
+	}
+	return f
+}
+
+// withFault returns err carrying its fault: err as it is when it carries
+// one, else the fault FaultOf makes of it.
+func withFault(err error) error {
+	if err == nil || store.FaultOf(err) != nil {
+		return err
+	}
+	return FaultOf(err)
+}
+
+// errorCode is the service's error code of the answer err carries, if any.
+func errorCode(err error) string {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.ErrorCode
+	}
+	return ""
+}
+
+// retryAfter is the wait a service asks for: x-ms-retry-after-ms (Cosmos
+// DB, in milliseconds, possibly fractional), else Retry-After in seconds
+// (Storage); 0 when it asks for none.
+func retryAfter(resp *http.Response) time.Duration {
+	if resp == nil {
+		return 0
+	}
+	if ms, err := strconv.ParseFloat(resp.Header.Get("x-ms-retry-after-ms"), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 0
+}

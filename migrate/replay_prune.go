@@ -1,0 +1,148 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// pruneCandidate is a migrated doc whose row was not found, with what
+// pruning it did.
+type pruneCandidate struct {
+	table, pk, rk    string
+	container, scope string
+	id               string
+	res              docResult
+}
+
+// prune deletes unchanged migrated docs whose source row no longer
+// exists. It reads the keys of every selected table into a compact set,
+// lists the migrated docs of both containers in bulk, and for each doc
+// whose row is not in the set checks the row once more (it may have been
+// added since) before deleting the doc with If-Match.
+func (r *replayer) prune(ctx context.Context) error {
+	r.progress.Message("prune: reading the keys of the tables")
+	rows := map[[16]byte]struct{}{}
+	keysOnly := store.Query{Select: []string{"PartitionKey", "RowKey"}}
+	for _, t := range r.tables {
+		err := store.Scan(ctx, r.src, r.opts.TablePrefix, t, keysOnly, store.Cursor{}, func(p store.Page) error {
+			for _, row := range p.Rows {
+				rows[rowKeyHash(t, row.PartitionKey, row.RowKey)] = struct{}{}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	r.progress.Message("prune: listing migrated docs")
+	var cands []pruneCandidate
+	err := listMigrated(ctx, r.query, func(c string, src source, scope, id string) {
+		if !slices.Contains(r.tables, src.table) {
+			return
+		}
+		if _, ok := rows[rowKeyHash(src.table, src.partitionKey, src.rowKey)]; ok {
+			return
+		}
+		cands = append(cands, pruneCandidate{table: src.table, pk: src.partitionKey, rk: src.rowKey, container: c, scope: scope, id: id})
+	})
+	if err != nil {
+		return err
+	}
+	clear(rows)
+	r.progress.Message(fmt.Sprintf("prune: %d migrated doc(s) whose row is gone", len(cands)))
+	p := pipeline[pruneCandidate]{
+		flow:   r.flow,
+		writes: func(*pruneCandidate) bool { return true },
+		write:  r.pruneDoc,
+		record: r.recordPrunedDoc,
+	}
+	return p.run(ctx, sliceSource(cands))
+}
+
+// pruneDoc deletes one candidate doc when its row is still gone and the
+// doc is unchanged (or --force), with If-Match; a 412 reads and decides
+// again.
+func (r *replayer) pruneDoc(ctx context.Context, pc *pruneCandidate) error {
+	res := &pc.res
+	where := fmt.Sprintf("prune %s/%s/%s", pc.container, pc.scope, pc.id)
+	exhausted, err := attempts(ctx, r.opts.MaxAttempts, func() (bool, error) {
+		etag, err := r.judgePrune(ctx, pc)
+		if err != nil || !res.verdict.writes() {
+			return false, wrapIf(err, where)
+		}
+		wr, err := r.docs.Delete(ctx, pc.container, pc.scope, pc.id, etag)
+		res.ru += wr.RequestCharge
+		a, dl, stop := rulePruneDoc.settle(err, where+": ")
+		switch a {
+		case answerGone:
+			res.starts.add(err)
+			res.verdict = verdictNone // deleted meanwhile: nothing left to do
+		case answerAgain:
+			res.starts.add(err)
+		case answerRefused:
+			res.deadLetter = dl
+		}
+		return a == answerAgain, wrapIf(stop, where)
+	})
+	if exhausted {
+		res.deadLetter = fmt.Sprintf("prune: the doc %s/%s/%s kept changing: gave up after %d attempts", pc.container, pc.scope, pc.id, r.opts.MaxAttempts)
+	}
+	return err
+}
+
+// judgePrune looks the candidate's row up again and reads its doc, then
+// decides (decidePrune) into pc.res; it returns the doc's etag.
+func (r *replayer) judgePrune(ctx context.Context, pc *pruneCandidate) (etag string, err error) {
+	res := &pc.res
+	_, exists, err := store.Lookup(ctx, r.src, r.opts.TablePrefix, pc.table, store.Key{PartitionKey: pc.pk, RowKey: pc.rk}, "PartitionKey", "RowKey")
+	if err != nil {
+		return "", err
+	}
+	var (
+		found bool
+		s     docState
+	)
+	if !exists {
+		var (
+			raw []byte
+			ru  float64
+		)
+		raw, etag, found, ru, err = r.docs.Read(ctx, pc.container, pc.scope, pc.id)
+		res.ru += ru
+		if err != nil {
+			return "", err
+		}
+		if found {
+			if s, err = readDocState(raw); err != nil {
+				return "", err
+			}
+		}
+	}
+	res.verdict, res.conflict = decidePrune(exists, found, s, source{pc.table, pc.pk, pc.rk}, r.opts.Force), nil
+	if res.verdict == verdictPruneConflict || res.verdict == verdictPruneForce {
+		res.conflict = &Conflict{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk, Container: pc.container, Scope: pc.scope, ID: pc.id,
+			Migrated: true, Reason: "its row was deleted from the tables, but the application changed the doc after it was migrated",
+			Resolution: res.verdict.resolution(), Fields: []FieldDiff{}}
+	}
+	return etag, nil
+}
+
+// recordPrunedDoc counts what pruning one candidate doc did (nothing when its row
+// is back or its doc gone, without start-overs or a dead letter).
+func (r *replayer) recordPrunedDoc(pc *pruneCandidate) error {
+	res := pc.res
+	if res.verdict == verdictNone && res.deadLetter == "" && res.starts.total() == 0 {
+		return nil
+	}
+	e := entry[ReplayCounts, Conflict]{group: pc.table, kind: transform.Kind(pc.rk)}
+	res.tally(&e)
+	if res.deadLetter != "" {
+		dl := newDeadLetter(transform.Row{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk}, pc.table, res.deadLetter)
+		e.deadLetters = []DeadLetter{dl}
+	}
+	return r.rec.add(e)
+}
