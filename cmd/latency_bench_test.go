@@ -22,8 +22,10 @@ import (
 // at the same latency, beside the time of a raw listing of the tables
 // (page after page, one table after the other) through the same proxy.
 // It is a benchmark: it only runs with BIFROST_BENCH=1
-// (./bench.sh), and asserts only the memory bound (peak RSS ≤ 96 MB)
-// and that every run completes; TestRunAtLatency holds the throughput
+// (./bench.sh), and asserts only the memory bound (peak RSS ≤ 160 MB:
+// the collector lets the heap grow by as much as is live, 64 MiB at the
+// least, and more docs are in flight far away) and that every run
+// completes; TestRunAtLatency holds the throughput
 // bars. docs/performance.md (Far from the accounts) has its table.
 func TestLatencyBenchmark(t *testing.T) {
 	if os.Getenv("BIFROST_BENCH") != "1" {
@@ -44,8 +46,8 @@ func TestLatencyBenchmark(t *testing.T) {
 		}
 		run := figures(f.cosmos, "client")
 		bound := boundOf(t, b.stdout)
-		if rss > 96<<20 {
-			t.Errorf("%s: peak RSS %d MB, want ≤ 96 MB", latency, rss>>20)
+		if rss > 160<<20 {
+			t.Errorf("%s: peak RSS %d MB, want ≤ 160 MB", latency, rss>>20)
 		}
 		verify, listing := s.verifyFar(b, env, db)
 		if latency == 0 {

@@ -249,20 +249,11 @@ func (o *output) say(typ, msg string) {
 		_ = o.lines.emit(typ, messageLine{msg})
 		return
 	}
-	text := o.name + ": " + msg
-	o.mu.Lock()
-	bars := o.bars
-	if bars == nil {
-		defer o.mu.Unlock()
-		fmt.Fprintln(o.errOut, text)
-		return
-	}
-	o.mu.Unlock()
-	bars.Message(text)
+	o.progressLine(o.name + ": " + msg)
 }
 
-// progressLine prints a line of text progress on stderr, above the live
-// bar if there is one.
+// progressLine prints a line of text (progress, or a status line) on
+// stderr, above the live bar if there is one.
 func (o *output) progressLine(text string) {
 	o.mu.Lock()
 	bars := o.bars

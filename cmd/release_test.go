@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,16 +58,7 @@ func TestReleaseScript(t *testing.T) {
 	}
 	cli := func(args ...string) (int, string, string) {
 		t.Helper()
-		c := exec.Command(bin, args...)
-		c.Env = e.environ()
-		var out, errOut bytes.Buffer
-		c.Stdout, c.Stderr = &out, &errOut
-		err := c.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return c.ProcessState.ExitCode(), out.String(), errOut.String()
+		return runBinary(t, bin, e.environ(), args...)
 	}
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -186,40 +185,16 @@ func (b *bench) binRunEnv(env map[string]string, bin string, args ...string) (mi
 // stdout in F.out.<nanoseconds>.
 func (b *bench) binExec(env map[string]string, bin string, args ...string) (time.Duration, int64, time.Duration) {
 	b.t.Helper()
-	const gnuTime = "/usr/bin/time"
-	if _, err := os.Stat(gnuTime); err != nil {
-		b.t.Fatalf("the RSS figures need GNU time at %s: %v", gnuTime, err)
-	}
-	rssFile := filepath.Join(b.t.TempDir(), "maxrss")
-	c := exec.Command(gnuTime, append([]string{"-o", rssFile, "-f", "%M %U %S", bin}, args...)...)
-	c.Env = os.Environ()
-	for k, v := range env {
-		c.Env = append(c.Env, k+"="+v)
-	}
-	var out, errOut bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errOut
-	start := time.Now()
-	err := c.Run()
-	wall := time.Since(start)
-	if err != nil {
-		b.t.Fatalf("%v: %v: %s", args[:2], err, errOut.String())
+	r := testenv.RunTimed(b.t, env, bin, args...)
+	if r.Exit != nil {
+		b.t.Fatalf("%v: %v: %s", args[:2], r.Exit, r.Stderr)
 	}
 	if f := os.Getenv("BIFROST_BENCH_STDERR"); f != "" {
-		_ = os.WriteFile(fmt.Sprintf("%s.%d", f, time.Now().UnixNano()), errOut.Bytes(), 0o644)
-		_ = os.WriteFile(fmt.Sprintf("%s.out.%d", f, time.Now().UnixNano()), out.Bytes(), 0o644)
+		_ = os.WriteFile(fmt.Sprintf("%s.%d", f, time.Now().UnixNano()), r.Stderr, 0o644)
+		_ = os.WriteFile(fmt.Sprintf("%s.out.%d", f, time.Now().UnixNano()), r.Stdout, 0o644)
 	}
-	kb, err := os.ReadFile(rssFile)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	var rss int64
-	var user, sys float64
-	if _, err := fmt.Sscan(string(kb), &rss, &user, &sys); err != nil {
-		b.t.Fatalf("GNU time wrote %q: %v", kb, err)
-	}
-	cpu := time.Duration((user + sys) * float64(time.Second))
-	b.stdout = out.String()
-	return wall, rss * 1024, cpu
+	b.stdout = string(r.Stdout)
+	return r.Wall, r.MaxRSS, r.CPU
 }
 
 func (b *bench) runArgs(db, prefix, blobs string, extra ...string) []string {

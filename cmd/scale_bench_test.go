@@ -384,38 +384,16 @@ func scaleRun(t *testing.T, bin string, w *scaleWorld, dry bool) scaleResult {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	rssFile := filepath.Join(t.TempDir(), "rusage")
-	c := exec.Command("/usr/bin/time", append([]string{"-o", rssFile, "-f", "%M %U %S", bin}, args...)...)
-	c.Env = os.Environ()
-	for k, v := range env {
-		c.Env = append(c.Env, k+"="+v)
+	r := testenv.RunTimed(t, env, bin, args...)
+	if ee, ok := r.Exit.(*exec.ExitError); r.Exit != nil && !(ok && ee.ExitCode() == cmd.ExitPartial) {
+		t.Fatalf("%v: %v: %s", args, r.Exit, lastLines(string(r.Stderr), 20))
 	}
-	var out, errOut bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errOut
-	start := time.Now()
-	err := c.Run()
-	wall := time.Since(start)
-	if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == cmd.ExitPartial) {
-		t.Fatalf("%v: %v: %s", args, err, lastLines(errOut.String(), 20))
-	}
-	var res scaleResult
-	usage, err := os.ReadFile(rssFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var user, sys float64
-	// The last line: GNU time says first when the exit status is not 0.
-	if _, err := fmt.Sscan(lastLines(string(usage), 1), &res.RSS, &user, &sys); err != nil {
-		t.Fatalf("GNU time wrote %q: %v", usage, err)
-	}
-	res.RSS *= 1024
-	res.CPU = time.Duration((user + sys) * float64(time.Second))
-	res.Wall = wall
-	res.GC = parseGCTrace(errOut.String())
+	res := scaleResult{RSS: r.MaxRSS, CPU: r.CPU, Wall: r.Wall}
+	res.GC = parseGCTrace(string(r.Stderr))
 	if b, err := os.ReadFile(classes); err != nil || json.Unmarshal(b, &res.Classes) != nil {
 		t.Fatalf("%v: no CPU classes (%v): %s", args, err, b)
 	}
-	s := resSummary(t, out.String())
+	s := resSummary(t, string(r.Stdout))
 	res.Rows = rowsOf(s)
 	res.Docs = int64(w.n) // executions: nearly every doc
 	if want := int64(w.tables["Config"].total + w.tables["Entities"].total + w.tables["Relationships"].total); res.Rows != want {

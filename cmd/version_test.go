@@ -63,16 +63,7 @@ func TestVersionStampedByTheLinker(t *testing.T) {
 		" -X "+pkg+".revisionTime=2026-11-20T14:00:00Z -X "+pkg+".modified=false")
 	cli := func(args ...string) (int, string, string) {
 		t.Helper()
-		c := exec.Command(bin, args...)
-		c.Env = e.environ()
-		var out, errOut bytes.Buffer
-		c.Stdout, c.Stderr = &out, &errOut
-		err := c.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return c.ProcessState.ExitCode(), out.String(), errOut.String()
+		return runBinary(t, bin, e.environ(), args...)
 	}
 
 	wantText := "bifrost-migrate " + v + "\nrevision: " + rev + " (2026-11-20T14:00:00Z)\ngo: " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
@@ -136,4 +127,21 @@ func TestVersionStampedByTheLinker(t *testing.T) {
 	if err := json.Unmarshal(raw, &rep); err != nil || rep.Type != "verify" || rep.ToolVersion != v {
 		t.Errorf("verify --report: type %q, toolVersion %q (%v); want verify, %q", rep.Type, rep.ToolVersion, err, v)
 	}
+}
+
+// runBinary runs the built binary bin with args in the environment env
+// and returns its exit status, stdout and stderr; a binary that cannot
+// start fails the test.
+func runBinary(t *testing.T, bin string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	c := exec.Command(bin, args...)
+	c.Env = env
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	err := c.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return c.ProcessState.ExitCode(), out.String(), errOut.String()
 }
