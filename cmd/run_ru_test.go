@@ -18,21 +18,33 @@ import (
 // simulated account: 5 RU per started KB).
 const ruExecutions = 4000
 
-// newRUSource loads ruExecutions generated executions (with their index
-// rows and blobs) into fresh tables, with an empty Config table, so that
-// a run has nothing to dead-letter.
-func newRUSource(t *testing.T) *resSource {
+// loadRUSource starts loading ruExecutions generated executions (with
+// their index rows and blobs) into fresh tables, with an empty Config
+// table, so that a run has nothing to dead-letter; the function it
+// returns waits for the load. Called before t.Parallel, the load runs
+// while the test waits for its turn among the parallel tests: the
+// outage beneath is the longest test of the package, and it starts
+// sooner.
+func loadRUSource(t *testing.T) func() *resSource {
 	t.Helper()
 	s, tw, blobs := newRateWriters(t, "ru", 1)
 	ctx := context.Background()
 	if err := tw.CreateTable(ctx, s.prefix+fixtures.TableConfig); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fixtures.LoadGenerated(ctx, tw, blobs, fixtures.GenerateOptions{N: ruExecutions, Seed: 3, Base: resNow},
-		fixtures.LoadOptions{TablePrefix: s.prefix}); err != nil {
-		t.Fatalf("load %d generated executions: %v", ruExecutions, err)
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := fixtures.LoadGenerated(ctx, tw, blobs, fixtures.GenerateOptions{N: ruExecutions, Seed: 3, Base: resNow},
+			fixtures.LoadOptions{TablePrefix: s.prefix})
+		loaded <- err
+	}()
+	return func() *resSource {
+		t.Helper()
+		if err := <-loaded; err != nil {
+			t.Fatalf("load %d generated executions: %v", ruExecutions, err)
+		}
+		return s
 	}
-	return s
 }
 
 // rates is held by a test while it measures a rate: such tests run
@@ -117,8 +129,8 @@ func (s *resSource) runAndVerify(t *testing.T, p *faultproxy.Proxy, extra ...str
 //   - with no --max-ru and nothing else on the account: the run finds the
 //     account's limit, ≥ 1,700 RU/s on average, with ≤ 10 % of its write
 //     attempts throttled;
-//   - with the account's budget dropping to zero for 60 s in the middle:
-//     the run waits it out and ends with exit 0.
+//   - with the account's budget (6,000 RU/s) dropping to zero for 60 s in
+//     the middle: the run waits it out and ends with exit 0.
 //
 // Every run is verified clean. The figures it logs are the RU benchmark
 // of docs/performance.md.
@@ -127,93 +139,106 @@ func (s *resSource) runAndVerify(t *testing.T, p *faultproxy.Proxy, extra ...str
 // other and, in ./bench.sh, with the full-size latency tests; the outage,
 // which measures no rate, runs beside them.
 func TestRunUnderAnRUBudget(t *testing.T) {
+	loaded := loadRUSource(t)
 	t.Parallel()
-	s := newRUSource(t)
+	s := loaded()
 
-	t.Run("max-ru beside the application", func(t *testing.T) {
-		t.Parallel()
-		p := budgetProxy(t, s, 2000)
-		measuring(t)
-		stop := p.StartApplication(200, 10)
-		s.runAndVerify(t, p, "--max-ru", "1000")
-		stop()
-		run, app := figures(p, "client"), figures(p, "application")
-		t.Logf("run --max-ru 1000 on an account of 2,000 RU/s beside an application drawing 200 RU/s: %s; mean %.2f of the cap", run, run.mean()/1000)
-		t.Logf("the application: %s", app)
-		if run.mean() < 850 {
-			t.Errorf("the run's mean is %.0f RU/s, want ≥ 850", run.mean())
-		}
-		if run.maxWindow > 1100*5 {
-			t.Errorf("the run used %.0f RU in one 5-second window, want ≤ 5,500", run.maxWindow)
-		}
-		if app.share() > 0.01 {
-			t.Errorf("the application got %d 429s in %d attempts, want ≤ 1 %%", app.throttled, app.attempts)
-		}
+	// The three run side by side in the parent's turn among the parallel
+	// tests: t.Parallel in a subtest would queue it behind every test
+	// waiting for a turn (half a minute in ./test.sh), and the outage,
+	// the package's longest test, would start that much later.
+	var runs sync.WaitGroup
+	defer runs.Wait()
+	runs.Go(func() {
+		t.Run("max-ru beside the application", func(t *testing.T) {
+			p := budgetProxy(t, s, 2000)
+			measuring(t)
+			stop := p.StartApplication(200, 10)
+			s.runAndVerify(t, p, "--max-ru", "1000")
+			stop()
+			run, app := figures(p, "client"), figures(p, "application")
+			t.Logf("run --max-ru 1000 on an account of 2,000 RU/s beside an application drawing 200 RU/s: %s; mean %.2f of the cap", run, run.mean()/1000)
+			t.Logf("the application: %s", app)
+			if run.mean() < 850 {
+				t.Errorf("the run's mean is %.0f RU/s, want ≥ 850", run.mean())
+			}
+			if run.maxWindow > 1100*5 {
+				t.Errorf("the run used %.0f RU in one 5-second window, want ≤ 5,500", run.maxWindow)
+			}
+			if app.share() > 0.01 {
+				t.Errorf("the application got %d 429s in %d attempts, want ≤ 1 %%", app.throttled, app.attempts)
+			}
+		})
 	})
 
-	t.Run("adaptive", func(t *testing.T) {
-		t.Parallel()
-		p := budgetProxy(t, s, 2000)
-		measuring(t)
-		s.runAndVerify(t, p)
-		run := figures(p, "client")
-		t.Logf("run without --max-ru on an account of 2,000 RU/s: %s; mean %.2f of the account", run, run.mean()/2000)
-		if run.mean() < 1700 {
-			t.Errorf("the run's mean is %.0f RU/s, want ≥ 1,700", run.mean())
-		}
-		if run.share() > 0.10 {
-			t.Errorf("%.1f %% of the write attempts were throttled, want ≤ 10 %%", 100*run.share())
-		}
+	runs.Go(func() {
+		t.Run("adaptive", func(t *testing.T) {
+			p := budgetProxy(t, s, 2000)
+			measuring(t)
+			s.runAndVerify(t, p)
+			run := figures(p, "client")
+			t.Logf("run without --max-ru on an account of 2,000 RU/s: %s; mean %.2f of the account", run, run.mean()/2000)
+			if run.mean() < 1700 {
+				t.Errorf("the run's mean is %.0f RU/s, want ≥ 1,700", run.mean())
+			}
+			if run.share() > 0.10 {
+				t.Errorf("%.1f %% of the write attempts were throttled, want ≤ 10 %%", 100*run.share())
+			}
+		})
 	})
 
-	t.Run("outage", func(t *testing.T) {
-		t.Parallel()
-		p := budgetProxy(t, s, 2000)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		outage := make(chan [2]time.Time, 1)
-		go func() {
-			// A third of the way through the writes, the account's budget
-			// drops to zero for 60 s.
-			for {
+	runs.Go(func() {
+		t.Run("outage", func(t *testing.T) {
+			// An account of 6,000 RU/s: this run measures no rate, and the
+			// faster its writes around the 60 s, the sooner the suite ends.
+			const budget = 6000
+			p := budgetProxy(t, s, budget)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			outage := make(chan [2]time.Time, 1)
+			go func() {
+				// A third of the way through the writes, the account's budget
+				// drops to zero for 60 s.
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+					if ru, _, _, _, _ := faultproxy.Totals(p.Ledger(), "client", true); ru >= ruExecutions*15/3 {
+						break
+					}
+				}
+				p.SetBudget(0)
+				from := time.Now() // after: a request the old budget admitted is no charge of the outage
 				select {
 				case <-ctx.Done():
-					return
-				case <-time.After(100 * time.Millisecond):
+				case <-time.After(60 * time.Second):
 				}
-				if ru, _, _, _, _ := faultproxy.Totals(p.Ledger(), "client", true); ru >= ruExecutions*15/3 {
-					break
-				}
-			}
-			p.SetBudget(0)
-			from := time.Now() // after: a request the old budget admitted is no charge of the outage
+				p.SetBudget(budget)
+				outage <- [2]time.Time{from, time.Now()}
+			}()
+			s.runAndVerify(t, p)
+			var o [2]time.Time
 			select {
-			case <-ctx.Done():
-			case <-time.After(60 * time.Second):
+			case o = <-outage:
+			default:
+				t.Fatal("the run ended before the outage was over: the test proved nothing")
 			}
-			p.SetBudget(2000)
-			outage <- [2]time.Time{from, time.Now()}
-		}()
-		s.runAndVerify(t, p)
-		var o [2]time.Time
-		select {
-		case o = <-outage:
-		default:
-			t.Fatal("the run ended before the outage was over: the test proved nothing")
-		}
-		var during, after float64
-		for _, c := range p.Ledger() {
-			switch {
-			case c.Consumer != "client" || c.Throttled:
-			case c.At.After(o[0]) && c.At.Before(o[1]):
-				during += c.Cost
-			case c.At.After(o[1]):
-				after += c.Cost
+			var during, after float64
+			for _, c := range p.Ledger() {
+				switch {
+				case c.Consumer != "client" || c.Throttled:
+				case c.At.After(o[0]) && c.At.Before(o[1]):
+					during += c.Cost
+				case c.At.After(o[1]):
+					after += c.Cost
+				}
 			}
-		}
-		t.Logf("outage of %s: %.0f RU charged during it, %.0f after; %s", o[1].Sub(o[0]).Round(time.Second), during, after, figures(p, "client"))
-		if during > 0 || after == 0 {
-			t.Errorf("%.0f RU charged during the outage, %.0f after; want 0 during and the rest after", during, after)
-		}
+			t.Logf("outage of %s: %.0f RU charged during it, %.0f after; %s", o[1].Sub(o[0]).Round(time.Second), during, after, figures(p, "client"))
+			if during > 0 || after == 0 {
+				t.Errorf("%.0f RU charged during the outage, %.0f after; want 0 during and the rest after", during, after)
+			}
+		})
 	})
 }
