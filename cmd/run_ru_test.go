@@ -22,9 +22,8 @@ const ruExecutions = 4000
 // their index rows and blobs) into fresh tables, with an empty Config
 // table, so that a run has nothing to dead-letter; the function it
 // returns waits for the load. Called before t.Parallel, the load runs
-// while the test waits for its turn among the parallel tests: the
-// outage beneath is the longest test of the package, and it starts
-// sooner.
+// while the test waits for its turn among the parallel tests, so that
+// its outage run, the package's longest, starts sooner.
 func loadRUSource(t *testing.T) func() *resSource {
 	t.Helper()
 	s, tw, blobs := newRateWriters(t, "ru", 1)
