@@ -293,12 +293,7 @@ func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64, e
 	if ru != nil {
 		ru.writeText(w)
 	}
-	switch {
-	case s.DeadLetters > 0 && s.DeadLetterFile != "":
-		fmt.Fprintf(w, "dead letters: %d in %s\n", s.DeadLetters, s.DeadLetterFile)
-	default:
-		fmt.Fprintf(w, "dead letters: %d\n", s.DeadLetters)
-	}
+	writeDeadLetterCount(w, s.DeadLetters, s.DeadLetterFile)
 	if s.DryRun {
 		if s.Plan != nil {
 			if err := writePlanText(w, s, maxRU); err != nil {
@@ -442,4 +437,16 @@ resumes. --dry-run reads everything, writes nothing and prints the plan.`,
   bifrost-migrate run --restart
   # in a container job: a progress line a minute, metrics for Prometheus
   bifrost-migrate run --max-ru 4000 --progress-interval 1m --metrics-addr :9464`,
+}
+
+// writeDeadLetterCount writes a summary's line of dead letters, naming
+// the file that holds them when there are any in one; it reports whether
+// it named the file (else the caller may list them).
+func writeDeadLetterCount(w io.Writer, n int64, file string) (inFile bool) {
+	if n > 0 && file != "" {
+		fmt.Fprintf(w, "dead letters: %d in %s\n", n, file)
+		return true
+	}
+	fmt.Fprintf(w, "dead letters: %d\n", n)
+	return false
 }

@@ -246,7 +246,7 @@ func scaleVerify(w *scaleWorld, srv *scaleServers) (docs int64, problems []strin
 	return wrote.Load() + int64(others), problems
 }
 
-// TestScaleBenchmark is the scale benchmark (README, Performance): `run`
+// TestScaleBenchmark is the scale benchmark (docs/performance.md, "At any size"): `run`
 // and `run --dry-run`, the built binary, against the services above at
 // each size of BIFROST_SCALE_ROWS (rows of the three tables; default
 // 1,000,000 and 5,000,000), and the SDK alone (TestScaleSDKAlone, a

@@ -413,11 +413,7 @@ func writeWindowText(w io.Writer, words wayWords, s windowSummary, ru ruReport, 
 	fmt.Fprintln(w)
 	io.WriteString(w, text.writes)
 	ru.writeText(w)
-	switch {
-	case t.deadLetters > 0 && ws.DeadLetterFile != "":
-		fmt.Fprintf(w, "dead letters: %d in %s\n", t.deadLetters, ws.DeadLetterFile)
-	default:
-		fmt.Fprintf(w, "dead letters: %d\n", t.deadLetters)
+	if !writeDeadLetterCount(w, t.deadLetters, ws.DeadLetterFile) {
 		for _, dl := range ws.DeadLetters {
 			fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
 		}

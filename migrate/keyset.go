@@ -16,7 +16,7 @@ import (
 )
 
 // The sets run keeps of every row read (SPEC §9, §10), in memory that does
-// not grow with the tables (SPEC §11; README, Performance):
+// not grow with the tables (SPEC §11; docs/performance.md, "At any size"):
 //
 //   - the doc ids, to find collisions: exact, because a collision
 //     dead-letters a row. A keySet: the latest ids in memory, the rest in
@@ -32,7 +32,7 @@ import (
 
 // Their sizes. A filter's false-match rate grows with the keys it holds:
 // with bloomHashes 5, 1 in 12,000 at 33 bits a key, 1 in 700 at 17, 1 in
-// 24 at 7 (a 4 MiB filter holds 33.5 million bits; README, Performance).
+// 24 at 7 (a 4 MiB filter holds 33.5 million bits; docs/performance.md).
 const (
 	// idMemoryKeys is how many doc ids a keySet holds in memory (a map of
 	// 16-byte keys, about 1 MB) before it writes them out as a run.

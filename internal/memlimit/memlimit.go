@@ -1,5 +1,5 @@
 // Package memlimit sets the garbage collector's rule for the command
-// (README, Performance): the collector runs when the heap has grown by
+// (docs/performance.md, "At any size"): the collector runs when the heap has grown by
 // the live heap or by Headroom, whichever is more, beyond what was live
 // after the last collection. So it never runs back to back because the
 // live heap neared a fixed limit, and never runs often because the live
