@@ -66,7 +66,7 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); state saved, rerun to resume"},
 		}, true
 	case "bifrost-migrate verify":
-		return []exitStatus{ok, fatal, usage,
+		return []exitStatus{{ExitOK, "success: nothing judged failed (with --sample or --tables, only those rows were judged)"}, fatal, usage,
 			{ExitPartial, "partial: verify found mismatches"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run verify again"},
 		}, true
