@@ -261,6 +261,9 @@ func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
 	defer l.mu.Unlock()
 	rng, bad := l.feedRange(p.feedRanges(), q.rangeID)
 	if bad != nil {
+		if bad.StatusCode == http.StatusGone {
+			p.gone.Add(1)
+		}
 		return bad, nil
 	}
 	// The upstream is read again unless the log already holds a full page

@@ -752,6 +752,9 @@ func TestFeedSplit(t *testing.T) {
 	if a := readFeed(t, p, "0", map[string]string{"If-None-Match": etag}); a.status != http.StatusGone || a.substatus != "1002" {
 		t.Errorf("the split range from its continuation: %d substatus %q, want 410 substatus 1002", a.status, a.substatus)
 	}
+	if p.Gone() != 1 {
+		t.Errorf("Gone() = %d after one 410, want 1", p.Gone())
+	}
 	after := readRanges(t, p, "")
 	if fmt.Sprint(after) != `200 "2" [2:-40<[0] 3:40-80<[0] 1:80-FF<[]]` {
 		t.Errorf("ranges after the split: %v", after)

@@ -206,6 +206,7 @@ type Proxy struct {
 
 	latency, jitter atomic.Int64 // nanoseconds; Config.Latency and Jitter
 	waiting         atomic.Int64 // requests sleeping their latency now
+	gone            atomic.Int64 // change-feed reads answered 410: a split range
 
 	mu        sync.Mutex
 	docs      map[string]*docState

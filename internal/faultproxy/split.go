@@ -211,6 +211,10 @@ func (p *Proxy) RangeOf(database, container, docID string) (string, error) {
 	return l.rangeAt(p.feedRanges(), docEPK(docID)).id, nil
 }
 
+// Gone returns how many change-feed reads the proxy answered 410 Gone
+// (substatus 1002) because their range was split.
+func (p *Proxy) Gone() int { return int(p.gone.Load()) }
+
 // rangesETag is the etag of version v of a container's ranges.
 func rangesETag(v uint64) string { return `"` + strconv.FormatUint(v, 10) + `"` }
 
