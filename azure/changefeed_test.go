@@ -366,9 +366,9 @@ func TestChangesFollowASplit(t *testing.T) {
 	s.mu.Lock()
 	s.proxy, s.db = f.proxy, f.db
 	s.mu.Unlock()
-	want, byRange := f.putIn(t, "d", 24)
-	if len(byRange["0"]) < 6 || len(byRange["1"]) == 0 {
-		t.Fatalf("docs by range %v: the test wants at least 6 in range 0 and some in range 1", byRange)
+	want, dByRange := f.putIn(t, "d", 24)
+	if len(dByRange["0"]) < 6 || len(dByRange["1"]) == 0 {
+		t.Fatalf("docs by range %v: the test wants at least 6 in range 0 and some in range 1", dByRange)
 	}
 
 	// A pass a doc a page: range 0 splits after its third page.
@@ -383,19 +383,21 @@ func TestChangesFollowASplit(t *testing.T) {
 		t.Fatalf("the pass through the split got (each once)\n%v\nwant\n%v", ids, want)
 	}
 
-	// After it: new docs in both children and in range 1, and a change.
-	added, byRange := f.putIn(t, "n", 24)
+	// After it: new docs in both children and in range 1, and a change to
+	// a doc of the split range.
+	added, nByRange := f.putIn(t, "n", 24)
 	for _, c := range children {
-		if len(byRange[c]) == 0 {
-			t.Fatalf("no new doc in child %s: %v", c, byRange)
+		if len(nByRange[c]) == 0 {
+			t.Fatalf("no new doc in child %s: %v", c, nByRange)
 		}
 	}
-	f.put(t, "d00", 100)
-	want = append(slices.Clone(added), "d00")
+	changed := dByRange["0"][0]
+	f.put(t, changed, 100)
+	want = append(slices.Clone(added), changed)
 	slices.Sort(want)
 	ids, ns, pos2 := f.changes(t, pos, 0)
-	if !slices.Equal(ids, want) || ns["d00"] != 100 {
-		t.Fatalf("from the position before the split: %v, want %v (d00 at n=100)", ids, want)
+	if !slices.Equal(ids, want) || ns[changed] != 100 {
+		t.Fatalf("from the position before the split: %v, want %v (%s at n=100)", ids, want, changed)
 	}
 
 	// A further split between passes: the client's ranges are stale, the
@@ -404,9 +406,10 @@ func TestChangesFollowASplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := f.proxy.Gone()
-	added, _ = f.putIn(t, "m", 12)
-	f.put(t, "n01", 101)
-	want = append(slices.Clone(added), "n01")
+	added, mByRange := f.putIn(t, "m", 16)
+	changed = nByRange[children[0]][0]
+	f.put(t, changed, 101)
+	want = append(slices.Clone(added), changed)
 	slices.Sort(want)
 	ids, _, pos3 := f.changes(t, pos2, 0)
 	if !slices.Equal(ids, want) || f.proxy.Gone() == gone {
@@ -420,10 +423,14 @@ func TestChangesFollowASplit(t *testing.T) {
 	if _, err := f.proxy.Split(f.db, "entities", children[1]); err != nil {
 		t.Fatal(err)
 	}
+	if len(mByRange[children[1]]) == 0 {
+		t.Fatalf("no doc m-… in range %s: %v", children[1], mByRange)
+	}
 	gone = f.proxy.Gone()
-	added, _ = f.putIn(t, "k", 12)
-	f.put(t, "m03", 103)
-	want = append(slices.Clone(added), "m03")
+	added, _ = f.putIn(t, "k", 16)
+	changed = mByRange[children[1]][0]
+	f.put(t, changed, 103)
+	want = append(slices.Clone(added), changed)
 	slices.Sort(want)
 	if ids, _, _ := f.changes(t, pos3, 0); !slices.Equal(ids, want) || f.proxy.Gone() != gone {
 		t.Errorf("a new client from a position before the split: %v (%d reads answered 410), want %v and none", ids, f.proxy.Gone()-gone, want)
