@@ -286,35 +286,6 @@ func TestCheckChangeFeed(t *testing.T) {
 	}
 }
 
-// splitter splits a partition key range of the entities container when
-// the proxy receives the given change-feed read of it: a split in the
-// middle of a pass, between two pages of the range.
-type splitter struct {
-	mu       sync.Mutex
-	proxy    *faultproxy.Proxy
-	db       string
-	rng      string
-	left     int // continuation reads of rng to let through before the split
-	children [2]string
-	err      error
-}
-
-// match is the proxy's Config.Match: it injects no fault, and splits rng
-// once left reads of it that carry a continuation (If-None-Match) came;
-// the read that comes then is the first the split range answers 410.
-func (s *splitter) match(r *http.Request) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proxy == nil || s.left <= 0 || !faultproxy.IsChangeFeedRead(r) || !strings.HasSuffix(r.URL.Path, "/colls/entities/docs") ||
-		r.Header.Get("x-ms-documentdb-partitionkeyrangeid") != s.rng || r.Header.Get("If-None-Match") == "" {
-		return false
-	}
-	if s.left--; s.left == 0 {
-		s.children, s.err = s.proxy.Split(s.db, "entities", s.rng)
-	}
-	return false
-}
-
 // reopen closes f's client and reads through a new one, as a process
 // started again does: the SDK's partition key range cache, shared by the
 // clients of an endpoint in a process, starts empty.
@@ -361,23 +332,25 @@ func (f *feedFixture) putIn(t *testing.T, prefix string, n int) (ids []string, b
 // still knows the old ranges (it gets the 410) or starts afresh (its
 // first read of the ranges lists the children).
 func TestChangesFollowASplit(t *testing.T) {
-	s := &splitter{rng: "0", left: 3}
-	f := newFeedFixture(t, faultproxy.Config{ChangeFeed: &faultproxy.ChangeFeed{Ranges: 2, PageBytes: 1}, Match: s.match})
-	s.mu.Lock()
-	s.proxy, s.db = f.proxy, f.db
-	s.mu.Unlock()
+	f := newFeedFixture(t, faultproxy.Config{ChangeFeed: &faultproxy.ChangeFeed{Ranges: 2, PageBytes: 1}})
 	want, dByRange := f.putIn(t, "d", 24)
 	if len(dByRange["0"]) < 6 || len(dByRange["1"]) == 0 {
 		t.Fatalf("docs by range %v: the test wants at least 6 in range 0 and some in range 1", dByRange)
 	}
 
 	// A pass a doc a page: range 0 splits after its third page.
+	split, err := f.proxy.SplitAfter(f.db, "entities", "0", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ids, _, pos := f.changes(t, "", 0)
-	s.mu.Lock()
-	children, err := s.children, s.err
-	s.mu.Unlock()
-	if err != nil || children[0] == "" || f.proxy.Gone() == 0 {
-		t.Fatalf("the split during the pass: children %v, %v, %d reads answered 410", children, err, f.proxy.Gone())
+	var children [2]string
+	select {
+	case children = <-split:
+	default:
+	}
+	if children[0] == "" || f.proxy.Gone() == 0 {
+		t.Fatalf("the split during the pass: children %v, %d reads answered 410", children, f.proxy.Gone())
 	}
 	if !slices.Equal(ids, want) {
 		t.Fatalf("the pass through the split got (each once)\n%v\nwant\n%v", ids, want)

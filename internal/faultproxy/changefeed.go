@@ -131,6 +131,8 @@ type feedLog struct {
 	all []*pkRange
 	// version counts the versions of the ranges: 1, and 1 more per split.
 	version uint64
+	// armed are the splits SplitAfter arms.
+	armed []*armedSplit
 }
 
 // feedEntry is the latest version of one doc the proxy has seen.
@@ -259,6 +261,9 @@ func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
 	l := p.feed(containerOf(r))
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if q.hasFrom {
+		l.fireSplits(p.feedRanges(), q.rangeID)
+	}
 	rng, bad := l.feedRange(p.feedRanges(), q.rangeID)
 	if bad != nil {
 		if bad.StatusCode == http.StatusGone {

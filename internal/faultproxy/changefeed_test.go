@@ -834,3 +834,57 @@ func TestFeedSplit(t *testing.T) {
 		t.Error("split without ChangeFeed: no error")
 	}
 }
+
+// SplitAfter splits a range between two of a client's pages: the reads
+// with a continuation before the count go through, the one that reaches
+// it is answered 410, and the channel names the children; armed for a
+// range split already, it closes without them.
+func TestFeedSplitAfter(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{Ranges: 1}})
+	for i := range 5 {
+		u.put(fmt.Sprintf("d%d", i), 100)
+	}
+	split, err := p.SplitAfter("d", "c", "0", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statuses []int
+	etag := ""
+	for range 4 {
+		h := map[string]string{"x-ms-max-item-count": "1"}
+		if etag != "" {
+			h["If-None-Match"] = etag
+		}
+		a := readFeed(t, p, "0", h)
+		statuses = append(statuses, a.status)
+		if a.status != http.StatusOK {
+			break
+		}
+		etag = a.etag
+	}
+	// The first read has no continuation; the second and third have one:
+	// the third is the second that counts.
+	if fmt.Sprint(statuses) != "[200 200 410]" {
+		t.Errorf("reads %v, want [200 200 410]", statuses)
+	}
+	select {
+	case children, ok := <-split:
+		if !ok || children != [2]string{"1", "2"} {
+			t.Errorf("children %v (%v), want 1 and 2", children, ok)
+		}
+	default:
+		t.Fatal("no split announced")
+	}
+	again, err := p.SplitAfter("d", "c", "0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readFeed(t, p, "0", map[string]string{"If-None-Match": etag})
+	if children, ok := <-again; ok {
+		t.Errorf("a split range split again: %v", children)
+	}
+	if _, err := start(t, faultproxy.Config{Target: u.srv.URL}).SplitAfter("d", "c", "0", 1); err == nil {
+		t.Error("SplitAfter without ChangeFeed: no error")
+	}
+}

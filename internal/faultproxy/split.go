@@ -215,6 +215,54 @@ func (p *Proxy) RangeOf(database, container, docID string) (string, error) {
 // (substatus 1002) because their range was split.
 func (p *Proxy) Gone() int { return int(p.gone.Load()) }
 
+// armedSplit is a split SplitAfter armed.
+type armedSplit struct {
+	id   string
+	left int // reads of the range with a continuation to let through
+	done chan [2]string
+}
+
+// SplitAfter arms a split of the partition key range id of the container
+// database/container (see Split): the proxy splits the range when it
+// receives the reads-th change-feed read of it that carries a
+// continuation (If-None-Match) from now on, and answers that read 410,
+// as the service answers a client whose range split between two of its
+// pages. reads below 1 count as 1. It returns at once a channel that
+// receives the children's ids when the split happens and is closed then,
+// or is closed without them when the range could not be split by then
+// (it was already); an error when the proxy simulates no change feed. It
+// is safe for concurrent use.
+func (p *Proxy) SplitAfter(database, container, id string, reads int) (<-chan [2]string, error) {
+	if p.cfg.ChangeFeed == nil {
+		return nil, errNoChangeFeed
+	}
+	l := p.feed(containerPath(database, container))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a := &armedSplit{id: id, left: max(reads, 1), done: make(chan [2]string, 1)}
+	l.armed = append(l.armed, a)
+	return a.done, nil
+}
+
+// fireSplits counts a change-feed read of range id that carries a
+// continuation against the splits armed for it, and makes those whose
+// count is reached (the caller holds l.mu).
+func (l *feedLog) fireSplits(n int, id string) {
+	l.armed = slices.DeleteFunc(l.armed, func(a *armedSplit) bool {
+		if a.id != id {
+			return false
+		}
+		if a.left--; a.left > 0 {
+			return false
+		}
+		if rs, err := l.split(n, id); err == nil {
+			a.done <- [2]string{rs[0].id, rs[1].id}
+		}
+		close(a.done)
+		return true
+	})
+}
+
 // rangesETag is the etag of version v of a container's ranges.
 func rangesETag(v uint64) string { return `"` + strconv.FormatUint(v, 10) + `"` }
 
