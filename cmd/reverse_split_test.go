@@ -227,8 +227,11 @@ func (a *splitApp) keys() []string {
 // inStep says what the rows lack ("" when they hold every execution's
 // rows at its latest status, and no other change since a.before).
 func (a *splitApp) inStep(rows map[string]transform.Row) string {
-	if got, want := changedRows(a.before, rows), a.keys(); !slices.Equal(got, want) {
-		return fmt.Sprintf("rows added, changed or deleted:\n got %q\nwant %q", got, want)
+	got, want := changedRows(a.before, rows), a.keys()
+	missing := slices.DeleteFunc(slices.Clone(want), func(k string) bool { return slices.Contains(got, k) })
+	extra := slices.DeleteFunc(slices.Clone(got), func(k string) bool { return slices.Contains(want, k) })
+	if len(missing)+len(extra) > 0 {
+		return fmt.Sprintf("rows the application's changes make, missing: %q; rows added, changed or deleted that they do not make (or not any more): %q", missing, extra)
 	}
 	for _, id := range a.ids {
 		x := a.execs[id]
