@@ -59,9 +59,16 @@ type reverseEnv struct {
 // stand-in for every later command. match, when not nil, is the proxy's
 // Config.Match (tests count or time requests with it).
 func newReverseEnv(t *testing.T, match func(*http.Request) bool) *reverseEnv {
+	return newReverseEnvWith(t, faultproxy.Config{ChangeFeed: &faultproxy.ChangeFeed{Ranges: 2}, Match: match})
+}
+
+// newReverseEnvWith is newReverseEnv with the proxy's configuration cfg
+// (its Target set to the stand-in).
+func newReverseEnvWith(t *testing.T, cfg faultproxy.Config) *reverseEnv {
 	e := &reverseEnv{replayEnv: newReplayEnv(t)}
 	cosmos := testenv.Cosmos(t)
-	p, err := faultproxy.Start(faultproxy.Config{Target: cosmos.Endpoint, ChangeFeed: &faultproxy.ChangeFeed{Ranges: 2}, Match: match})
+	cfg.Target = cosmos.Endpoint
+	p, err := faultproxy.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
