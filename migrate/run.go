@@ -215,7 +215,10 @@ func (r *runner) open() (*Summary, error) {
 	if s, err := r.resume(st); s != nil || err != nil {
 		return s, err
 	}
-	sink, err := openDeadLetters(dir, r.state.DeadLetterBytes)
+	if r.state.DeadLetterBytes > 0 && r.state.DeadLetterSHA256 == "" {
+		r.progress.Message(fmt.Sprintf("%s was saved by an earlier bifrost-migrate, without a digest of %s: only the file's length is checked", StateFile, DeadLetterFile))
+	}
+	sink, err := openDeadLetters(dir, r.state.deadLetters())
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +535,7 @@ func (r *runner) checkpoint(table string, ts *TableState, b *batch[item]) error 
 		r.deadLetters += int64(len(dls))
 		return fmt.Errorf("%w: stopped after %d dead-lettered rows (--max-errors %d); the checkpoint is before the page of the last one", ErrTooManyDeadLetters, r.deadLetters, m)
 	}
-	size, err := r.sink.Append(dls)
+	mark, err := r.sink.Append(dls)
 	if err != nil {
 		return err
 	}
@@ -546,7 +549,7 @@ func (r *runner) checkpoint(table string, ts *TableState, b *batch[item]) error 
 		ts.LastPartitionKey, ts.LastRowKey = last.PartitionKey, last.RowKey
 	}
 	ts.Done = b.next.IsZero()
-	r.state.DeadLetterBytes = size
+	r.state.DeadLetterBytes, r.state.DeadLetterSHA256 = mark.size, mark.sum
 	r.state.Updated = r.now()
 	if err := r.store.Save(r.state); err != nil {
 		return err
