@@ -611,6 +611,13 @@ func TestRunSummaryLastLine(t *testing.T) {
 	dry := migrate.Summary{DryRun: true, Tables: part.Tables, Plan: &migrate.Plan{}}
 	dryDone := dry
 	dryDone.Complete = true
+	// A checkpoint that could not be saved (issue 37): the summary names
+	// the one state.json holds, never "the state is saved".
+	unsaved := part
+	unsaved.SaveFailed, unsaved.LastSaved = true, &migrate.SavedCheckpoint{Updated: time.Date(2026, 11, 21, 13, 0, 0, 0, time.FixedZone("", 3600)), Rows: 1200}
+	unsavedNone := part
+	unsavedNone.SaveFailed, unsavedNone.LastSaved = true, &migrate.SavedCheckpoint{}
+	const lastSaved = "run r1 not complete: its last checkpoint could not be saved; state.json holds the one of 2026-11-21T12:00:00Z (1200 rows done), from which a rerun resumes"
 	for _, tc := range []struct {
 		name string
 		s    migrate.Summary
@@ -621,6 +628,10 @@ func TestRunSummaryLastLine(t *testing.T) {
 		{"interrupted", part, endedInterrupted, "run r1 not complete: run again to resume"},
 		{"retries exhausted", part, endedTransient, "run r1 not complete: run again to resume"},
 		{"missing table", part, endedFailed, "run r1 not complete: stopped by the error reported on stderr (the state is saved)"},
+		{"save failed", unsaved, endedFailed, lastSaved},
+		{"save failed, interrupted", unsaved, endedInterrupted, lastSaved},
+		{"save failed, retries exhausted", unsaved, endedTransient, lastSaved},
+		{"no checkpoint saved", unsavedNone, endedFailed, "run r1 not complete: no checkpoint could be saved; a rerun starts over"},
 		{"dry run failed", dry, endedFailed, "dry run not complete: stopped by the error reported on stderr"},
 		{"dry run", dryDone, endedDone, "dead letters: 0"}, // a finished dry run ends with its plan
 	} {

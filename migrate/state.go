@@ -126,6 +126,22 @@ func (c *Counts) disposition(d string) int64 {
 	return n
 }
 
+// SavedCheckpoint is a checkpoint as saved in state.json: when, and how
+// many rows it counts done over all tables.
+type SavedCheckpoint struct {
+	Updated time.Time `json:"updated"`
+	Rows    int64     `json:"rows"`
+}
+
+// checkpoint is s as a SavedCheckpoint.
+func (s *State) checkpoint() SavedCheckpoint {
+	c := SavedCheckpoint{Updated: s.Updated}
+	for _, ts := range s.Tables {
+		c.Rows += ts.Rows
+	}
+	return c
+}
+
 // deadLetters is how far dead-letter.jsonl reached at this checkpoint.
 func (s *State) deadLetters() deadLetterMark {
 	return deadLetterMark{size: s.DeadLetterBytes, sum: s.DeadLetterSHA256}

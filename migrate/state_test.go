@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCheckDeadLetters: the dead-letter file a resume finds is refused
@@ -195,5 +196,69 @@ func TestRunResumeOfAStateWithoutDigest(t *testing.T) {
 	}
 	if now, err := LoadState(e.dir); err != nil || len(now.DeadLetterSHA256) != 64 {
 		t.Errorf("state after the resume: %+v, %v; want a digest", now, err)
+	}
+}
+
+// failingStore saves through dirStore until its failAt-th save, which
+// fails as a full disk would, and so do all after it.
+type failingStore struct {
+	dirStore
+	saves, failAt int
+}
+
+func (f *failingStore) Save(s *State) error {
+	if f.saves++; f.saves >= f.failAt {
+		return errors.New("save state: write state.json.tmp: no space left on device")
+	}
+	return f.dirStore.Save(s)
+}
+
+// TestRunSaveFailed (issue 37): a checkpoint that cannot be saved stops
+// the run with a summary that says so — not complete, and the checkpoint
+// state.json still holds — and a rerun resumes from that one and ends as
+// an uninterrupted run.
+func TestRunSaveFailed(t *testing.T) {
+	// work runs e's run with its saves through store.
+	work := func(e *env, store *failingStore) (Summary, error) {
+		deps := Deps{Source: e.src, Docs: e.docs, Blobs: e.blobs, Env: Env{Progress: e.progress, Now: func() time.Time { return goldenNow }}}
+		r, err := newRunner(e.opts(), deps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.store = store
+		return locked(e.dir, "run", false, time.Now, func() (Summary, error) { return r.work(context.Background()) })
+	}
+	ref := newEnv(t, 4)
+	all := &failingStore{dirStore: dirStore{dir: ref.dir}, failAt: 1 << 30}
+	refSummary, err := work(ref, all)
+	if err != nil || all.saves < 6 {
+		t.Fatalf("uninterrupted run: %d saves, %v", all.saves, err)
+	}
+	// The 1st save is the new state's, then one per page, the last one
+	// the final save; failing at each leaves the one before.
+	for _, failAt := range []int{2, 3, all.saves / 2, all.saves} {
+		e := newEnv(t, 4)
+		store := &failingStore{dirStore: dirStore{dir: e.dir}, failAt: failAt}
+		s, err := work(e, store)
+		if errText(err) != "save state: write state.json.tmp: no space left on device" {
+			t.Fatalf("fail at save %d: err %v", failAt, err)
+		}
+		if store.saves != failAt {
+			t.Fatalf("fail at save %d: the run went on to save %d", failAt, store.saves)
+		}
+		onDisk, err := LoadState(e.dir)
+		if err != nil || onDisk == nil {
+			t.Fatalf("fail at save %d: state on disk %v, %v", failAt, onDisk, err)
+		}
+		if want := onDisk.checkpoint(); !s.SaveFailed || s.Complete || s.LastSaved == nil || *s.LastSaved != want {
+			t.Errorf("fail at save %d: summary says save failed %v, complete %v, last saved %+v; want true, false, %+v", failAt, s.SaveFailed, s.Complete, s.LastSaved, want)
+		}
+		s, err = e.run(context.Background(), e.opts())
+		if err != nil || !s.Resumed || !s.Complete || s.SaveFailed || s.LastSaved != nil {
+			t.Fatalf("fail at save %d: rerun %+v, %v", failAt, s, err)
+		}
+		if !reflect.DeepEqual(s.Kinds(), refSummary.Kinds()) || !reflect.DeepEqual(e.docs.Snapshot(), ref.docs.Snapshot()) {
+			t.Errorf("fail at save %d: the resumed run differs from an uninterrupted one", failAt)
+		}
 	}
 }
