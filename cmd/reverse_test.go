@@ -429,6 +429,80 @@ func TestReverseConflictAndForce(t *testing.T) {
 	}
 }
 
+// TestReverseAppModelWithoutMigration is the rollback after the
+// application wrote its own model back (SPEC §15): after the cutover T it
+// renames two users by reading each doc into its model and writing the
+// model back, which drops _migration; the tables change the second user's
+// row after T too. reverse --since T writes the first user's row (the
+// DisplayName the application wrote, the other properties as they were)
+// and records the sync on its doc, and exits 4 for the second, whose row
+// and doc it leaves exactly as they were; a second reverse writes nothing.
+func TestReverseAppModelWithoutMigration(t *testing.T) {
+	e := newReverseEnv(t, nil)
+	since := e.since()
+	// Zoë is a user of organization orgID: her doc's scope is org-orgID,
+	// her row's PartitionKey orgID.
+	zoeRK, zoeID, zoeScope := "user:"+zoe, "user-"+zoe, "org-"+orgID
+	for _, u := range []struct{ scope, id, name string }{{"GLOBAL", aliceID, "Alice (app model)"}, {zoeScope, zoeID, "Zoë (app model)"}} {
+		doc := e.readDoc(transform.ContainerEntities, u.scope, u.id)
+		delete(doc, "_migration") // a field the application's model does not know
+		doc["displayName"] = u.name
+		e.appWrite(transform.ContainerEntities, doc)
+	}
+	e.mergeRow(transform.TableEntities, orgID, zoeRK, map[string]any{"DisplayName": "Zoë (edited on tables)"})
+	before := e.snapshot()
+	zoeDoc, _ := e.rawDoc(transform.ContainerEntities, zoeScope, zoeID)
+	aliceKey, zoeKey := "Entities GLOBAL "+aliceRK, "Entities "+orgID+" "+zoeRK
+
+	code, s, stderr := e.reverse(since)
+	if code != ExitConflicts || s.Totals.Synced != 1 || s.Totals.Conflicts != 1 || len(s.Conflicts) != 1 {
+		t.Fatalf("reverse: exit %d totals %+v conflicts %s, want exit 4, alice synced and zoë a conflict:\n%s", code, s.Totals, fakes.JSON(s.Conflicts), stderr)
+	}
+	if c := s.Conflicts[0]; c.ID != zoeID || c.RowKey != zoeRK || c.Resolution != migrate.NotWritten || !slices.Equal(c.Properties, []string{"DisplayName"}) ||
+		c.Reason != "the application wrote the doc without _migration, and the row changed in the tables after --since" {
+		t.Errorf("conflict %s, want zoë's, not written, DisplayName", fakes.JSON(c))
+	}
+	after := e.snapshot()
+	if got := changedRows(before, after); !slices.Equal(got, []string{aliceKey}) {
+		t.Errorf("rows reverse changed: %q, want only alice's", got)
+	}
+	if d := transform.DiffRows(before[aliceKey], after[aliceKey]); !slices.Equal(d, []string{"DisplayName"}) || after[aliceKey].Props["DisplayName"].Str != "Alice (app model)" {
+		t.Errorf("alice's row: properties %v changed, DisplayName %q; want only DisplayName, as the application wrote it", d, after[aliceKey].Props["DisplayName"].Str)
+	}
+	b, a := before[zoeKey], after[zoeKey]
+	if d := transform.DiffRows(b, a); len(d) > 0 || a.ETag != b.ETag || !a.Timestamp.Equal(b.Timestamp) || a.Props["DisplayName"].Str != "Zoë (edited on tables)" {
+		t.Errorf("zoë's row was touched: properties %v differ, ETag %s → %s, Timestamp %s → %s", d, b.ETag, a.ETag, b.Timestamp, a.Timestamp)
+	}
+	if doc, _ := e.rawDoc(transform.ContainerEntities, zoeScope, zoeID); string(doc) != string(zoeDoc) {
+		t.Errorf("zoë's doc changed:\nbefore %s\nafter  %s", zoeDoc, doc)
+	}
+
+	// The sync is recorded on alice's doc: _migration names her row, its
+	// new Timestamp and the doc's hash.
+	raw, _ := e.rawDoc(transform.ContainerEntities, "GLOBAL", aliceID)
+	doc, err := transform.DecodeDocOrdered(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok, err := transform.DocMigration(doc)
+	hash, herr := transform.Hash(doc)
+	want := transform.Migration{Table: transform.TableEntities, PartitionKey: "GLOBAL", RowKey: aliceRK,
+		Timestamp: transform.FormatTimestamp(after[aliceKey].Timestamp), Hash: hash}
+	if err != nil || herr != nil || !ok || m != want {
+		t.Errorf("alice's doc records %+v (%v, %v), want %+v:\n%s", m, err, herr, want, raw)
+	}
+
+	// Again: alice's doc is unchanged since its sync, zoë's still a
+	// conflict; nothing is written.
+	code, s, stderr = e.reverse(since)
+	if code != ExitConflicts || s.Totals.Writes() != 0 || s.Totals.Conflicts != 1 || s.Totals.Synced != 0 {
+		t.Errorf("second reverse: exit %d totals %+v, want 4 and nothing written:\n%s", code, s.Totals, stderr)
+	}
+	if got := changedRows(after, e.snapshot()); len(got) > 0 {
+		t.Errorf("the second reverse changed %q", got)
+	}
+}
+
 // TestReversePrune: --prune deletes the rows whose migrated doc the
 // application deleted (an execution's index rows with it), and nothing
 // else: not the rows of expired executions, of dead letters, or rows the
