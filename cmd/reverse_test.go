@@ -429,6 +429,25 @@ func TestReverseConflictAndForce(t *testing.T) {
 	}
 }
 
+// Zoë is a user of organization orgID: her doc's scope is org-orgID, her
+// row's PartitionKey orgID.
+const (
+	zoeRK    = "user:" + zoe
+	zoeID    = "user-" + zoe
+	zoeScope = "org-" + orgID
+)
+
+// appRenames renames the user of doc scope/id as an application that
+// reads the doc into its own model and writes the model back: without
+// _migration, a field the model does not know.
+func (e *reverseEnv) appRenames(scope, id, name string) {
+	e.t.Helper()
+	doc := e.readDoc(transform.ContainerEntities, scope, id)
+	delete(doc, "_migration")
+	doc["displayName"] = name
+	e.appWrite(transform.ContainerEntities, doc)
+}
+
 // TestReverseAppModelWithoutMigration is the rollback after the
 // application wrote its own model back (SPEC §15): after the cutover T it
 // renames two users by reading each doc into its model and writing the
@@ -440,15 +459,8 @@ func TestReverseConflictAndForce(t *testing.T) {
 func TestReverseAppModelWithoutMigration(t *testing.T) {
 	e := newReverseEnv(t, nil)
 	since := e.since()
-	// Zoë is a user of organization orgID: her doc's scope is org-orgID,
-	// her row's PartitionKey orgID.
-	zoeRK, zoeID, zoeScope := "user:"+zoe, "user-"+zoe, "org-"+orgID
-	for _, u := range []struct{ scope, id, name string }{{"GLOBAL", aliceID, "Alice (app model)"}, {zoeScope, zoeID, "Zoë (app model)"}} {
-		doc := e.readDoc(transform.ContainerEntities, u.scope, u.id)
-		delete(doc, "_migration") // a field the application's model does not know
-		doc["displayName"] = u.name
-		e.appWrite(transform.ContainerEntities, doc)
-	}
+	e.appRenames("GLOBAL", aliceID, "Alice (app model)")
+	e.appRenames(zoeScope, zoeID, "Zoë (app model)")
 	e.mergeRow(transform.TableEntities, orgID, zoeRK, map[string]any{"DisplayName": "Zoë (edited on tables)"})
 	before := e.snapshot()
 	zoeDoc, _ := e.rawDoc(transform.ContainerEntities, zoeScope, zoeID)
@@ -500,6 +512,81 @@ func TestReverseAppModelWithoutMigration(t *testing.T) {
 	}
 	if got := changedRows(after, e.snapshot()); len(got) > 0 {
 		t.Errorf("the second reverse changed %q", got)
+	}
+}
+
+// TestReverseFollowAppModel: `reverse --follow` while the application
+// writes its own model back (no _migration). A user renamed twice, a pass
+// between, is written back twice: the row the first pass wrote is the
+// follow's own, no conflict. A user whose row another writer changed in
+// the tables after --since is a conflict, though by then the passes'
+// watermark (--skew 1ms) is past that change: every pass judges against
+// --since. The follow ends with exit 4 for it alone, its row untouched.
+func TestReverseFollowAppModel(t *testing.T) {
+	e := newReverseEnv(t, nil)
+	since := e.since()
+	f, _, errOut := newTestFactory(e.env)
+	out := &syncBuffer{}
+	f.Out = out
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	done := make(chan int, 1)
+	go func() {
+		done <- Execute(ctx, f, append(e.reverseArgs(since, "--follow", "--interval", "1s", "--skew", "1ms"), "--output", "json"))
+	}()
+	aliceKey, zoeKey := "Entities GLOBAL "+aliceRK, "Entities "+orgID+" "+zoeRK
+	// rowSays waits for the row at key to say name (a hang bound:
+	// followInStep).
+	rowSays := func(key, name string) {
+		t.Helper()
+		for start := time.Now(); time.Since(start) < followInStep; time.Sleep(200 * time.Millisecond) {
+			if e.snapshot()[key].Props["DisplayName"].Str == name {
+				return
+			}
+		}
+		interrupt()
+		t.Fatalf("%s does not say DisplayName %q after %s:\n%s", key, name, followInStep, out.String())
+	}
+
+	e.appRenames("GLOBAL", aliceID, "Alice v1")
+	rowSays(aliceKey, "Alice v1")
+	e.mergeRow(transform.TableEntities, orgID, zoeRK, map[string]any{"DisplayName": "Zoë (edited on tables)"})
+	zoeBefore := e.snapshot()[zoeKey]
+	time.Sleep(1100 * time.Millisecond) // _ts has whole seconds: alice's next write is stamped after zoë's row changed
+	e.appRenames("GLOBAL", aliceID, "Alice v2")
+	rowSays(aliceKey, "Alice v2") // the passes' watermark is now past zoë's row change
+	e.appRenames(zoeScope, zoeID, "Zoë (app model)")
+	writeStopWindow(t, out, time.Now(), func() {}) // a pass that read zoë's doc and wrote nothing
+
+	interrupt()
+	select {
+	case code := <-done:
+		if code != ExitConflicts {
+			t.Errorf("exit %d, want 4; stderr:\n%s", code, errOut)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("--follow did not stop within 10 s of SIGINT")
+	}
+	type summaryLine struct {
+		Type      string                    `json:"type"`
+		Conflicts []migrate.ReverseConflict `json:"conflicts"`
+	}
+	var s summaryLine
+	for _, l := range strings.Split(out.String(), "\n") {
+		var line summaryLine
+		if json.Unmarshal([]byte(l), &line) == nil && line.Type == "summary" {
+			s = line
+		}
+	}
+	if s.Type != "summary" || len(s.Conflicts) != 1 || s.Conflicts[0].ID != zoeID {
+		t.Errorf("summary's conflicts %s, want zoë's alone:\n%s", fakes.JSON(s.Conflicts), out.String())
+	}
+	after := e.snapshot()
+	if z := after[zoeKey]; z.ETag != zoeBefore.ETag || z.Props["DisplayName"].Str != "Zoë (edited on tables)" {
+		t.Errorf("zoë's row was written: %s", transform.EncodeEntity(z))
+	}
+	if got := after[aliceKey].Props["DisplayName"].Str; got != "Alice v2" {
+		t.Errorf("alice's row says %q, want Alice v2", got)
 	}
 }
 
