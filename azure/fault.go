@@ -2,6 +2,8 @@ package azure
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -37,7 +39,7 @@ func FaultOf(err error) *store.Fault {
 	}
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
-		return &store.Fault{Kind: transportKind(err), Err: err}
+		return &store.Fault{Kind: transportKind(err), TLS: tlsFailure(err), Err: err}
 	}
 	f := &store.Fault{Kind: faultKind(re.StatusCode, re.ErrorCode), Status: re.StatusCode, Err: err}
 	if f.Kind == store.Throttled || re.StatusCode >= 500 {
@@ -99,13 +101,39 @@ func transportKind(err error) store.FaultKind {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded): // an attempt's own timeout: the caller's ended context is checked first
 		return store.Transient
-	case errors.Is(err, syscall.ECONNREFUSED), errors.As(err, &dns):
+	case errors.Is(err, syscall.ECONNREFUSED), errors.As(err, &dns), tlsFailure(err) != store.NoTLSFailure:
 		return store.Unreachable
 	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE):
 		return store.Transient
 	}
 	return store.Fatal
+}
+
+// tlsFailure is how the TLS handshake of a request that got no answer
+// failed: the certificate did not verify, the endpoint speaks plain
+// HTTP, or it sent an alert (crypto/tls reports a peer's alert as a
+// *net.OpError whose Op is "remote error"); NoTLSFailure when err is
+// no failed handshake. A handshake that timed out is a timeout, not
+// this.
+func tlsFailure(err error) store.TLSFailure {
+	var (
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+		op        *net.OpError
+	)
+	switch {
+	case errors.As(err, &verify), errors.As(err, &authority), errors.As(err, &hostname), errors.As(err, &invalid):
+		return store.TLSUntrusted
+	case errors.As(err, &record), errors.Is(err, http.ErrSchemeMismatch):
+		return store.TLSNotSpoken
+	case errors.As(err, &op) && op.Op == "remote error":
+		return store.TLSRefused
+	}
+	return store.NoTLSFailure
 }
 
 // expect is f as the answer of a request that expects the outcomes

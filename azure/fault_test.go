@@ -2,6 +2,8 @@ package azure
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +68,9 @@ func TestFaultKind(t *testing.T) {
 		{"413", answerErr(413, "RequestBodyTooLarge"), store.Refused, 0},
 		{"304", respErr(304), store.Fatal, 0},
 		{"refused", opErr("dial", syscall.ECONNREFUSED), store.Unreachable, 0},
+		{"certificate not trusted", urlErr(&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}), store.Unreachable, 0},
+		{"plain HTTP to https", urlErr(http.ErrSchemeMismatch), store.Unreachable, 0},
+		{"TLS alert", urlErr(&net.OpError{Op: "remote error", Err: errors.New("tls: handshake failure")}), store.Unreachable, 0},
 		{"no such host", urlErr(&net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}), store.Unreachable, 0},
 		{"reset", opErr("read", syscall.ECONNRESET), store.Transient, 0},
 		{"broken pipe", opErr("write", syscall.EPIPE), store.Transient, 0},
@@ -83,9 +88,40 @@ func TestFaultKind(t *testing.T) {
 		if got, want := f.Kind.Retryable(), c.kind == store.Throttled || c.kind == store.Transient || c.kind == store.Unreachable; got != want {
 			t.Errorf("%s: retryable %v, want %v", c.name, got, want)
 		}
+		// At first contact, an endpoint that cannot be reached is not
+		// tried again: only a busy one is.
+		if got, want := f.Kind.RetryableAtFirstContact(), c.kind == store.Throttled || c.kind == store.Transient; got != want {
+			t.Errorf("%s: retryable at first contact %v, want %v", c.name, got, want)
+		}
 	}
 	if FaultOf(nil) != nil || store.KindOf(withFault(nil)) != store.NoFault {
 		t.Error("nil is a fault")
+	}
+}
+
+// TestTLSFailure: a failed TLS handshake is told apart by how it failed
+// (Fault.TLS), which the start-up check words; every other failure has
+// none.
+func TestTLSFailure(t *testing.T) {
+	urlErr := func(err error) error { return &url.Error{Op: "Get", URL: "https://acct.example.test/", Err: err} }
+	for _, c := range []struct {
+		name string
+		err  error
+		want store.TLSFailure
+	}{
+		{"unknown authority", urlErr(&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}), store.TLSUntrusted},
+		{"another host name", urlErr(x509.HostnameError{Host: "acct.example.test", Certificate: &x509.Certificate{}}), store.TLSUntrusted},
+		{"expired", urlErr(x509.CertificateInvalidError{Reason: x509.Expired, Cert: &x509.Certificate{}}), store.TLSUntrusted},
+		{"plain HTTP (net/http)", urlErr(http.ErrSchemeMismatch), store.TLSNotSpoken},
+		{"plain text (crypto/tls)", urlErr(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), store.TLSNotSpoken},
+		{"alert", urlErr(&net.OpError{Op: "remote error", Err: errors.New("tls: protocol version not supported")}), store.TLSRefused},
+		{"reset", urlErr(&net.OpError{Op: "read", Err: syscall.ECONNRESET}), store.NoTLSFailure},
+		{"refused", urlErr(&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), store.NoTLSFailure},
+		{"503", respErr(503), store.NoTLSFailure},
+	} {
+		if got := FaultOf(c.err).TLS; got != c.want {
+			t.Errorf("%s: TLS %d, want %d", c.name, got, c.want)
+		}
 	}
 }
 

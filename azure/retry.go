@@ -69,6 +69,9 @@ type RetryEvent struct {
 	Attempt int
 	Cause   string
 	Wait    time.Duration
+	// Fault is the failed attempt's fault, for a message worded from
+	// its kind and status.
+	Fault *store.Fault
 }
 
 func (o RetryOptions) withDefaults() RetryOptions {
@@ -104,6 +107,9 @@ type retryBudget struct {
 	start    time.Time
 	attempts int // all attempts so far
 	failures int // attempts that failed other than with a 429
+	// bound names what ends the loop, for the message; "" means
+	// --retry-timeout.
+	bound string
 }
 
 func newRetryBudget(o RetryOptions, op string) *retryBudget {
@@ -126,14 +132,18 @@ func (b *retryBudget) next(ctx context.Context, last *store.Fault) error {
 	}
 	elapsed := b.o.Now().Sub(b.start)
 	if (b.o.MaxAttempts > 0 && !throttled && b.failures >= b.o.MaxAttempts) || elapsed+wait > b.o.Timeout {
+		bound := b.bound
+		if bound == "" {
+			bound = fmt.Sprintf("--retry-timeout %s", b.o.Timeout)
+		}
 		return &exhaustedError{
-			msg: fmt.Sprintf("%s: %v after %d attempts in %s (--retry-timeout %s): %s",
-				b.op, store.ErrRetriesExhausted, b.attempts, elapsed.Round(time.Millisecond), b.o.Timeout, describe(last)),
+			msg: fmt.Sprintf("%s: %v after %d attempts in %s (%s): %s",
+				b.op, store.ErrRetriesExhausted, b.attempts, elapsed.Round(time.Millisecond), bound, describe(last)),
 			last: last,
 		}
 	}
 	if b.o.OnRetry != nil {
-		b.o.OnRetry(RetryEvent{Op: b.op, Attempt: b.attempts, Cause: describe(last), Wait: wait})
+		b.o.OnRetry(RetryEvent{Op: b.op, Attempt: b.attempts, Cause: describe(last), Wait: wait, Fault: last})
 	}
 	store.MeterOf(ctx).Wait(wait) // a back-off, not latency
 	if err := b.o.Sleep(ctx, wait); err != nil {
@@ -165,21 +175,94 @@ func backoff(o RetryOptions, attempt int) time.Duration {
 }
 
 // singleAttemptKey marks a context whose requests retryPolicy sends once:
-// the caller runs a retry loop of its own (CosmosDocs) or must fail fast
-// (the start-up checks).
+// the caller runs a retry loop of its own (CosmosDocs).
 type singleAttemptKey struct{}
 
 // SingleAttempt returns a context whose requests through this package's
-// clients are sent once, without the retry loop: for checks that must
-// fail fast, such as the start-up check of an endpoint.
+// clients are sent once, without the retry loop: for a caller that runs
+// a retry loop of its own.
 func SingleAttempt(ctx context.Context) context.Context {
 	return context.WithValue(ctx, singleAttemptKey{}, true)
 }
 
 func isSingleAttempt(ctx context.Context) bool { return ctx.Value(singleAttemptKey{}) != nil }
 
+// FirstContact is the retry rule of a command's first requests to an
+// endpoint (its start-up check), in place of the clients' RetryOptions:
+// a fault that store.FaultKind.RetryableAtFirstContact names (throttled,
+// transient: a 503, a reset, an attempt that timed out) is retried with
+// backoff until Deadline; any other (a refused connection, an unknown
+// host, a failed TLS handshake, refused credentials) is returned at once.
+type FirstContact struct {
+	// Deadline ends the check, attempts and waits included: a wait that
+	// would end past it is not started, and an attempt is cut at it.
+	Deadline time.Time
+	// AttemptTimeout, when > 0, bounds one attempt in place of the
+	// clients' RetryOptions.AttemptTimeout.
+	AttemptTimeout time.Duration
+	// OnRetry, when not nil, hears each retry just before its wait, in
+	// place of the clients' RetryOptions.OnRetry (the command's status
+	// line). It may be called from several goroutines at once.
+	OnRetry func(RetryEvent)
+}
+
+type firstContactKey struct{}
+
+// AtFirstContact returns a context whose requests through this package's
+// clients follow fc. Its value survives context.WithoutCancel, so the
+// read of the account (GET /) that the Cosmos DB client sends before its
+// first request, and whose failure it keeps for minutes, follows fc too.
+func AtFirstContact(ctx context.Context, fc FirstContact) context.Context {
+	return context.WithValue(ctx, firstContactKey{}, fc)
+}
+
+// retryRule is how the retry loop treats one request: its options, the
+// kinds worth sending again, and the deadline that cuts every attempt
+// (zero: none).
+type retryRule struct {
+	o         RetryOptions
+	retryable func(store.FaultKind) bool
+	deadline  time.Time
+}
+
+// ruleOf returns the rule of a request sent in ctx by a client with
+// options o: o and FaultKind.Retryable, or at first contact (ctx from
+// AtFirstContact) fc's deadline and options and
+// FaultKind.RetryableAtFirstContact.
+func ruleOf(ctx context.Context, o RetryOptions) retryRule {
+	fc, ok := ctx.Value(firstContactKey{}).(FirstContact)
+	if !ok {
+		return retryRule{o: o, retryable: store.FaultKind.Retryable}
+	}
+	o.Timeout = fc.Deadline.Sub(o.Now())
+	o.MaxAttempts = 0
+	if fc.AttemptTimeout > 0 {
+		o.AttemptTimeout = fc.AttemptTimeout
+	}
+	o.OnRetry = fc.OnRetry
+	return retryRule{o: o, retryable: store.FaultKind.RetryableAtFirstContact, deadline: fc.Deadline}
+}
+
+// budget starts the retry loop of operation op.
+func (r retryRule) budget(op string) *retryBudget {
+	b := newRetryBudget(r.o, op)
+	if !r.deadline.IsZero() {
+		b.bound = "the start-up check's deadline"
+	}
+	return b
+}
+
+// attemptTimeout bounds the attempt that starts now.
+func (r retryRule) attemptTimeout() time.Duration {
+	if r.deadline.IsZero() {
+		return r.o.AttemptTimeout
+	}
+	return min(r.o.AttemptTimeout, time.Until(r.deadline))
+}
+
 // retryPolicy is the azcore pipeline policy that retries every request of
-// the clients this package builds by RetryOptions; azcore's own retry
+// the clients this package builds by RetryOptions (at first contact, by
+// FirstContact); azcore's own retry
 // policy is switched off in those clients (see clientOptions). Request
 // bodies must be rewindable and survive Close (the SDKs send
 // streaming.NopCloser over bytes), as for azcore's own policy.
@@ -193,13 +276,14 @@ func (p *retryPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if isSingleAttempt(ctx) {
 		return req.Next()
 	}
+	rule := ruleOf(ctx, p.o)
 	u := req.Raw().URL
-	b := newRetryBudget(p.o, fmt.Sprintf("%s %s %s%s", p.service, req.Raw().Method, u.Host, u.Path))
+	b := rule.budget(fmt.Sprintf("%s %s %s%s", p.service, req.Raw().Method, u.Host, u.Path))
 	for {
 		if err := req.RewindBody(); err != nil {
 			return nil, err
 		}
-		tryCtx, cancel := context.WithTimeout(ctx, p.o.AttemptTimeout)
+		tryCtx, cancel := context.WithTimeout(ctx, rule.attemptTimeout())
 		resp, err := req.Clone(tryCtx).Next()
 		if ctx.Err() != nil {
 			cancel()
@@ -213,7 +297,7 @@ func (p *retryPolicy) Do(req *policy.Request) (*http.Response, error) {
 			cancel()
 			last = FaultOf(err)
 		} else {
-			if !AnswerKind(resp).Retryable() {
+			if !rule.retryable(AnswerKind(resp)) {
 				// The body may still be read (a download): cancel the
 				// attempt's context only once it is closed.
 				resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
@@ -222,7 +306,7 @@ func (p *retryPolicy) Do(req *policy.Request) (*http.Response, error) {
 			last = FaultOf(runtime.NewResponseError(resp)) // reads and closes the body
 			cancel()
 		}
-		if !last.Kind.Retryable() {
+		if !rule.retryable(last.Kind) {
 			return nil, last
 		}
 		if err := b.next(ctx, last); err != nil {

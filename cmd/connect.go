@@ -54,6 +54,9 @@ type needs struct {
 	// provisions: the command creates init's resources (init), so what
 	// of them is missing is not looked up.
 	provisions bool
+	// out, when not nil, hears a start-up check that waits for a busy
+	// endpoint (a status line).
+	out *output
 }
 
 func (n needs) has(u need) bool { return n.uses&u != 0 }
@@ -79,9 +82,10 @@ type conn struct {
 
 // connect is how every command but init reaches its accounts: it
 // resolves the accounts of f that n uses (tables, blobs, then Cosmos DB;
-// no request sent), lets n.refuse see them, checks each endpoint once
-// (checkEndpoints), builds the clients of n's needs and, with a Cosmos DB
-// need, finds what of init's resources is missing. It returns the first
+// no request sent), lets n.refuse see them, checks each endpoint
+// (checkEndpoints: a busy one is waited for a while), builds the clients
+// of n's needs and, with a Cosmos DB need, finds what of init's
+// resources is missing. It returns the first
 // error: a usage error for a bad setting (an empty --database included),
 // the endpoints that failed their check, or a client constructor's or
 // the check's error.
@@ -90,7 +94,7 @@ func connect(ctx context.Context, f *Factory, n needs) (conn, error) {
 	if err != nil {
 		return c, err
 	}
-	if err := checkEndpoints(ctx, c.probes(n)...); err != nil {
+	if err := checkEndpoints(ctx, n.out, c.probes(n)...); err != nil {
 		return c, err
 	}
 	if err := c.build(n); err != nil {

@@ -74,7 +74,7 @@ func TestEndpointErrorsShareTheNoTokenLine(t *testing.T) {
 	cred := &azure.CredentialError{Tried: []string{"Azure CLI"}, Err: errors.New("AzureCLICredential: az not found")}
 	eps := endpointErrors{
 		{Service: "Table Storage", Endpoint: "t:443", Err: cred},
-		{Service: "Blob Storage", Endpoint: "127.0.0.1:10000", Cause: "connection refused", Settings: blobSettings, Err: errors.New("refused")},
+		{Service: "Blob Storage", Endpoint: "127.0.0.1:10000", Cause: "connection refused", Remedy: "check " + blobSettings, Err: errors.New("refused")},
 		{Service: "Cosmos DB", Endpoint: "c:443", Err: cred},
 	}
 	want := noTokenSentence([]string{"Table Storage at t:443", "Cosmos DB at c:443"}, cred) + "\n" +

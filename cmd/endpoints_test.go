@@ -39,7 +39,9 @@ func storageAt(tables, blobs string) string {
 // Every command checks each endpoint it needs before any work and, when
 // one cannot be reached, exits 1 within 30 s naming it (host:port) and the
 // cause. The commands' retry budget (10 minutes by default) must not apply
-// to a service that is not there at all.
+// to a service that is not there at all, nor the start-up check's own
+// (FaultKind.RetryableAtFirstContact): a refused connection is not tried
+// again.
 func TestCommandsFailFastOnClosedPorts(t *testing.T) {
 	tables, blobs, cosmos := closedPort(t), closedPort(t), closedPort(t)
 	env := map[string]string{
@@ -70,6 +72,9 @@ func TestCommandsFailFastOnClosedPorts(t *testing.T) {
 				if !strings.Contains(errOut.String(), " at "+ep+": connection refused; check ") {
 					t.Errorf("stderr does not name %s and its cause:\n%s", ep, errOut)
 				}
+			}
+			if strings.Contains(errOut.String(), "trying again") {
+				t.Errorf("a closed port was tried again (only a busy endpoint is):\n%s", errOut)
 			}
 			if strings.Contains(out.String(), "OK") {
 				t.Errorf("stdout claims success:\n%s", out)

@@ -18,6 +18,9 @@ type engineOptions struct {
 	// sayOptions says where the transform options came from (adopt), once
 	// the command is at work.
 	sayOptions func()
+	// out is the command's output, once start made it: the start-up
+	// checks say there what they wait for.
+	out *output
 }
 
 // from takes the I/O, the database and the target from f, once the flags
@@ -35,6 +38,7 @@ func (e *engineOptions) from(f *Factory, name string) {
 // request is made, and the output of the command name.
 func (e *engineOptions) start(name string, c *migrate.Common) (*output, error) {
 	o := e.output(name)
+	e.out = o
 	e.sayOptions = func() {}
 	if !c.DryRun {
 		// It will hold the lock, the state and the dead letters: a folder
@@ -61,7 +65,7 @@ func (e *engineOptions) start(name string, c *migrate.Common) (*output, error) {
 // the start-up check of the tables reading table (unprefixed).
 func (e *engineOptions) connect(ctx context.Context, f *Factory, uses need, table string) (conn, error) {
 	return connect(ctx, f, needs{uses: uses, database: e.Database, blobContainer: e.BlobContainer,
-		probeTable: e.common.TablePrefix + table, pacer: e.pacer})
+		probeTable: e.common.TablePrefix + table, pacer: e.pacer, out: e.out})
 }
 
 // env is the engine's clock, its log (--log-file) and its flow: the

@@ -45,6 +45,9 @@ type FixturesLoadOptions struct {
 	// unless it is the emulator's; then it checks that both endpoints
 	// answer.
 	Writers func(ctx context.Context) (fixtures.TableWriter, fixtures.BlobWriter, string, error)
+	// out is the command's output, once fixturesLoadRun made it: the
+	// start-up checks say there what they wait for.
+	out *output
 }
 
 // NewCmdFixtures builds `bifrost-migrate fixtures` and its `load` subcommand.
@@ -70,7 +73,7 @@ func NewCmdFixturesLoad(f *Factory, runF func(context.Context, *FixturesLoadOpti
 	opts := &FixturesLoadOptions{}
 	opts.Writers = func(ctx context.Context) (fixtures.TableWriter, fixtures.BlobWriter, string, error) {
 		c, err := connect(ctx, f, needs{uses: tablesWrite | blobsCreate, blobContainer: fixtures.BlobContainer,
-			probeTable: opts.TablePrefix + firstTable(opts.Tables),
+			probeTable: opts.TablePrefix + firstTable(opts.Tables), out: opts.out,
 			refuse: func(tables, blobs azure.StorageAccount) error {
 				return checkFixturesAccounts(tables, blobs, opts.Accounts)
 			}})
@@ -137,6 +140,7 @@ type fixturesSummary struct {
 
 func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 	o := opts.output("fixtures load")
+	opts.out = o
 	tw, bw, where, err := opts.Writers(ctx)
 	if err != nil {
 		return err

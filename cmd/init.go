@@ -30,6 +30,9 @@ type InitOptions struct {
 	// layout has blob containers), to Blob Storage, each checked to
 	// answer; it is called only after the definitions are valid.
 	Connect func(ctx context.Context, withBlobs bool) (initServices, error)
+	// out is the command's output, once initRun made it: the start-up
+	// checks say there what they wait for.
+	out *output
 }
 
 // initServices are what InitOptions.Connect returns: the provisioners and
@@ -56,7 +59,7 @@ func (i initFlags) validate() error { return nil }
 func NewCmdInit(f *Factory, runF func(context.Context, *InitOptions) error) *cobra.Command {
 	opts := &InitOptions{}
 	opts.Connect = func(ctx context.Context, withBlobs bool) (initServices, error) {
-		return connectInit(ctx, f, opts.Database, withBlobs)
+		return connectInit(ctx, f, opts.Database, withBlobs, opts.out)
 	}
 	c := newCommand(initDoc, func(c *cobra.Command) error {
 		opts.IO, opts.Database = f.IO(), f.Global.Database
@@ -68,9 +71,9 @@ func NewCmdInit(f *Factory, runF func(context.Context, *InitOptions) error) *cob
 
 // connectInit connects to the accounts of f that init provisions: Cosmos
 // DB (database), then, when withBlobs, Blob Storage; the first that fails
-// its check ends it.
-func connectInit(ctx context.Context, f *Factory, database string, withBlobs bool) (initServices, error) {
-	c, err := connect(ctx, f, needs{uses: cosmosRead, database: database, provisions: true})
+// its check ends it. The checks say on out what they wait for.
+func connectInit(ctx context.Context, f *Factory, database string, withBlobs bool, out *output) (initServices, error) {
+	c, err := connect(ctx, f, needs{uses: cosmosRead, database: database, provisions: true, out: out})
 	if err != nil {
 		return initServices{}, err
 	}
@@ -78,7 +81,7 @@ func connectInit(ctx context.Context, f *Factory, database string, withBlobs boo
 	if !withBlobs {
 		return s, nil
 	}
-	b, err := connect(ctx, f, needs{uses: blobsRead, blobContainer: fixtures.BlobContainer, provisions: true})
+	b, err := connect(ctx, f, needs{uses: blobsRead, blobContainer: fixtures.BlobContainer, provisions: true, out: out})
 	if err != nil {
 		return initServices{}, err
 	}
@@ -105,6 +108,7 @@ before any request; a second init changes nothing.`,
 // a dry run, applies the plan; then prints the result.
 func initRun(ctx context.Context, opts *InitOptions) error {
 	o := opts.output("init")
+	opts.out = o
 	layout, err := loadLayout(opts.ContainersFile)
 	if err != nil {
 		return err

@@ -140,12 +140,19 @@ func (t target) missing(ctx context.Context, withBlobs bool) (missing []azure.Re
 	return missing, noBlobContainer, nil
 }
 
-// probeTimeout bounds each start-up check of an endpoint: a command that
-// cannot use a service fails well within 30 s (SPEC §1, §14).
-const probeTimeout = 10 * time.Second
+// The start-up check of an endpoint takes at most startupBudget, its
+// retries' waits included, and each attempt at most probeTimeout: a
+// command that cannot use a service fails well within 30 s (SPEC §1,
+// §14), and a busy one is waited for a while (docs/engine.md, "Faults").
+const (
+	startupBudget = 20 * time.Second
+	probeTimeout  = 10 * time.Second
+)
 
-// probe is the start-up check of one service: a single request (no
-// retries) that proves the endpoint answers and accepts our credentials.
+// probe is the start-up check of one service: a request (the Cosmos DB
+// client reads the account first) that proves the endpoint answers and
+// accepts our credentials, retried by the first-contact rule
+// (azure.FirstContact).
 type probe struct {
 	service  string // "Table Storage", "Blob Storage", "Cosmos DB"
 	endpoint string // the URL the command will use
@@ -206,23 +213,25 @@ func firstTable(selected []string) string {
 	return transform.TableConfig
 }
 
-// checkEndpoints runs the probes at once, each once and within
-// probeTimeout, before a command does any work. It returns nil, or an
-// error naming every endpoint that could not be reached or refused the
-// credentials, with the cause and the settings to check.
-func checkEndpoints(ctx context.Context, probes ...probe) error {
+// checkEndpoints runs the probes at once before a command does any
+// work, each retried by the first-contact rule within startupBudget
+// (saying on o, when not nil, what it waits for). It returns nil, or an
+// error naming every endpoint that could not be reached, refused the
+// credentials or kept failing, with the cause and what to check.
+func checkEndpoints(ctx context.Context, o *output, probes ...probe) error {
 	errs := make([]error, len(probes))
+	deadline := time.Now().Add(startupBudget)
 	var wg sync.WaitGroup
 	for i, p := range probes {
 		wg.Go(func() {
-			pctx, cancel := context.WithTimeout(azure.SingleAttempt(ctx), probeTimeout)
+			pctx, cancel := context.WithDeadline(azure.AtFirstContact(ctx, p.firstContact(deadline, o)), deadline)
 			defer cancel()
 			err := p.check(pctx)
 			if err == nil || ctx.Err() != nil {
 				errs[i] = ctx.Err()
 				return
 			}
-			errs[i] = &EndpointError{Service: p.service, Endpoint: hostPort(p.endpoint), Cause: probeCause(err), Settings: p.settings, Err: err}
+			errs[i] = p.failed(err)
 		})
 	}
 	wg.Wait()
@@ -281,15 +290,17 @@ func (e endpointErrors) Unwrap() []error {
 }
 
 // EndpointError is a service that a command could not use at its start:
-// unreachable, or refusing the credentials. Its message names the
-// endpoint (host:port), the cause and the settings to check; it never
-// holds a secret.
+// unreachable, refusing the credentials, failing the TLS handshake, or
+// failing for the whole start-up check. Its message names the endpoint
+// (host:port), the cause and what to do; it never holds a secret.
 type EndpointError struct {
 	Service  string
 	Endpoint string // host:port
 	Cause    string
-	Settings string
-	Err      error
+	// Remedy is what to do: "check" and the settings, and for some
+	// causes what of them.
+	Remedy string
+	Err    error
 }
 
 func (e *EndpointError) Error() string {
@@ -297,7 +308,7 @@ func (e *EndpointError) Error() string {
 	if errors.As(e.Err, &ce) {
 		return noTokenSentence([]string{e.Service + " at " + e.Endpoint}, ce)
 	}
-	return fmt.Sprintf("cannot use %s at %s: %s; check %s", e.Service, e.Endpoint, e.Cause, e.Settings)
+	return fmt.Sprintf("cannot use %s at %s: %s; %s", e.Service, e.Endpoint, e.Cause, e.Remedy)
 }
 
 func (e *EndpointError) Unwrap() error { return e.Err }
@@ -324,15 +335,22 @@ func probeCause(err error) string {
 	var dns *net.DNSError
 	var errno syscall.Errno
 	var cred *azure.CredentialError
+	f := azure.FaultOf(err)
 	switch {
 	case errors.As(err, &cred):
 		return "no Microsoft Entra ID token"
-	case errors.As(err, &re) && azure.FaultOf(err).Kind == store.Auth:
+	case f.TLS == store.TLSUntrusted:
+		return "its TLS certificate is not trusted here"
+	case f.TLS == store.TLSNotSpoken:
+		return "it does not speak TLS, and the endpoint says https"
+	case f.TLS == store.TLSRefused:
+		return "it refused the TLS handshake"
+	case errors.As(err, &re) && f.Kind == store.Auth:
 		return fmt.Sprintf("the credentials were refused (%d %s)", re.StatusCode, http.StatusText(re.StatusCode))
+	case f.Kind.RetryableAtFirstContact():
+		return fmt.Sprintf("it did not succeed within the start-up check's %s (last attempt: %s)", roughDuration(startupBudget), attemptWords(f))
 	case errors.As(err, &re):
 		return fmt.Sprintf("it answered %d %s", re.StatusCode, http.StatusText(re.StatusCode))
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("no answer within %s", probeTimeout)
 	case errors.Is(err, azure.ErrNoChangeFeed):
 		return "it does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse reads it; use Azure Cosmos DB or its emulator"
 	case isDecodeError(err):

@@ -57,6 +57,9 @@ type VerifyOptions struct {
 	// Connect connects to the accounts and returns the engine with its
 	// sources, where they are and what of init's resources is missing.
 	Connect func(ctx context.Context) (verifyServices, error)
+	// out is the command's output, once verifyRun made it: the start-up
+	// checks say there what they wait for.
+	out *output
 }
 
 // verifyServices is what VerifyOptions.Connect returns.
@@ -129,7 +132,7 @@ func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) 
 // connectVerify connects the engine to the accounts of f.
 func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verifyServices, error) {
 	c, err := connect(ctx, f, needs{uses: tablesRead | blobsRead | cosmosRead, database: opts.Database, blobContainer: opts.BlobContainer,
-		probeTable: opts.TablePrefix + firstTable(opts.Tables), pacer: opts.pacer})
+		probeTable: opts.TablePrefix + firstTable(opts.Tables), pacer: opts.pacer, out: opts.out})
 	return verifyServices{conn: c, deps: &verify.Verifier{Rows: c.rowReader, Docs: c.docReader, Blobs: c.blobStore}}, err
 }
 
@@ -159,6 +162,7 @@ func (p verifyProgress) Step(msg string) {
 // container is an error (exit 1) before anything is compared.
 func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	o := opts.output("verify")
+	opts.out = o
 	started := opts.Now()
 	if opts.ReportFile != "" {
 		// Before any reading: a report that cannot be written would only

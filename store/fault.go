@@ -25,8 +25,9 @@ const (
 	// Transient: the same request may well succeed if sent again: 408,
 	// 449, 5xx, a connection dropped, an attempt that timed out.
 	Transient
-	// Unreachable: the endpoint could not be reached at all: the
-	// connection refused, the host name not resolved.
+	// Unreachable: the endpoint could not be reached at all, or not over
+	// a connection the tool trusts: the connection refused, the host name
+	// not resolved, the TLS handshake failed (Fault.TLS says how).
 	Unreachable
 	// Exists: a create found the doc or row there already (409): created
 	// meanwhile.
@@ -83,11 +84,43 @@ func (k FaultKind) String() string {
 // Retryable reports whether a request that failed with k is worth sending
 // again: throttled, transient, unreachable. It is the one retryable list:
 // the adapters' retry loops retry these kinds until --retry-timeout (the
-// start-up checks send once), and a command stopped by one of them says
-// that running it again may finish the work.
+// start-up checks by RetryableAtFirstContact), and a command stopped by
+// one of them says that running it again may finish the work.
 func (k FaultKind) Retryable() bool {
 	return k == Throttled || k == Transient || k == Unreachable
 }
+
+// RetryableAtFirstContact reports whether a command's first request to
+// an endpoint (its start-up check) that failed with k is worth sending
+// again: the Retryable kinds but Unreachable, so throttled and
+// transient. An endpoint that answered once and then refuses connections
+// is a gateway restarting or failing over, and is waited for; one that
+// refuses the first connection, has no such host or fails the TLS
+// handshake is a wrong setting far more often, and the check fails at
+// once naming it, as it does for refused credentials.
+func (k FaultKind) RetryableAtFirstContact() bool {
+	return k.Retryable() && k != Unreachable
+}
+
+// TLSFailure is how a TLS handshake failed, for an Unreachable fault.
+type TLSFailure uint8
+
+// The ways a TLS handshake fails.
+const (
+	// NoTLSFailure: the fault is not a failed TLS handshake.
+	NoTLSFailure TLSFailure = iota
+	// TLSUntrusted: the endpoint's certificate did not verify: issued by
+	// an authority this machine does not trust (self-signed), for another
+	// host name, or out of its validity.
+	TLSUntrusted
+	// TLSNotSpoken: the endpoint answered the handshake in plain text:
+	// it serves http, and the setting names it https.
+	TLSNotSpoken
+	// TLSRefused: the endpoint ended the handshake with an alert: no
+	// protocol version or cipher in common, or it wants a client
+	// certificate.
+	TLSRefused
+)
 
 // Fault is a failed request with its kind, as the adapter that saw the
 // answer classified it. Its text never holds a credential or a doc.
@@ -98,6 +131,9 @@ type Fault struct {
 	// Wait is how long the service asked to wait before the next attempt
 	// (a 429's x-ms-retry-after-ms, a Retry-After); 0 when it did not say.
 	Wait time.Duration
+	// TLS says how the TLS handshake failed, for an Unreachable fault
+	// that is one; NoTLSFailure otherwise.
+	TLS TLSFailure
 	// Reason is the fault's one line for messages and dead letters; empty
 	// means Err's text.
 	Reason string

@@ -118,6 +118,16 @@ type Config struct {
 	// Rules are tried in order for every matching request that is not
 	// already in a run; the first that fires wins.
 	Rules []Rule
+	// First are the faults of the first len(First) requests the proxy
+	// gets, of any kind and in the order they arrive, before Match and
+	// Rules (a request Budget throttles is not among them): a command's
+	// first contact with a busy account. An answer
+	// the proxy makes up for one of them closes the connection, as a
+	// front end shedding load does, so the next request comes on a new
+	// one (on a connection it had used before, Go's transport would send
+	// a request that met a closed connection again by itself, and a
+	// CloseBefore would go unseen).
+	First []Kind
 	// MaxPerDoc caps the faults injected for any one doc (0: no cap), so a
 	// client with a bounded retry budget always gets through.
 	MaxPerDoc int
@@ -211,6 +221,7 @@ type Proxy struct {
 	gone            atomic.Int64 // change-feed reads answered 410: a split range
 
 	mu        sync.Mutex
+	requests  int // every request received, for Config.First
 	docs      map[string]*docState
 	fired     []int // per rule
 	injected  [numKinds]int
@@ -469,36 +480,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rule := -1
-	if p.cfg.Match(r) {
-		rule = p.decide(p.cfg.DocKey(r, body))
-	}
-	if rule >= 0 {
-		ru := p.cfg.Rules[rule]
-		switch ru.Kind {
-		case Throttle:
-			if ru.RetryAfter > 0 {
-				w.Header().Set("x-ms-retry-after-ms", strconv.FormatInt(ru.RetryAfter.Milliseconds(), 10))
-			}
-			w.Header().Set("x-ms-substatus", "3200")
-			p.fault(w, http.StatusTooManyRequests, "TooManyRequests", "Request rate is large (injected by faultproxy)")
-			return
-		case Unavailable:
-			p.fault(w, http.StatusServiceUnavailable, "ServiceUnavailable", "Service is unavailable (injected by faultproxy)")
-			return
-		case Timeout:
-			p.fault(w, http.StatusRequestTimeout, "RequestTimeout", "Request timed out (injected by faultproxy)")
-			return
-		case RetryWith:
-			p.fault(w, 449, "RetryWith", "Retry the request (injected by faultproxy)")
-			return
-		case DropBefore:
-			reset(w, true)
-			return
-		case CloseBefore:
-			reset(w, false)
-			return
+	var fault *Rule // the fault to inject, if any
+	if k, ok := p.first(); ok {
+		fault = &Rule{Kind: k}
+		w.Header().Set("Connection", "close")
+	} else if p.cfg.Match(r) {
+		if rule := p.decide(p.cfg.DocKey(r, body)); rule >= 0 {
+			fault = &p.cfg.Rules[rule]
 		}
+	}
+	if fault != nil && p.inject(w, *fault) {
+		return
 	}
 	resp, err := p.respond(r, body)
 	if err != nil {
@@ -511,7 +503,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "faultproxy: reading upstream answer: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	if rule >= 0 && p.cfg.Rules[rule].Kind == DropAfter {
+	if fault != nil && fault.Kind == DropAfter {
 		reset(w, true)
 		return
 	}
@@ -540,6 +532,50 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !head {
 		_, _ = w.Write(respBody)
 	}
+}
+
+// first returns the fault of this request when it is among the first
+// len(Config.First) the proxy gets, and counts it.
+func (p *Proxy) first() (Kind, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.requests
+	p.requests++
+	if n >= len(p.cfg.First) {
+		return 0, false
+	}
+	k := p.cfg.First[n]
+	if k >= 0 && k < numKinds {
+		p.injected[k]++
+	}
+	return k, true
+}
+
+// inject answers with the fault ru names, or closes the connection, and
+// reports whether it did: false for DropAfter, whose request is
+// forwarded first.
+func (p *Proxy) inject(w http.ResponseWriter, ru Rule) bool {
+	switch ru.Kind {
+	case Throttle:
+		if ru.RetryAfter > 0 {
+			w.Header().Set("x-ms-retry-after-ms", strconv.FormatInt(ru.RetryAfter.Milliseconds(), 10))
+		}
+		w.Header().Set("x-ms-substatus", "3200")
+		p.fault(w, http.StatusTooManyRequests, "TooManyRequests", "Request rate is large (injected by faultproxy)")
+	case Unavailable:
+		p.fault(w, http.StatusServiceUnavailable, "ServiceUnavailable", "Service is unavailable (injected by faultproxy)")
+	case Timeout:
+		p.fault(w, http.StatusRequestTimeout, "RequestTimeout", "Request timed out (injected by faultproxy)")
+	case RetryWith:
+		p.fault(w, 449, "RetryWith", "Retry the request (injected by faultproxy)")
+	case DropBefore:
+		reset(w, true)
+	case CloseBefore:
+		reset(w, false)
+	default:
+		return false
+	}
+	return true
 }
 
 // respond is the answer to r when no fault replaces it: the upstream's,

@@ -345,3 +345,36 @@ func TestListensOnTheGivenAddress(t *testing.T) {
 		t.Errorf("second proxy on %s: %v, want faultproxy: listen: … address already in use", addr, err)
 	}
 }
+
+// Config.First faults the first requests of any kind, in the order they
+// come (Match and Rules aside), and closes the connection after an
+// answer it makes up: a client that keeps its connections sees the 503,
+// then the closed connection on a new one (Go's transport does not send
+// that request again by itself), then the upstream's answer.
+func TestFirstRequestsGetTheirFaultsInOrder(t *testing.T) {
+	u := newUpstream(t)
+	p := start(t, faultproxy.Config{
+		Target: u.srv.URL,
+		First:  []faultproxy.Kind{faultproxy.Unavailable, faultproxy.CloseBefore},
+		Match:  func(*http.Request) bool { return false }, // no rule applies to any request
+		Rules:  []faultproxy.Rule{{Kind: faultproxy.Throttle, Share: 1}},
+	})
+	c := &http.Client{Transport: &http.Transport{}} // keeps its connections, as the tool's does
+	var got []string
+	for range 4 {
+		resp, err := c.Get(p.URL() + "dbs/db1")
+		if err != nil {
+			got = append(got, "error")
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		got = append(got, fmt.Sprint(resp.StatusCode))
+	}
+	if want := []string{"503", "error", "201", "201"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("answers %v, want %v", got, want)
+	}
+	if p.Injected(faultproxy.Unavailable) != 1 || p.Injected(faultproxy.CloseBefore) != 1 || p.Forwarded() != 2 {
+		t.Errorf("injected %v, forwarded %d; want one 503, one close and 2 forwarded", p.Counts(), p.Forwarded())
+	}
+}

@@ -1,0 +1,88 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/store"
+)
+
+// The words of the start-up checks (checkEndpoints): the status line
+// while one waits for a busy endpoint, and the sentence when one fails.
+// Both are read from the fault (azure.FaultOf), as the retry rule is.
+
+// firstContact is p's retry rule at first contact: until deadline, each
+// attempt at most probeTimeout, and each retry said on o (when not nil)
+// as a status line, but for a retry for the same reason as the one
+// before it.
+func (p probe) firstContact(deadline time.Time, o *output) azure.FirstContact {
+	var (
+		mu   sync.Mutex
+		said string
+	)
+	return azure.FirstContact{Deadline: deadline, AttemptTimeout: probeTimeout, OnRetry: func(e azure.RetryEvent) {
+		line := retryLine(p.service, hostPort(p.endpoint), e.Fault)
+		mu.Lock()
+		again := line == said
+		said = line
+		mu.Unlock()
+		if o != nil && !again {
+			o.status("%s", line)
+		}
+	}}
+}
+
+// retryLine is the status line of a start-up check of service at
+// endpoint (host:port) that tries again after an attempt failed with f.
+func retryLine(service, endpoint string, f *store.Fault) string {
+	return fmt.Sprintf("%s at %s %s; trying again (up to %s)", service, endpoint, attemptWords(f), roughDuration(startupBudget))
+}
+
+// attemptWords says what an endpoint did with an attempt that failed
+// with f: "answered 503 Service Unavailable", "gave no answer in time",
+// "closed the connection without an answer", "reset the connection", or
+// "failed (…)" with the transport's words.
+func attemptWords(f *store.Fault) string {
+	switch {
+	case f == nil:
+		return "failed"
+	case f.Status > 0:
+		return fmt.Sprintf("answered %d %s", f.Status, http.StatusText(f.Status))
+	case errors.Is(f, context.DeadlineExceeded):
+		return "gave no answer in time"
+	case errors.Is(f, io.EOF), errors.Is(f, io.ErrUnexpectedEOF):
+		return "closed the connection without an answer"
+	case errors.Is(f, syscall.ECONNRESET):
+		return "reset the connection"
+	}
+	if cause := networkCause(f); cause != "" {
+		return "failed (" + cause + ")"
+	}
+	return "failed"
+}
+
+// failed is the error of p's check, which failed with err: the cause in
+// a few words and what to do, read from err's fault.
+func (p probe) failed(err error) *EndpointError {
+	remedy := "check " + p.settings
+	f := azure.FaultOf(err)
+	switch {
+	case f.TLS == store.TLSUntrusted:
+		remedy = "check that the host name in " + p.settings + " is the service's and that this machine trusts its certificate " +
+			"(TLS is verified for every endpoint but an emulator's on a loopback address)"
+	case f.TLS == store.TLSNotSpoken:
+		remedy = "check the endpoint's scheme (http or https) in " + p.settings
+	case f.TLS == store.TLSRefused:
+		remedy = "check that the endpoint in " + p.settings + " is the service's"
+	case f.Kind.RetryableAtFirstContact():
+		remedy = "try again later, or check " + p.settings
+	}
+	return &EndpointError{Service: p.service, Endpoint: hostPort(p.endpoint), Cause: probeCause(err), Remedy: remedy, Err: err}
+}
