@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/spill"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -150,7 +151,7 @@ func newRunner(opts RunOptions, deps Deps) (*runner, error) {
 		engine: e, opts: opts, tables: tables, src: deps.Source, docs: deps.Docs, blobs: deps.Blobs,
 		execs: newExecFilter(z.execFilterBytes), samples: map[string]int{},
 	}
-	r.ids = idSet{newKeySet(z.idMemoryKeys, z.idFilterBytes, r.idRunsDir)}
+	r.ids = idSet{spill.NewKeySet(z.idMemoryKeys, z.idFilterBytes, r.idRunsDir)}
 	r.fp = fingerprint(e.topts, tables, opts.TablePrefix, opts.Target)
 	if opts.DryRun {
 		// Dry run: decorators that write nothing, in place of the writers
