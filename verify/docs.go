@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/bifrost/bifrost-migrate/internal/spill"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -20,81 +21,57 @@ var containers = []string{transform.ContainerEntities, transform.ContainerExecut
 // blobPathFields are the execution doc properties that name a blob.
 var blobPathFields = []string{"resultBlobPath", "logsBlobPath", "variablesBlobPath", "snapshotBlobPath"}
 
-// ttlState is what a doc's ttl is.
-type ttlState struct {
-	present bool
-	raw     json.RawMessage
-	inRange bool // a number with 0 < ttl ≤ transform.ExecutionRetention
-}
-
-type blobIssue struct{ field, path string }
-
-// actualDoc is the compact entry of one doc read from Cosmos DB: never
-// its body, only what the join compares (about 250 bytes).
-type actualDoc struct {
-	ref        DocRef // Table, PartitionKey, RowKey from _migration
-	hasMig     bool
-	src        key
-	docHash    string // transform.MeaningHash
-	migHash    key    // migrationKey
-	ttl        ttlState
-	blobIssues []blobIssue
-}
-
-// docIndex is the doc side of verify: an entry per doc read from Cosmos
-// DB, found by its place (container, scope, id) and by the row its
-// _migration names (the first such doc). add is safe for concurrent use;
-// the rest is read once the index is complete.
+// docIndex is the doc side of verify: the entry of every doc read from
+// Cosmos DB, sorted by its place (container, scope, id), on its way to
+// disk beyond what memory holds, and the docs read per container. add
+// is safe for concurrent use; the rest is read once the index is
+// complete.
 type docIndex struct {
 	blobs transform.BlobIndex // the listing, to check the blob paths docs name
 
-	mu     sync.Mutex
-	actual []actualDoc
-	byKey  map[key]int
-	bySrc  map[key]int
-	read   map[string]int // docs read per container
+	mu   sync.Mutex
+	act  *spill.Sorter
+	rec  recWriter
+	seq  uint64
+	read map[string]int // docs read per container
 }
 
-func newDocIndex(blobs transform.BlobIndex) *docIndex {
-	return &docIndex{blobs: blobs, byKey: map[key]int{}, bySrc: map[key]int{}, read: map[string]int{}}
+func newDocIndex(blobs transform.BlobIndex, w *work) *docIndex {
+	return &docIndex{blobs: blobs, act: w.sorter("actual"), read: map[string]int{}}
 }
 
 // add indexes one doc of container c, as the service returned it. A doc
-// listed twice (a query page overlapping the next) is kept once. It
-// returns an error for a doc it cannot decode.
+// listed twice (a query page overlapping the next) is kept once, by the
+// join. It returns an error for a doc it cannot decode, or when the
+// sorter cannot write its runs.
 func (d *docIndex) add(c string, raw []byte) error {
-	a, k, err := d.entry(c, raw)
+	a, err := d.entry(c, raw)
 	if err != nil {
 		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.read[c]++
-	if _, dup := d.byKey[k]; dup {
-		return nil
-	}
-	d.byKey[k] = len(d.actual)
-	if a.hasMig {
-		if _, dup := d.bySrc[a.src]; !dup {
-			d.bySrc[a.src] = len(d.actual)
-		}
-	}
-	d.actual = append(d.actual, a)
-	return nil
+	d.seq++
+	a.seq = d.seq
+	d.rec.actual(&a, false)
+	return d.act.Add(d.rec.b)
 }
 
-// entry builds the compact entry of one doc of container c and its key.
-func (d *docIndex) entry(c string, raw []byte) (actualDoc, key, error) {
+// entry builds the compact entry of one doc of container c.
+func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
 	m, err := transform.DecodeDoc(raw)
 	if err != nil {
-		return actualDoc{}, key{}, fmt.Errorf("container %s: undecodable doc: %w", c, err)
+		return actualDoc{}, fmt.Errorf("container %s: undecodable doc: %w", c, err)
 	}
 	a := actualDoc{ref: DocRef{Container: c, Scope: str(m["scope"]), ID: str(m["id"])}}
 	if mig, ok := m["_migration"].(map[string]any); ok {
 		a.hasMig = true
 		a.ref.Table, a.ref.PartitionKey, a.ref.RowKey = str(mig["table"]), str(mig["partitionKey"]), str(mig["rowKey"])
-		a.src = keyOf(a.ref.Table, a.ref.PartitionKey, a.ref.RowKey)
 		a.migHash = migrationKey(mig)
+	}
+	if ts, ok := m["_ts"].(json.Number); ok {
+		a.ts, _ = ts.Int64()
 	}
 	// By meaning (SPEC §12): the timestamps of its row's table as
 	// instants, a null field as an absent one.
@@ -117,7 +94,7 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, key, error) {
 			}
 		}
 	}
-	return a, keyOf(c, a.ref.Scope, a.ref.ID), nil
+	return a, nil
 }
 
 // readDocs reads every doc of every container into d: one cross-partition

@@ -40,6 +40,15 @@ type Options struct {
 	PageSize int
 	// Database is recorded in the report.
 	Database string
+	// TempDir is where the sorted runs go beyond what memory holds (a
+	// directory verify makes and removes); "" means a temporary directory.
+	TempDir string
+
+	// sizes bound what verify holds in memory; zero fields take the
+	// defaults. Tests make them tiny.
+	sizes sizes
+	// spilled, when not nil, is set when records went to disk.
+	spilled *bool
 }
 
 // Verifier compares the source tables with Cosmos DB and Blob Storage.
@@ -87,23 +96,25 @@ func sampledKey(k key, f float64) bool {
 	return float64(binary.BigEndian.Uint64(k[:8])>>11)/(1<<53) < f
 }
 
-// state is one verify run: its options and its two indexes.
+// state is one verify run: its options, the blob listing and the
+// sorters it works with.
 type state struct {
 	v    *Verifier
 	opts Options
+	work *work
 
 	blobs       transform.BlobIndex
 	blobsListed int
-	docs        *docIndex
-	rows        *rowIndex
 }
 
 // Run verifies and returns the report. It returns an error only when it
-// could not finish (a service error, ctx cancelled); a selected table that
-// does not exist is such an error (the RowSource's, naming the table),
-// never an empty table. Mismatches and rows that are not migrated are in
-// the report (Report.OK false), not errors.
-func (v *Verifier) Run(ctx context.Context, opts Options) (*Report, error) {
+// could not finish (a service error, ctx cancelled, sorted runs that
+// could not be written or read); a selected table that does not exist is
+// such an error (the RowSource's, naming the table), never an empty
+// table. Mismatches and rows that are not migrated are in the report
+// (Report.OK false), not errors. It removes its sorted runs before it
+// returns.
+func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error) {
 	now := v.Now
 	if now == nil {
 		now = time.Now
@@ -122,26 +133,43 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := opts.Transform.Validate(); err != nil {
 		return nil, err
 	}
-	s := &state{v: v, opts: opts, blobs: transform.BlobIndex{}, rows: newRowIndex()}
+	s := &state{v: v, opts: opts, blobs: transform.BlobIndex{}, work: newWork(opts.TempDir, opts.sizes)}
+	defer func() {
+		if opts.spilled != nil {
+			*opts.spilled = s.work.base != ""
+		}
+		if cerr := s.work.close(); cerr != nil && err == nil {
+			r, err = nil, fmt.Errorf("remove verify's sorted runs: %w", cerr)
+		}
+	}()
 	v.Progress.Step("listing blobs of execution-data")
 	if err := s.listBlobs(ctx); err != nil {
 		return nil, err
 	}
-	s.docs = newDocIndex(s.blobs)
+	rows, docs := newRowIndex(s.work), newDocIndex(s.blobs, s.work)
 	// The two services are read at the same time: neither side needs the
 	// other until the join. The first failure stops the other side.
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return readDocs(gctx, v.Docs, opts.PageSize, v.Progress, s.docs) })
+	g.Go(func() error { return readDocs(gctx, v.Docs, opts.PageSize, v.Progress, docs) })
 	g.Go(func() error {
-		return rowReader{rows: v.Rows, opts: opts, blobs: s.blobs, progress: v.Progress}.read(gctx, s.rows)
+		return rowReader{rows: v.Rows, opts: opts, blobs: s.blobs, progress: v.Progress, work: s.work}.read(gctx, rows)
 	})
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	v.Progress.Step("comparing")
-	r, jobs := join(s.rows, s.docs, opts.Tables, opts.Sample)
+	r, jobs, err := join(rows, docs, s.work, opts.Tables, opts.Sample, MaxDetailedDocs, nil)
+	if err != nil {
+		return nil, fmt.Errorf("verify's sorted runs: %w", err)
+	}
+	if r.AccessPatterns, r.Warnings[transform.ReasonDanglingIndex], err = rows.access.result(s.work); err != nil {
+		return nil, fmt.Errorf("verify's sorted runs: %w", err)
+	}
+	if r.Warnings[transform.ReasonDanglingIndex] == 0 {
+		delete(r.Warnings, transform.ReasonDanglingIndex)
+	}
 	r.BlobsListed = s.blobsListed
-	r.Scope = newScope(opts, r.Totals.Rows, s.rows.read)
+	r.Scope = newScope(opts, r.Totals.Rows, rows.read)
 	r.Partial = r.Scope.partial()
 	r.Settings = Settings{
 		Database: opts.Database, Tables: opts.Tables, Sample: opts.Sample,
@@ -149,6 +177,7 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (*Report, error) {
 		Relationships: string(opts.Transform.Relationships), Strict: opts.Transform.Strict,
 		Now: transform.FormatTimestamp(opts.Transform.Now),
 	}
+	r.DetailsTruncated = r.Totals.Different > MaxDetailedDocs
 	if err := s.details(ctx, r, jobs); err != nil {
 		return nil, err
 	}
@@ -167,7 +196,6 @@ func (s *state) listBlobs(ctx context.Context) error {
 // again and computes their field paths, in row order.
 func (s *state) details(ctx context.Context, r *Report, jobs []detailJob) error {
 	if len(jobs) > MaxDetailedDocs {
-		r.DetailsTruncated = true
 		jobs = jobs[:MaxDetailedDocs]
 	}
 	if len(jobs) == 0 {
@@ -194,15 +222,14 @@ func (s *state) details(ctx context.Context, r *Report, jobs []detailJob) error 
 }
 
 func (s *state) detail(ctx context.Context, j detailJob) ([]Difference, error) {
-	e := s.rows.expected[j.exp]
+	e, a := j.exp, j.act
 	var actualRef *DocRef
+	if j.moved {
+		ref := a.ref
+		actualRef = &ref
+	}
 	fields := j.fields
-	if j.act >= 0 {
-		a := s.docs.actual[j.act]
-		if j.moved {
-			ref := a.ref
-			actualRef = &ref
-		}
+	if j.read {
 		diffs, err := s.readAndCompare(ctx, e.ref, a.ref)
 		if err != nil {
 			return nil, err

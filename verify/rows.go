@@ -8,32 +8,22 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/bifrost/bifrost-migrate/internal/spill"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// expectedDoc is the compact entry of one selected row whose disposition
-// is doc (or expired, when expired is set): where its doc must be and
-// what it must hash to.
-type expectedDoc struct {
-	ref     DocRef
-	kind    int // index into rowIndex.kinds
-	docKey  key
-	docHash string // transform.MeaningHash
-	migHash key    // migrationKey
-	wantTTL bool
-	expired bool
-}
-
 type tableKind struct{ table, kind string }
 
-// rowIndex is the row side of verify: an entry per selected row whose
-// doc must exist, the disposition of every selected row, the counts per
-// table and kind, the warnings and the access-pattern check. One
-// goroutine builds it, in read order.
+// rowIndex is the row side of verify: the entry of every selected row
+// whose doc must exist (sorted by its place, in exp) and the disposition
+// of every selected row (by its keys, in seen), on their way to disk
+// beyond what memory holds; the counts per table and kind, the warnings,
+// the first dead letters and the access-pattern check. One goroutine
+// builds it, in read order.
 type rowIndex struct {
-	expected  []expectedDoc
-	seen      map[key]transform.Disposition
+	exp, seen *spill.Sorter
+	rec       recWriter
 	kinds     []Counts
 	kindIndex map[tableKind]int
 	kindNames []tableKind
@@ -45,9 +35,9 @@ type rowIndex struct {
 	read int
 }
 
-func newRowIndex() *rowIndex {
-	return &rowIndex{seen: map[key]transform.Disposition{}, kindIndex: map[tableKind]int{}, warnings: map[string]int{},
-		access: newAccessIndex(false), deadLetters: []DeadLetterRow{}}
+func newRowIndex(w *work) *rowIndex {
+	return &rowIndex{exp: w.sorter("expected"), seen: w.sorter("seen"), kindIndex: map[tableKind]int{}, warnings: map[string]int{},
+		deadLetters: []DeadLetterRow{}}
 }
 
 // kind returns the index of table and kind's counts, adding them.
@@ -63,12 +53,16 @@ func (x *rowIndex) kind(table, kind string) int {
 	return i
 }
 
-// add records one selected row and its outcome.
-func (x *rowIndex) add(row transform.Row, src key, o transform.Outcome) error {
+// add records one selected row, the seq-th in read order, and its
+// outcome.
+func (x *rowIndex) add(row transform.Row, seq uint64, o transform.Outcome) error {
 	ki := x.kind(row.Table, transform.Kind(row.RowKey))
 	c := &x.kinds[ki]
 	c.Rows++
-	x.seen[src] = o.Disposition
+	x.rec.seen(seenRow{row.Table, row.PartitionKey, row.RowKey, o.Disposition})
+	if err := x.seen.Add(x.rec.b); err != nil {
+		return err
+	}
 	for _, w := range o.Warnings {
 		x.warnings[w.Reason]++
 	}
@@ -76,7 +70,7 @@ func (x *rowIndex) add(row transform.Row, src key, o transform.Outcome) error {
 	switch o.Disposition {
 	case transform.DispositionDoc:
 		c.ExpectedDocs++
-		e := expectedDoc{ref: ref, kind: ki, docKey: keyOf(o.Container, o.Scope, o.ID)}
+		e := expectedDoc{ref: ref, seq: seq, kind: ki, rowTS: row.Timestamp}
 		mig, _ := o.Doc.Get("_migration")
 		migDoc, _ := mig.(transform.Doc)
 		// The doc by meaning (SPEC §12); its hash is the provenance hash
@@ -92,10 +86,12 @@ func (x *rowIndex) add(row transform.Row, src key, o transform.Outcome) error {
 		}
 		e.migHash = migrationKey(migDoc)
 		e.wantTTL = o.Doc.Has("ttl")
-		x.expected = append(x.expected, e)
+		x.rec.expected(&e, false)
+		return x.exp.Add(x.rec.b)
 	case transform.DispositionExpired:
 		c.Expired++
-		x.expected = append(x.expected, expectedDoc{ref: ref, kind: ki, docKey: keyOf(o.Container, o.Scope, o.ID), expired: true})
+		x.rec.expected(&expectedDoc{ref: ref, seq: seq, kind: ki, expired: true, rowTS: row.Timestamp}, false)
+		return x.exp.Add(x.rec.b)
 	case transform.DispositionDroppedIndex:
 		c.DroppedIndex++
 	case transform.DispositionKeptInTables:
@@ -117,6 +113,7 @@ type rowReader struct {
 	opts     Options
 	blobs    transform.BlobIndex
 	progress Progress
+	work     *work
 }
 
 // read reads the selected tables in order, transforms every row
@@ -124,9 +121,11 @@ type rowReader struct {
 // sampled ones. Every execution and every dropped index row goes to the
 // access-pattern check, which needs both Entities and Relationships.
 func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
-	ids := transform.NewIDSet()
+	z := rr.work.z
+	ids := idSet{rr.work.keySet("ids", z.idMemoryKeys, z.idFilterBytes)}
 	x.access = newAccessIndex(slices.Contains(rr.opts.Tables, transform.TableEntities) &&
-		slices.Contains(rr.opts.Tables, transform.TableRelationships))
+		slices.Contains(rr.opts.Tables, transform.TableRelationships), rr.work)
+	var seq uint64
 	for _, table := range rr.opts.Tables {
 		rr.progress.Step("reading table " + table)
 		// Key ranges read at the same time, pages still in key order.
@@ -137,22 +136,25 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 			}
 			x.read += len(p.Rows)
 			for i, row := range p.Rows {
-				o := ids.Check(outcomes[i])
-				src := keyOf(table, row.PartitionKey, row.RowKey)
-				sampled := sampledKey(src, rr.opts.Sample)
+				seq++
+				o, err := ids.Check(outcomes[i])
+				if err != nil {
+					return err
+				}
+				sampled := sampledKey(keyOf(table, row.PartitionKey, row.RowKey), rr.opts.Sample)
 				switch {
 				case table == transform.TableEntities && o.Kind == "execution":
-					x.access.addExecution(row, o, sampled)
+					err = x.access.addExecution(row, seq, o, sampled)
 				case o.Disposition == transform.DispositionDroppedIndex:
-					if x.access.addIndex(row, sampled) == FindingDangling {
-						// The warning run gives the same row.
-						x.warnings[transform.ReasonDanglingIndex]++
-					}
+					err = x.access.addIndex(row, seq, sampled)
+				}
+				if err != nil {
+					return err
 				}
 				if !sampled {
 					continue
 				}
-				if err := x.add(row, src, o); err != nil {
+				if err := x.add(row, seq, o); err != nil {
 					return err
 				}
 			}
@@ -163,6 +165,27 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 		}
 	}
 	return nil
+}
+
+// idSet finds doc id collisions (SPEC §10) exactly, as transform.IDSet
+// does, in memory bounded by spill.KeySet.
+type idSet struct{ keys *spill.KeySet }
+
+// Check is transform.IDSet.Check: a doc outcome whose container, scope
+// and id an earlier outcome took comes back a collision dead letter. It
+// fails when the runs on disk cannot be written or read.
+func (s idSet) Check(o transform.Outcome) (transform.Outcome, error) {
+	if o.Disposition != transform.DispositionDoc {
+		return o, nil
+	}
+	added, err := s.keys.Add(transform.IDKey(o.Container, o.Scope, o.ID))
+	if err != nil {
+		return o, fmt.Errorf("keeping the doc ids that find collisions: %w", err)
+	}
+	if !added {
+		return transform.Collide(o), nil
+	}
+	return o, nil
 }
 
 // transformAll transforms a page of rows on all CPUs (Transform is pure).
