@@ -401,4 +401,6 @@ func (f *firstN[T]) sorted() []T {
 }
 
 // String is for test failures.
-func (j detailJob) String() string { return fmt.Sprintf("%s moved=%v read=%v %v", j.exp.ref, j.moved, j.read, j.fields) }
+func (j detailJob) String() string {
+	return fmt.Sprintf("%s moved=%v read=%v %v", j.exp.ref, j.moved, j.read, j.fields)
+}
