@@ -29,11 +29,11 @@ type sizes struct {
 // The default sizes: about 4 MiB of records per sorter, and run's sizes
 // for the sets (migrate/keyset.go).
 const (
-	defaultSortBytes       = 4 << 20
-	defaultIDMemoryKeys    = 1<<16 - 1<<13
-	defaultIDFilterBytes   = 2 << 20
-	defaultExecMemoryKeys  = 1<<16 - 1<<13
-	defaultExecFilterBytes = 2 << 20
+	defaultSortBytes       = 1 << 20
+	defaultIDMemoryKeys    = 1 << 14
+	defaultIDFilterBytes   = 1 << 20
+	defaultExecMemoryKeys  = 1 << 14
+	defaultExecFilterBytes = 1 << 20
 )
 
 func (z sizes) withDefaults() sizes {

@@ -55,32 +55,63 @@ func (r *run) remove() {
 }
 
 // runSet is the runs of one KeySet or Sorter, in the order they were
-// written (each more than twice the size of the next once merged), in a
-// directory that mkdir makes at the first run.
+// written, in a directory that mkdir makes at the first run. fanIn says
+// how they are merged: 0 (a KeySet, whose lookups read every run) so
+// that each run is more than twice the size of the next; F (a Sorter,
+// which reads its runs once, at the end) F runs of a size into one of
+// the next size, so that each record is written once per F-fold growth
+// of the data (log_F(n/m) times) and at most F-1 runs of each size
+// remain.
 type runSet struct {
 	mkdir func() (string, error)
+	fanIn int
 	dir   string
 	seq   int
 	runs  []*run
 }
 
 // write writes the records that records yields, in ascending order, as a
-// new run and merges runs so that each is more than twice the next.
+// new run and merges runs by the set's rule.
 func (s *runSet) write(records func(yield func([]byte) error) error) error {
 	r, err := s.writeRun(records)
 	if err != nil {
 		return err
 	}
 	s.runs = append(s.runs, r)
-	for len(s.runs) >= 2 && 2*s.runs[len(s.runs)-1].n > s.runs[len(s.runs)-2].n {
-		a, b := s.runs[len(s.runs)-2], s.runs[len(s.runs)-1]
-		m, err := s.merge(a, b)
+	for {
+		k := s.mergeable()
+		if k == 0 {
+			return nil
+		}
+		tail := s.runs[len(s.runs)-k:]
+		m, err := s.merge(tail)
 		if err != nil {
 			return err
 		}
-		s.runs = append(s.runs[:len(s.runs)-2], m)
+		s.runs = append(s.runs[:len(s.runs)-k], m)
 	}
-	return nil
+}
+
+// mergeable returns how many runs at the end of the set to merge now (0:
+// none). Runs are written in decreasing size, so the runs of one level
+// are always the last ones.
+func (s *runSet) mergeable() int {
+	n := len(s.runs)
+	if s.fanIn == 0 {
+		if n >= 2 && 2*s.runs[n-1].n > s.runs[n-2].n {
+			return 2
+		}
+		return 0
+	}
+	if n < s.fanIn {
+		return 0
+	}
+	// The last fanIn runs are of one level when the first of them is
+	// less than fanIn times the size of the last.
+	if first, last := s.runs[n-s.fanIn].n, s.runs[n-1].n; first < s.fanIn*max(last, 1) {
+		return s.fanIn
+	}
+	return 0
 }
 
 // writeRun writes the records records yields as a new run file.
@@ -123,9 +154,13 @@ func (s *runSet) writeRun(records func(yield func([]byte) error) error) (*run, e
 	return r, nil
 }
 
-// merge merges runs a and b into a new run and removes them.
-func (s *runSet) merge(a, b *run) (*run, error) {
-	it := newMerger([]source{newRunReader(a), newRunReader(b)})
+// merge merges runs into a new run and removes them.
+func (s *runSet) merge(runs []*run) (*run, error) {
+	srcs := make([]source, len(runs))
+	for i, r := range runs {
+		srcs[i] = newRunReader(r)
+	}
+	it := newMerger(srcs)
 	m, err := s.writeRun(func(yield func([]byte) error) error {
 		for {
 			rec, ok, err := it.next()
@@ -140,8 +175,9 @@ func (s *runSet) merge(a, b *run) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.remove()
-	b.remove()
+	for _, r := range runs {
+		r.remove()
+	}
 	return m, nil
 }
 

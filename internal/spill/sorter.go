@@ -8,8 +8,9 @@ import (
 
 // Sorter sorts records by their bytes in memory that does not grow with
 // their number: it holds about memBytes of them, writes them out as a
-// sorted run when that is full, and gives them all back in ascending
-// order (Sorted) from its runs and what is left in memory, merged. Equal
+// sorted run when that is full (merging 16 runs of a size into one of the
+// next), and gives them all back in ascending order (Sorted) from its
+// runs and what is left in memory, merged. Equal
 // records come back as many times as they were added. It is not safe for
 // concurrent use.
 type Sorter struct {
@@ -26,8 +27,14 @@ type Sorter struct {
 // than memBytes is kept alone) and puts its runs in the directory mkdir
 // makes at the first spill (mkdir returns its path; Close removes it).
 func NewSorter(memBytes int, mkdir func() (string, error)) *Sorter {
-	return &Sorter{runs: runSet{mkdir: mkdir}, memBytes: max(1, memBytes)}
+	return &Sorter{runs: runSet{mkdir: mkdir, fanIn: sorterFanIn}, memBytes: max(1, memBytes)}
 }
+
+// sorterFanIn is how many runs of a size a Sorter merges into one: a
+// record is rewritten once per 16-fold growth of the data, and the final
+// merge reads at most 15 runs of each size (each through a 64 KiB
+// buffer).
+const sorterFanIn = 16
 
 // ErrSorted is returned by Add after Sorted.
 var ErrSorted = errors.New("spill: record added after Sorted")
