@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -19,8 +18,6 @@ import (
 // that the first thousand already show.
 const MaxDetailedDocs = 1000
 
-// detailConcurrency is the number of differing docs fetched at once.
-const detailConcurrency = 8
 
 // Options say what verify checks.
 type Options struct {
@@ -43,6 +40,10 @@ type Options struct {
 	// TempDir is where the sorted runs go beyond what memory holds (a
 	// directory verify makes and removes); "" means a temporary directory.
 	TempDir string
+	// Started is when verify started (the command's start): a row or a
+	// doc written at or after it is a change in flight (recheck.go). Zero
+	// means when Run starts.
+	Started time.Time
 
 	// sizes bound what verify holds in memory; zero fields take the
 	// defaults. Tests make them tiny.
@@ -120,6 +121,9 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 		now = time.Now
 	}
 	start := now()
+	if opts.Started.IsZero() {
+		opts.Started = start
+	}
 	if v.Progress == nil {
 		v.Progress = noProgress{}
 	}
@@ -158,16 +162,18 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 		return nil, err
 	}
 	v.Progress.Step("comparing")
-	r, jobs, err := join(rows, docs, s.work, opts.Tables, opts.Sample, MaxDetailedDocs, nil)
+	j, err := join(rows, docs, s.work, opts.Tables, opts.Sample, MaxRecheck, nil)
 	if err != nil {
 		return nil, fmt.Errorf("verify's sorted runs: %w", err)
 	}
+	r = j.r
 	if r.AccessPatterns, r.Warnings[transform.ReasonDanglingIndex], err = rows.access.result(s.work); err != nil {
 		return nil, fmt.Errorf("verify's sorted runs: %w", err)
 	}
 	if r.Warnings[transform.ReasonDanglingIndex] == 0 {
 		delete(r.Warnings, transform.ReasonDanglingIndex)
 	}
+	r.Started = opts.Started.UTC().Format(time.RFC3339)
 	r.BlobsListed = s.blobsListed
 	r.Scope = newScope(opts, r.Totals.Rows, rows.read)
 	r.Partial = r.Scope.partial()
@@ -177,8 +183,7 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 		Relationships: string(opts.Transform.Relationships), Strict: opts.Transform.Strict,
 		Now: transform.FormatTimestamp(opts.Transform.Now),
 	}
-	r.DetailsTruncated = r.Totals.Different > MaxDetailedDocs
-	if err := s.details(ctx, r, jobs); err != nil {
+	if err := s.recheck(ctx, r, j.counts, j.jobs, j.missing); err != nil {
 		return nil, err
 	}
 	r.ElapsedSeconds = now().Sub(start).Seconds()
@@ -190,85 +195,4 @@ func (s *state) listBlobs(ctx context.Context) error {
 		s.blobsListed++
 		return s.blobs.Add(name, size)
 	})
-}
-
-// details reads the first MaxDetailedDocs differing docs and their rows
-// again and computes their field paths, in row order.
-func (s *state) details(ctx context.Context, r *Report, jobs []detailJob) error {
-	if len(jobs) > MaxDetailedDocs {
-		jobs = jobs[:MaxDetailedDocs]
-	}
-	if len(jobs) == 0 {
-		return nil
-	}
-	s.v.Progress.Step(fmt.Sprintf("reading %d differing doc(s) again for their field paths", len(jobs)))
-	results := make([][]Difference, len(jobs))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(detailConcurrency)
-	for i := range jobs {
-		g.Go(func() error {
-			var err error
-			results[i], err = s.detail(gctx, jobs[i])
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	for _, d := range results {
-		r.Differences = append(r.Differences, d...)
-	}
-	return nil
-}
-
-func (s *state) detail(ctx context.Context, j detailJob) ([]Difference, error) {
-	e, a := j.exp, j.act
-	var actualRef *DocRef
-	if j.moved {
-		ref := a.ref
-		actualRef = &ref
-	}
-	fields := j.fields
-	if j.read {
-		diffs, err := s.readAndCompare(ctx, e.ref, a.ref)
-		if err != nil {
-			return nil, err
-		}
-		fields = append(diffs, fields...)
-	}
-	out := make([]Difference, 0, len(fields))
-	for _, f := range fields {
-		out = append(out, Difference{Doc: e.ref, ActualDoc: actualRef, Path: f.path, Problem: f.problem, Expected: f.expected, Actual: f.actual})
-	}
-	if len(out) == 0 {
-		// The doc or its row changed between the scan and this read.
-		out = append(out, Difference{Doc: e.ref, ActualDoc: actualRef, Path: "", Problem: "changed while verify ran; run verify again"})
-	}
-	return out, nil
-}
-
-// readAndCompare reads the row of exp and the doc at act and compares
-// them field by field.
-func (s *state) readAndCompare(ctx context.Context, exp, act DocRef) ([]fieldDiff, error) {
-	row, found, err := store.Lookup(ctx, s.v.Rows, s.opts.TablePrefix, exp.Table, store.Key{PartitionKey: exp.PartitionKey, RowKey: exp.RowKey})
-	if err != nil || !found {
-		return nil, err
-	}
-	o := rowReader{opts: s.opts, blobs: s.blobs}.transform(row)
-	if o.Disposition != transform.DispositionDoc {
-		return nil, nil
-	}
-	want, err := transform.DecodeDoc(o.DocJSON)
-	if err != nil {
-		return nil, fmt.Errorf("expected doc %s: %w", exp, err)
-	}
-	raw, found, err := s.v.Docs.Read(ctx, act.Container, act.Scope, act.ID)
-	if err != nil || !found {
-		return nil, err
-	}
-	got, err := transform.DecodeDoc(raw)
-	if err != nil {
-		return nil, fmt.Errorf("doc %s/%s/%s: %w", act.Container, act.Scope, act.ID, err)
-	}
-	return compareDocs(exp.Table, want, got), nil
 }

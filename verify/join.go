@@ -61,7 +61,7 @@ type joiner struct {
 	sample     float64
 	jobs       *firstN[detailJob]
 	withoutTTL *firstN[seqRef]
-	missing    []seqRef
+	missing    []expectedDoc
 	unplaced   *spill.Sorter
 	free       *spill.Sorter
 	rec        recWriter
@@ -69,16 +69,27 @@ type joiner struct {
 	manifest func(a *actualDoc) error
 }
 
+// joined is what the join found: the report with its counts and lists,
+// the counts per table and kind it was filled from, the first differing
+// docs in row order (to read again for their field paths) and every
+// missing doc's expected doc in row order.
+type joined struct {
+	r       *Report
+	counts  *rowIndex
+	jobs    []detailJob
+	missing []expectedDoc
+}
+
 // join compares the row index with the doc index: every expected doc is
 // matched, missing or different (found elsewhere through its _migration:
 // moved); every doc no row took is application-written, not judged
-// (outside the selection or the sample) or an orphan. It returns the
-// report's counts and lists, and the first maxJobs differing docs in row
-// order, whose field paths must be read again. tables and sample are the
-// selection; w holds the sorters of the second step. It reads both
-// indexes' sorters once: an index is used up by it. It returns an error
-// when a sorter cannot read or write its runs.
-func join(rows *rowIndex, docs *docIndex, w *work, tables []string, sample float64, maxJobs int, manifest func(*actualDoc) error) (*Report, []detailJob, error) {
+// (outside the selection or the sample) or an orphan. It keeps the first
+// maxJobs differing docs in row order. tables and sample are the
+// selection; w holds the sorters of the second step; manifest, when not
+// nil, hears every doc read, in place order. It reads both indexes'
+// sorters once: an index is used up by it. It returns an error when a
+// sorter cannot read or write its runs.
+func join(rows *rowIndex, docs *docIndex, w *work, tables []string, sample float64, maxJobs int, manifest func(*actualDoc) error) (joined, error) {
 	r := &Report{
 		AppWritten:     map[string]int{},
 		DocsWithoutTTL: map[string]int{},
@@ -105,12 +116,12 @@ func join(rows *rowIndex, docs *docIndex, w *work, tables []string, sample float
 		manifest:   manifest,
 	}
 	if err := j.byPlace(newStream(rows.exp), newStream(docs.act)); err != nil {
-		return nil, nil, err
+		return joined{}, err
 	}
 	if err := j.byRow(newStream(j.unplaced), newStream(j.free), newStream(rows.seen)); err != nil {
-		return nil, nil, err
+		return joined{}, err
 	}
-	slices.SortFunc(j.missing, func(a, b seqRef) int { return cmpSeq(a.seq, b.seq) })
+	slices.SortFunc(j.missing, func(a, b expectedDoc) int { return cmpSeq(a.seq, b.seq) })
 	for _, m := range j.missing {
 		r.Missing = append(r.Missing, m.ref)
 	}
@@ -119,7 +130,7 @@ func join(rows *rowIndex, docs *docIndex, w *work, tables []string, sample float
 	}
 	sortOrphans(r.Orphans)
 	j.counts.fillCounts(r)
-	return r, j.jobs.sorted(), nil
+	return joined{r: r, counts: j.counts, jobs: j.jobs.sorted(), missing: j.missing}, nil
 }
 
 func cmpSeq(a, b uint64) int {
@@ -281,7 +292,7 @@ func (j *joiner) row(us []expectedDoc, fs []actualDoc, seen *seenRow) {
 			continue
 		}
 		j.counts.kinds[u.kind].Missing++
-		j.missing = append(j.missing, seqRef{u.seq, u.ref})
+		j.missing = append(j.missing, *u)
 	}
 	for i := range fs {
 		a := &fs[i]

@@ -197,8 +197,9 @@ func TestJoin(t *testing.T) {
 				c.build(f)
 				before := *f.rows
 				beforeKinds := append([]Counts(nil), f.rows.kinds...)
-				r, jobs, err := join(f.rows, f.docs, f.work, []string{transform.TableEntities}, 1, MaxDetailedDocs, nil)
+				j, err := join(f.rows, f.docs, f.work, []string{transform.TableEntities}, 1, MaxDetailedDocs, nil)
 				must(t, err)
+				r, jobs := j.r, j.jobs
 				if r.Totals != c.want.counts {
 					t.Errorf("totals\n got %+v\nwant %+v", r.Totals, c.want.counts)
 				}
@@ -238,16 +239,18 @@ var tiny = sizes{sortBytes: 64, idMemoryKeys: 2, idFilterBytes: 64, execMemoryKe
 func TestJoinNotJudged(t *testing.T) {
 	f := newJoinFixture(t, sizes{})
 	f.doc("user-x", "h", "user:x", "h", nil, false)
-	r, _, err := join(f.rows, f.docs, f.work, []string{transform.TableConfig}, 1, MaxDetailedDocs, nil)
+	j, err := join(f.rows, f.docs, f.work, []string{transform.TableConfig}, 1, MaxDetailedDocs, nil)
 	must(t, err)
+	r := j.r
 	if r.NotJudged != 1 || r.Totals.Orphans != 0 {
 		t.Errorf("outside the selection: not judged %d, orphans %d", r.NotJudged, r.Totals.Orphans)
 	}
 	// A sample so small that no row key falls in it.
 	f = newJoinFixture(t, sizes{})
 	f.doc("user-x", "h", "user:x", "h", nil, false)
-	r, _, err = join(f.rows, f.docs, f.work, []string{transform.TableEntities}, 1e-18, MaxDetailedDocs, nil)
+	j, err = join(f.rows, f.docs, f.work, []string{transform.TableEntities}, 1e-18, MaxDetailedDocs, nil)
 	must(t, err)
+	r = j.r
 	if r.NotJudged != 1 || r.Totals.Orphans != 0 {
 		t.Errorf("outside the sample: not judged %d, orphans %d", r.NotJudged, r.Totals.Orphans)
 	}

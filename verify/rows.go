@@ -66,31 +66,19 @@ func (x *rowIndex) add(row transform.Row, seq uint64, o transform.Outcome) error
 	for _, w := range o.Warnings {
 		x.warnings[w.Reason]++
 	}
-	ref := DocRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey, Container: o.Container, Scope: o.Scope, ID: o.ID}
 	switch o.Disposition {
-	case transform.DispositionDoc:
-		c.ExpectedDocs++
-		e := expectedDoc{ref: ref, seq: seq, kind: ki, rowTS: row.Timestamp}
-		mig, _ := o.Doc.Get("_migration")
-		migDoc, _ := mig.(transform.Doc)
-		// The doc by meaning (SPEC §12); its hash is the provenance hash
-		// unless it has null fields.
-		if n, changed := transform.Normalize(row.Table, o.Doc); changed {
-			var err error
-			if e.docHash, err = transform.Hash(n); err != nil {
-				return fmt.Errorf("table %s %s/%s: %w", row.Table, row.PartitionKey, row.RowKey, err)
-			}
+	case transform.DispositionDoc, transform.DispositionExpired:
+		if o.Disposition == transform.DispositionDoc {
+			c.ExpectedDocs++
 		} else {
-			h, _ := migDoc.Get("hash")
-			e.docHash, _ = h.(string)
+			c.Expired++
 		}
-		e.migHash = migrationKey(migDoc)
-		e.wantTTL = o.Doc.Has("ttl")
+		e, err := expectedOf(row, o)
+		if err != nil {
+			return err
+		}
+		e.seq, e.kind = seq, ki
 		x.rec.expected(&e, false)
-		return x.exp.Add(x.rec.b)
-	case transform.DispositionExpired:
-		c.Expired++
-		x.rec.expected(&expectedDoc{ref: ref, seq: seq, kind: ki, expired: true, rowTS: row.Timestamp}, false)
 		return x.exp.Add(x.rec.b)
 	case transform.DispositionDroppedIndex:
 		c.DroppedIndex++
@@ -104,6 +92,35 @@ func (x *rowIndex) add(row transform.Row, seq uint64, o transform.Outcome) error
 		}
 	}
 	return nil
+}
+
+// expectedOf is the expected doc of row, whose outcome o is doc or
+// expired (without its seq and kind).
+func expectedOf(row transform.Row, o transform.Outcome) (expectedDoc, error) {
+	e := expectedDoc{
+		ref:   DocRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey, Container: o.Container, Scope: o.Scope, ID: o.ID},
+		rowTS: row.Timestamp,
+	}
+	if o.Disposition != transform.DispositionDoc {
+		e.expired = true
+		return e, nil
+	}
+	mig, _ := o.Doc.Get("_migration")
+	migDoc, _ := mig.(transform.Doc)
+	// The doc by meaning (SPEC §12); its hash is the provenance hash
+	// unless it has null fields.
+	if n, changed := transform.Normalize(row.Table, o.Doc); changed {
+		var err error
+		if e.docHash, err = transform.Hash(n); err != nil {
+			return e, fmt.Errorf("table %s %s/%s: %w", row.Table, row.PartitionKey, row.RowKey, err)
+		}
+	} else {
+		h, _ := migDoc.Get("hash")
+		e.docHash, _ = h.(string)
+	}
+	e.migHash = migrationKey(migDoc)
+	e.wantTTL = o.Doc.Has("ttl")
+	return e, nil
 }
 
 // rowReader reads the selected tables into a rowIndex, transforming every

@@ -117,7 +117,17 @@ func (r *Report) VerdictLine() string {
 	default:
 		s = fmt.Sprintf("verify: %d missing, %d different, %d orphan doc(s)", r.Totals.Missing, r.Totals.Different, r.Totals.Orphans)
 	}
-	return s + r.PartialSuffix()
+	return s + r.PartialSuffix() + r.InFlightSuffix()
+}
+
+// InFlightSuffix is what a verdict adds when changes were in flight
+// while verify ran: "; 4 doc(s) changed while verify ran: `bifrost-migrate
+// verify --since 2026-11-20T14:00:00Z` judges them"; "" when none were.
+func (r *Report) InFlightSuffix() string {
+	if r.Totals.ChangedWhileRunning == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d doc(s) changed while verify ran: `bifrost-migrate verify --since %s` judges them", r.Totals.ChangedWhileRunning, r.Started)
 }
 
 // PartialSuffix is what a partial check's verdict adds to a sentence

@@ -76,6 +76,9 @@ func newTestWorld(t *testing.T, n int) *testWorld {
 			if o.Disposition != transform.DispositionDoc {
 				continue
 			}
+			for _, u := range o.Uploads {
+				must(t, w.blobs.Upload(context.Background(), u.Path, u.Data))
+			}
 			w.docs.Put(o.Container, o.DocJSON)
 			w.placed = append(w.placed, DocRef{Table: table, PartitionKey: row.PartitionKey, RowKey: row.RowKey, Container: o.Container, Scope: o.Scope, ID: o.ID})
 		}
