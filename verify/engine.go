@@ -18,7 +18,6 @@ import (
 // that the first thousand already show.
 const MaxDetailedDocs = 1000
 
-
 // Options say what verify checks.
 type Options struct {
 	// Transform are the options run used. Now is required for

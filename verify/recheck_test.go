@@ -122,8 +122,8 @@ func TestRunChangesInFlight(t *testing.T) {
 		w.docs.Put(o.Container, o.DocJSON)
 	}
 	// Before verify reads: the changes it will read half-done.
-	edit(execs[0], start.Add(time.Minute), "Cancelled") // its doc is replayed after verify ends
-	lagging := edit(execs[1], start.Add(-time.Minute), "Failed")        // changed before the start, replayed meanwhile
+	edit(execs[0], start.Add(time.Minute), "Cancelled")          // its doc is replayed after verify ends
+	lagging := edit(execs[1], start.Add(-time.Minute), "Failed") // changed before the start, replayed meanwhile
 	newRow := rowsAt(execs[2])
 	newRow.RowKey, newRow.Timestamp = newRow.RowKey+"-new", start.Add(time.Minute)
 	newRow.Props["ExecutionId"] = transform.String(execs[2].ID + "-new")
