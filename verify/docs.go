@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -80,11 +81,18 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
 		// service stored) simply never matches.
 		a.docHash = "unhashable"
 	}
+	a.expiry = neverExpires
 	if t, ok := m["ttl"]; ok {
 		a.ttl = ttlState{present: true, raw: rawJSON(t)}
 		if n, ok := t.(json.Number); ok {
 			f, err := n.Float64()
 			a.ttl.inRange = err == nil && f > 0 && f <= transform.ExecutionRetention
+			if err == nil && f > 0 && f < math.MaxInt32 {
+				// The service removes the doc ttl seconds after its
+				// last write (a container's defaultTtl is not known
+				// here: a doc without ttl is taken to stay).
+				a.expiry = a.ts + int64(f)
+			}
 		}
 	}
 	if c == transform.ContainerExecutions {

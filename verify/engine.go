@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -39,6 +41,9 @@ type Options struct {
 	// TempDir is where the sorted runs go beyond what memory holds (a
 	// directory verify makes and removes); "" means a temporary directory.
 	TempDir string
+	// DocsDir, when not empty, is where a full check (every table, no
+	// sample) writes DocsFile, for a later --since.
+	DocsDir string
 	// Started is when verify started (the command's start): a row or a
 	// doc written at or after it is a change in flight (recheck.go). Zero
 	// means when Run starts.
@@ -94,6 +99,12 @@ func sampledKey(k key, f float64) bool {
 		return true
 	}
 	return float64(binary.BigEndian.Uint64(k[:8])>>11)/(1<<53) < f
+}
+
+// full reports whether opts (defaulted) judge every row: every table, no
+// sample.
+func (o Options) full() bool {
+	return o.Sample >= 1 && slices.Equal(o.Tables, transform.Tables())
 }
 
 // state is one verify run: its options, the blob listing and the
@@ -161,7 +172,20 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 		return nil, err
 	}
 	v.Progress.Step("comparing")
-	j, err := join(rows, docs, s.work, opts.Tables, opts.Sample, MaxRecheck, nil)
+	var dw *docsWriter
+	var manifest func(*actualDoc) error
+	if opts.DocsDir != "" && opts.full() {
+		if dw, err = newDocsWriter(filepath.Join(opts.DocsDir, DocsFile), opts.Started); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				dw.abort()
+			}
+		}()
+		manifest = dw.add
+	}
+	j, err := join(rows, docs, s.work, opts.Tables, opts.Sample, MaxRecheck, manifest)
 	if err != nil {
 		return nil, fmt.Errorf("verify's sorted runs: %w", err)
 	}
@@ -172,7 +196,7 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 	if r.Warnings[transform.ReasonDanglingIndex] == 0 {
 		delete(r.Warnings, transform.ReasonDanglingIndex)
 	}
-	r.Started = opts.Started.UTC().Format(time.RFC3339)
+	r.Started, r.startedAt = opts.Started.UTC().Format(time.RFC3339), opts.Started
 	r.BlobsListed = s.blobsListed
 	r.Scope = newScope(opts, r.Totals.Rows, rows.read)
 	r.Partial = r.Scope.partial()
@@ -184,6 +208,12 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 	}
 	if err := s.recheck(ctx, r, j.counts, j.jobs, j.missing); err != nil {
 		return nil, err
+	}
+	if dw != nil {
+		if err := dw.commit(); err != nil {
+			return nil, err
+		}
+		r.docsWritten = true
 	}
 	r.ElapsedSeconds = now().Sub(start).Seconds()
 	return r, nil

@@ -45,6 +45,9 @@ type actualDoc struct {
 	blobIssues []blobIssue
 	// ts is the doc's _ts (Unix seconds; 0 when it has none).
 	ts int64
+	// expiry is when the service removes it (Unix seconds: _ts + ttl),
+	// or neverExpires.
+	expiry int64
 }
 
 // src is the key of the row a doc's _migration names.
@@ -132,6 +135,7 @@ func (w *recWriter) actual(a *actualDoc, byRow bool) {
 		w.str(b.path)
 	}
 	w.varint(a.ts)
+	w.varint(a.expiry)
 }
 
 func (r *recReader) actual(byRow bool) actualDoc {
@@ -159,6 +163,7 @@ func (r *recReader) actual(byRow bool) actualDoc {
 		}
 	}
 	a.ts = r.varint()
+	a.expiry = r.varint()
 	return a
 }
 

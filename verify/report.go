@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/bifrost/bifrost-migrate/internal/numfmt"
 )
@@ -287,6 +288,11 @@ type Report struct {
 	// again: they stand as first read, and may be changes in flight.
 	NotReread      int     `json:"notReread"`
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
+
+	// startedAt is Started as a time, with its nanoseconds; docsWritten
+	// says a full verify wrote DocsFile.
+	startedAt   time.Time
+	docsWritten bool
 }
 
 // Failures is the number of problems that make verify fail: rows not
