@@ -35,6 +35,10 @@ type docIndex struct {
 	rec  recWriter
 	seq  uint64
 	read map[string]int // docs read per container
+	// feed: the docs come from the change feed (a --since), where a doc
+	// can come twice: the later is kept; and a doc without _migration
+	// names the row it would go back to (transform.DocRowRef).
+	feed bool
 }
 
 func newDocIndex(blobs transform.BlobIndex, w *work) *docIndex {
@@ -55,6 +59,9 @@ func (d *docIndex) add(c string, raw []byte) error {
 	d.read[c]++
 	d.seq++
 	a.seq = d.seq
+	if d.feed {
+		a.seq = math.MaxUint64 - d.seq
+	}
 	d.rec.actual(&a, false)
 	return d.act.Add(d.rec.b)
 }
@@ -70,6 +77,12 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
 		a.hasMig = true
 		a.ref.Table, a.ref.PartitionKey, a.ref.RowKey = str(mig["table"]), str(mig["partitionKey"]), str(mig["rowKey"])
 		a.migHash = migrationKey(mig)
+	} else if d.feed {
+		if doc, err := transform.DecodeDocOrdered(raw); err == nil {
+			if ref, fail := transform.DocRowRef(doc); fail == nil {
+				a.ref.Table, a.ref.PartitionKey, a.ref.RowKey = ref.Table, ref.PartitionKey, ref.RowKey
+			}
+		}
 	}
 	if ts, ok := m["_ts"].(json.Number); ok {
 		a.ts, _ = ts.Int64()
@@ -104,6 +117,9 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
 	}
 	return a, nil
 }
+
+// seqs is the number of docs read.
+func (d *docIndex) seqs() int { return int(d.seq) }
 
 // readDocs reads every doc of every container into d: one cross-partition
 // query per container, the containers at the same time (a service far

@@ -41,6 +41,11 @@ type Options struct {
 	// TempDir is where the sorted runs go beyond what memory holds (a
 	// directory verify makes and removes); "" means a temporary directory.
 	TempDir string
+	// Since, when not zero, makes the check a --since (since.go): the
+	// rows and docs changed at or after it. Base, when not nil, is the
+	// full verify it builds on.
+	Since time.Time
+	Base  *Base
 	// DocsDir, when not empty, is where a full check (every table, no
 	// sample) writes DocsFile, for a later --since.
 	DocsDir string
@@ -64,6 +69,11 @@ type Verifier struct {
 	Docs     DocSource
 	Blobs    BlobLister
 	Progress Progress
+	// Changes and Position, needed by --since alone, read the change feed
+	// of the containers: Position(t) is where the feed of the docs
+	// changed at or after t begins (azure.ChangeFeedSince).
+	Changes  ChangeSource
+	Position func(t time.Time) string
 	// Now is the clock of the report's elapsed time; nil means time.Now.
 	Now func() time.Time
 }
@@ -102,9 +112,9 @@ func sampledKey(k key, f float64) bool {
 }
 
 // full reports whether opts (defaulted) judge every row: every table, no
-// sample.
+// sample, not --since.
 func (o Options) full() bool {
-	return o.Sample >= 1 && slices.Equal(o.Tables, transform.Tables())
+	return o.Sample >= 1 && slices.Equal(o.Tables, transform.Tables()) && o.Since.IsZero()
 }
 
 // state is one verify run: its options, the blob listing and the
@@ -113,6 +123,7 @@ type state struct {
 	v    *Verifier
 	opts Options
 	work *work
+	now  func() time.Time
 
 	blobs       transform.BlobIndex
 	blobsListed int
@@ -147,7 +158,7 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 	if err := opts.Transform.Validate(); err != nil {
 		return nil, err
 	}
-	s := &state{v: v, opts: opts, blobs: transform.BlobIndex{}, work: newWork(opts.TempDir, opts.sizes)}
+	s := &state{v: v, opts: opts, blobs: transform.BlobIndex{}, work: newWork(opts.TempDir, opts.sizes), now: now}
 	defer func() {
 		if opts.spilled != nil {
 			*opts.spilled = s.work.base != ""
@@ -160,46 +171,26 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 	if err := s.listBlobs(ctx); err != nil {
 		return nil, err
 	}
-	rows, docs := newRowIndex(s.work), newDocIndex(s.blobs, s.work)
-	// The two services are read at the same time: neither side needs the
-	// other until the join. The first failure stops the other side.
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return readDocs(gctx, v.Docs, opts.PageSize, v.Progress, docs) })
-	g.Go(func() error {
-		return rowReader{rows: v.Rows, opts: opts, blobs: s.blobs, progress: v.Progress, work: s.work}.read(gctx, rows)
-	})
-	if err := g.Wait(); err != nil {
+	var j joined
+	var dw *docsWriter
+	if opts.Since.IsZero() {
+		j, dw, err = s.full(ctx)
+	} else {
+		j, err = s.since(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
-	v.Progress.Step("comparing")
-	var dw *docsWriter
-	var manifest func(*actualDoc) error
-	if opts.DocsDir != "" && opts.full() {
-		if dw, err = newDocsWriter(filepath.Join(opts.DocsDir, DocsFile), opts.Started); err != nil {
-			return nil, err
-		}
+	if dw != nil {
 		defer func() {
 			if err != nil {
 				dw.abort()
 			}
 		}()
-		manifest = dw.add
-	}
-	j, err := join(rows, docs, s.work, opts.Tables, opts.Sample, MaxRecheck, manifest)
-	if err != nil {
-		return nil, fmt.Errorf("verify's sorted runs: %w", err)
 	}
 	r = j.r
-	if r.AccessPatterns, r.Warnings[transform.ReasonDanglingIndex], err = rows.access.result(s.work); err != nil {
-		return nil, fmt.Errorf("verify's sorted runs: %w", err)
-	}
-	if r.Warnings[transform.ReasonDanglingIndex] == 0 {
-		delete(r.Warnings, transform.ReasonDanglingIndex)
-	}
 	r.Started, r.startedAt = opts.Started.UTC().Format(time.RFC3339), opts.Started
 	r.BlobsListed = s.blobsListed
-	r.Scope = newScope(opts, r.Totals.Rows, rows.read)
-	r.Partial = r.Scope.partial()
 	r.Settings = Settings{
 		Database: opts.Database, Tables: opts.Tables, Sample: opts.Sample,
 		ExecutionTTL: string(opts.Transform.ExecutionTTL), BlobThreshold: opts.Transform.BlobThreshold,
@@ -209,6 +200,9 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 	if err := s.recheck(ctx, r, j.counts, j.jobs, j.missing); err != nil {
 		return nil, err
 	}
+	r.Scope = newScope(opts, r.Totals.Rows, j.rowsRead)
+	r.Scope.DocsJudged, r.Scope.Base = j.docsJudged, j.base
+	r.Partial = r.Scope.partial()
 	if dw != nil {
 		if err := dw.commit(); err != nil {
 			return nil, err
@@ -217,6 +211,50 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 	}
 	r.ElapsedSeconds = now().Sub(start).Seconds()
 	return r, nil
+}
+
+// full reads every row of the selected tables and every doc, and joins
+// them; a full check (every table, no sample) with DocsDir also writes
+// DocsFile, which the caller commits once the report is whole.
+func (s *state) full(ctx context.Context) (j joined, dw *docsWriter, err error) {
+	opts, v := s.opts, s.v
+	rows, docs := newRowIndex(s.work), newDocIndex(s.blobs, s.work)
+	// The two services are read at the same time: neither side needs the
+	// other until the join. The first failure stops the other side.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return readDocs(gctx, v.Docs, opts.PageSize, v.Progress, docs) })
+	g.Go(func() error {
+		return rowReader{rows: v.Rows, opts: opts, blobs: s.blobs, progress: v.Progress, work: s.work}.read(gctx, rows)
+	})
+	if err := g.Wait(); err != nil {
+		return j, nil, err
+	}
+	v.Progress.Step("comparing")
+	var manifest func(*actualDoc) error
+	if opts.DocsDir != "" && opts.full() {
+		if dw, err = newDocsWriter(filepath.Join(opts.DocsDir, DocsFile), opts.Started); err != nil {
+			return j, nil, err
+		}
+		manifest = dw.add
+	}
+	fail := func(err error) (joined, *docsWriter, error) {
+		if dw != nil {
+			dw.abort()
+		}
+		return joined{}, nil, fmt.Errorf("verify's sorted runs: %w", err)
+	}
+	if j, err = join(rows, docs, s.work, opts.Tables, opts.Sample, MaxRecheck, manifest); err != nil {
+		return fail(err)
+	}
+	r := j.r
+	if r.AccessPatterns, r.Warnings[transform.ReasonDanglingIndex], err = rows.access.result(s.work); err != nil {
+		return fail(err)
+	}
+	if r.Warnings[transform.ReasonDanglingIndex] == 0 {
+		delete(r.Warnings, transform.ReasonDanglingIndex)
+	}
+	j.rowsRead = rows.read
+	return j, dw, nil
 }
 
 func (s *state) listBlobs(ctx context.Context) error {

@@ -382,9 +382,11 @@ func reportVerdict(r *Report) verdict {
 	t := r.Totals
 	var v verdict
 	switch {
+	case r.OK && !r.Partial && !r.Scope.Base.IsZero():
+		v = verdict{Class: "ok", Head: "In sync: " + r.Scope.String() + "; every source row is where its disposition says."}
 	case r.OK && !r.Partial:
 		v = verdict{Class: "ok", Head: "In sync: every source row is where its disposition says."}
-	case r.OK && r.Scope.RowsJudged == 0:
+	case r.OK && r.Scope.RowsJudged == 0 && r.Scope.DocsJudged == 0:
 		v = verdict{Class: "warn", Head: "Nothing judged: no row, and no doc in Cosmos DB from a row of the selection."}
 	case r.OK:
 		v = verdict{Class: "warn", Head: "In sync: every row judged is where its disposition says."}
@@ -394,9 +396,12 @@ func reportVerdict(r *Report) verdict {
 		v = verdict{Class: "failed", Head: fmt.Sprintf("Not in sync: %d missing, %d different and %d orphan doc(s); %d row(s) not migrated.",
 			t.Missing, t.Different, t.Orphans, r.NotMigrated)}
 	}
-	if r.Partial {
+	switch {
+	case r.Partial:
 		v.Head = "Partial check of " + r.Scope.String() + ". " + v.Head
 		v.Lines = append(v.Lines, "Only a full check, of every row of every table, is the signal to cut over.")
+	case !r.OK && !r.Scope.Base.IsZero():
+		v.Head += " Judged: " + r.Scope.String() + "."
 	}
 	v.Lines = append(v.Lines, fmt.Sprintf("%d source rows checked: %d docs expected, %d matched; %d dropped indexes, %d kept in tables, %d expired, %d dead letters.",
 		t.Rows, t.ExpectedDocs, t.Matched, t.DroppedIndex, t.KeptInTables, t.Expired, t.DeadLetter))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/bifrost/bifrost-migrate/internal/spill"
 	"github.com/bifrost/bifrost-migrate/transform"
@@ -67,6 +68,13 @@ type joiner struct {
 	rec        recWriter
 	// manifest, when not nil, hears every doc read, in place order.
 	manifest func(a *actualDoc) error
+
+	// A --since (since.go) sets these: a changed row without a changed
+	// doc at its place goes to unread (its doc is read), a changed doc
+	// that no changed row takes to untaken (its row is read); isChanged
+	// tells whether a row is a changed row.
+	unread, untaken *spill.Sorter
+	isChanged       func(key) (bool, error)
 }
 
 // joined is what the join found: the report with its counts and lists,
@@ -78,6 +86,12 @@ type joined struct {
 	counts  *rowIndex
 	jobs    []detailJob
 	missing []expectedDoc
+	// rowsRead counts the rows read (sampled or not); docsJudged the
+	// changed docs a --since judged; base is the start of the full verify
+	// a --since built on (zero: none).
+	rowsRead   int
+	docsJudged int
+	base       time.Time
 }
 
 // join compares the row index with the doc index: every expected doc is
@@ -90,6 +104,19 @@ type joined struct {
 // sorters once: an index is used up by it. It returns an error when a
 // sorter cannot read or write its runs.
 func join(rows *rowIndex, docs *docIndex, w *work, tables []string, sample float64, maxJobs int, manifest func(*actualDoc) error) (joined, error) {
+	j := newJoiner(rows, docs, w, tables, sample, maxJobs)
+	j.manifest = manifest
+	if err := j.byPlace(newStream(rows.exp), newStream(docs.act)); err != nil {
+		return joined{}, err
+	}
+	if err := j.byRow(newStream(j.unplaced), newStream(j.free), newStream(rows.seen)); err != nil {
+		return joined{}, err
+	}
+	return j.finish(), nil
+}
+
+// newJoiner returns the joiner of rows and docs (see join).
+func newJoiner(rows *rowIndex, docs *docIndex, w *work, tables []string, sample float64, maxJobs int) *joiner {
 	r := &Report{
 		AppWritten:     map[string]int{},
 		DocsWithoutTTL: map[string]int{},
@@ -104,7 +131,7 @@ func join(rows *rowIndex, docs *docIndex, w *work, tables []string, sample float
 	for _, c := range containers {
 		r.AppWritten[c], r.DocsWithoutTTL[c] = 0, 0
 	}
-	j := &joiner{
+	return &joiner{
 		r:          r,
 		counts:     &rowIndex{kinds: slices.Clone(rows.kinds), kindIndex: maps.Clone(rows.kindIndex), kindNames: slices.Clone(rows.kindNames)},
 		tables:     tables,
@@ -113,14 +140,12 @@ func join(rows *rowIndex, docs *docIndex, w *work, tables []string, sample float
 		withoutTTL: newFirstN(MaxDetailedDocs, func(s seqRef) uint64 { return s.seq }),
 		unplaced:   w.sorter("unplaced"),
 		free:       w.sorter("free"),
-		manifest:   manifest,
 	}
-	if err := j.byPlace(newStream(rows.exp), newStream(docs.act)); err != nil {
-		return joined{}, err
-	}
-	if err := j.byRow(newStream(j.unplaced), newStream(j.free), newStream(rows.seen)); err != nil {
-		return joined{}, err
-	}
+}
+
+// finish puts the lists in their order and fills the report's counts.
+func (j *joiner) finish() joined {
+	r := j.r
 	slices.SortFunc(j.missing, func(a, b expectedDoc) int { return cmpSeq(a.seq, b.seq) })
 	for _, m := range j.missing {
 		r.Missing = append(r.Missing, m.ref)
@@ -130,7 +155,7 @@ func join(rows *rowIndex, docs *docIndex, w *work, tables []string, sample float
 	}
 	sortOrphans(r.Orphans)
 	j.counts.fillCounts(r)
-	return joined{r: r, counts: j.counts, jobs: j.jobs.sorted(), missing: j.missing}, nil
+	return joined{r: r, counts: j.counts, jobs: j.jobs.sorted(), missing: j.missing}
 }
 
 func cmpSeq(a, b uint64) int {
@@ -196,7 +221,24 @@ func (j *joiner) place(es []expectedDoc, a *actualDoc) error {
 			}
 		case a != nil && !taken:
 			taken = true
+			if other, err := j.namesUnchangedRow(e, a); err != nil || other {
+				if err != nil {
+					return err
+				}
+				// The doc may be an unchanged row's that comes first:
+				// read again with that row (since.go).
+				j.rec.expected(e, false)
+				if err := j.unread.Add(j.rec.b); err != nil {
+					return err
+				}
+				continue
+			}
 			j.judge(e, a, false)
+		case j.unread != nil:
+			j.rec.expected(e, false)
+			if err := j.unread.Add(j.rec.b); err != nil {
+				return err
+			}
 		default:
 			j.rec.expected(e, true)
 			if err := j.unplaced.Add(j.rec.b); err != nil {
@@ -206,6 +248,9 @@ func (j *joiner) place(es []expectedDoc, a *actualDoc) error {
 	}
 	switch {
 	case a == nil || taken:
+	case j.untaken != nil:
+		j.rec.actual(a, false)
+		return j.untaken.Add(j.rec.b)
 	case a.hasMig:
 		j.rec.actual(a, true)
 		return j.free.Add(j.rec.b)
@@ -213,6 +258,16 @@ func (j *joiner) place(es []expectedDoc, a *actualDoc) error {
 		j.r.AppWritten[a.ref.Container]++
 	}
 	return nil
+}
+
+// namesUnchangedRow reports, in a --since, whether doc a at changed row
+// e's place names in its _migration another row that did not change.
+func (j *joiner) namesUnchangedRow(e *expectedDoc, a *actualDoc) (bool, error) {
+	if j.isChanged == nil || !a.hasMig || a.src() == keyOf(e.ref.Table, e.ref.PartitionKey, e.ref.RowKey) {
+		return false, nil
+	}
+	changed, err := j.isChanged(a.src())
+	return !changed, err
 }
 
 // judge compares the doc a with the row's expected doc e: matched, or

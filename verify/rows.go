@@ -33,6 +33,8 @@ type rowIndex struct {
 	deadLetters []DeadLetterRow
 	// read counts every row read, sampled or not.
 	read int
+	// changed, in a --since, holds the keys of the selected rows.
+	changed *spill.KeySet
 }
 
 func newRowIndex(w *work) *rowIndex {
@@ -59,6 +61,11 @@ func (x *rowIndex) add(row transform.Row, seq uint64, o transform.Outcome) error
 	ki := x.kind(row.Table, transform.Kind(row.RowKey))
 	c := &x.kinds[ki]
 	c.Rows++
+	if x.changed != nil {
+		if _, err := x.changed.Add(keyOf(row.Table, row.PartitionKey, row.RowKey)); err != nil {
+			return err
+		}
+	}
 	x.rec.seen(seenRow{row.Table, row.PartitionKey, row.RowKey, o.Disposition})
 	if err := x.seen.Add(x.rec.b); err != nil {
 		return err
@@ -131,6 +138,8 @@ type rowReader struct {
 	blobs    transform.BlobIndex
 	progress Progress
 	work     *work
+	// q selects the rows (a --since: its Timestamp filter).
+	q store.Query
 }
 
 // read reads the selected tables in order, transforms every row
@@ -146,7 +155,7 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 	for _, table := range rr.opts.Tables {
 		rr.progress.Step("reading table " + table)
 		// Key ranges read at the same time, pages still in key order.
-		err := store.ScanRanges(ctx, rr.rows, rr.opts.TablePrefix, table, store.Query{}, store.Splits(table), func(p store.Page) error {
+		err := store.ScanRanges(ctx, rr.rows, rr.opts.TablePrefix, table, rr.q, store.Splits(table), func(p store.Page) error {
 			outcomes, err := rr.transformAll(ctx, p.Rows)
 			if err != nil {
 				return err

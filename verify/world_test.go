@@ -37,6 +37,9 @@ func newTestWorld(t *testing.T, n int) *testWorld {
 	t.Helper()
 	w := &testWorld{tables: fakes.NewTables(), docs: fakes.NewDocs(), blobs: fakes.NewBlobs(), opts: transform.Options{Now: worldNow}.WithDefaults()}
 	w.tables.PageSize = 37
+	// The docs are written an hour before the world's time, as a run
+	// would have written them: their ttl runs from then.
+	w.docs.Now = func() time.Time { return worldNow.Add(-2 * time.Hour) }
 	rows := map[string][]transform.Row{}
 	for _, table := range transform.Tables() {
 		rs, err := fixtures.Rows(table)

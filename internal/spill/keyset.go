@@ -98,6 +98,21 @@ func (s *KeySet) Add(k [16]byte) (bool, error) {
 	return true, nil
 }
 
+// Has reports whether k is in the set. It returns an error when a run
+// cannot be read.
+func (s *KeySet) Has(k [16]byte) (bool, error) {
+	if _, ok := s.mem[k]; ok {
+		return true, nil
+	}
+	if len(s.runs.runs) == 0 || !s.filter.Has(k) {
+		return false, nil
+	}
+	s.diskLookups++
+	found, buf, err := s.runs.has(k[:], s.block)
+	s.block = buf
+	return found, err
+}
+
 // Len is the number of keys in the set.
 func (s *KeySet) Len() int { return len(s.mem) + s.runs.records() }
 

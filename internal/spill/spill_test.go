@@ -50,6 +50,11 @@ func TestKeySetSpills(t *testing.T) {
 			}
 		}
 	}
+	for _, i := range []int{0, n / 3, n - 1, n, n + 1} {
+		if has, err := s.Has(testKey(i)); err != nil || has != (i < n) {
+			t.Errorf("Has key %d: %v, %v", i, has, err)
+		}
+	}
 	if s.Len() != n || *made != 1 {
 		t.Errorf("%d keys, want %d; directory made %d times", s.Len(), n, *made)
 	}
