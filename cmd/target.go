@@ -352,7 +352,7 @@ func probeCause(err error) string {
 	case errors.As(err, &re):
 		return fmt.Sprintf("it answered %d %s", re.StatusCode, http.StatusText(re.StatusCode))
 	case errors.Is(err, azure.ErrNoChangeFeed):
-		return "it does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse reads it; use Azure Cosmos DB or its emulator"
+		return "it does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse and verify --since read it; use Azure Cosmos DB or its emulator"
 	case isDecodeError(err):
 		return "it answered in a form that is not the service's"
 	case errors.As(err, &dns):

@@ -19,7 +19,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/migrate"
-	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/transform"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
 
@@ -45,6 +45,10 @@ type VerifyOptions struct {
 	testNames
 	// PageSize is the most docs per query page.
 	PageSize int
+	// Since is --since as given (RFC 3339); since, parsed, makes the
+	// check judge what changed at or after it (verify.Options.Since).
+	Since string
+	since time.Time
 	// StateDir is run's state directory, where verify looks for the
 	// dead-letter file it names when rows are not migrated.
 	StateDir string
@@ -60,6 +64,10 @@ type VerifyOptions struct {
 	// out is the command's output, once verifyRun made it: the start-up
 	// checks say there what they wait for.
 	out *output
+	// serviceNow is the time the services stamp changes with: verify's
+	// start on that clock is what changes in flight are measured from,
+	// and what its record keeps for a later --since.
+	serviceNow func() time.Time
 }
 
 // verifyServices is what VerifyOptions.Connect returns.
@@ -73,7 +81,9 @@ func (v verifyFlags) bind(fl *pflag.FlagSet) {
 	fl.Float64Var(&v.o.Sample, "sample", 1, "check only this `fraction` of the rows (0 < F <= 1), chosen by a hash of their keys")
 	fl.StringVar(&v.o.ReportFile, "report", "", "write the whole report to `FILE`: JSON, or one HTML page for a .html name")
 	fl.StringVar(&v.o.ReportFormat, "report-format", "", "the --report file's `format`: json or html (default: by its name)")
-	fl.IntVar(&v.o.PageSize, "page-size", store.DefaultQueryPageSize, "docs per query page")
+	fl.StringVar(&v.o.Since, "since", "", "judge only the rows and docs changed at or after this RFC 3339 `TIME` (e.g. "+sinceExample+
+		"); on a clean full verify that started at or before it, the whole")
+	fl.IntVar(&v.o.PageSize, "page-size", verify.DefaultPageSize, "docs per query page")
 	_ = fl.MarkHidden("page-size")
 }
 
@@ -88,6 +98,13 @@ func (v verifyFlags) validate() error {
 	}
 	if v.o.ReportFormat != "" && v.o.ReportFile == "" {
 		return UsageError(errors.New("--report-format needs --report FILE"))
+	}
+	if v.o.Since != "" {
+		since, err := parseSince(v.o.Since)
+		if err != nil {
+			return UsageError(err)
+		}
+		v.o.since = since
 	}
 	return nil
 }
@@ -114,7 +131,7 @@ func (o *VerifyOptions) reportFormat() string {
 // NewCmdVerify builds `bifrost-migrate verify`. runF replaces the command's
 // work in tests; nil means verifyRun.
 func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) *cobra.Command {
-	opts := &VerifyOptions{}
+	opts := &VerifyOptions{serviceNow: f.serviceNow}
 	opts.testNames.prefix = &opts.TablePrefix
 	opts.Connect = func(ctx context.Context) (verifyServices, error) { return connectVerify(ctx, f, opts) }
 	c := newCommand(verifyDoc, func(c *cobra.Command) error {
@@ -131,9 +148,17 @@ func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) 
 
 // connectVerify connects the engine to the accounts of f.
 func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verifyServices, error) {
-	c, err := connect(ctx, f, needs{uses: tablesRead | blobsRead | cosmosRead, database: opts.Database, blobContainer: opts.BlobContainer,
+	uses := tablesRead | blobsRead | cosmosRead
+	if !opts.since.IsZero() {
+		uses |= changeFeed
+	}
+	c, err := connect(ctx, f, needs{uses: uses, database: opts.Database, blobContainer: opts.BlobContainer,
 		probeTable: opts.TablePrefix + firstTable(opts.Tables), pacer: opts.pacer, out: opts.out})
-	return verifyServices{conn: c, deps: &verify.Verifier{Rows: c.rowReader, Docs: c.docReader, Blobs: c.blobStore}}, err
+	v := &verify.Verifier{Rows: c.rowReader, Docs: c.docReader, Blobs: c.blobStore}
+	if !opts.since.IsZero() {
+		v.Changes, v.Position = c.docReader, azure.ChangeFeedSince
+	}
+	return verifyServices{conn: c, deps: v}, err
 }
 
 // verifyProgress reports verify's phases to its output: "verify: step"
@@ -163,13 +188,21 @@ func (p verifyProgress) Step(msg string) {
 func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	o := opts.output("verify")
 	opts.out = o
-	started := opts.Now()
+	started, serviceStarted := opts.Now(), opts.serviceNow()
 	if opts.ReportFile != "" {
 		// Before any reading: a report that cannot be written would only
 		// be found out after hours.
 		if err := checkWritable("--report", opts.ReportFile); err != nil {
 			return err
 		}
+	}
+	// verify records its verdict (and a full one the docs it read) in the
+	// state directory, and sorts beyond memory there.
+	if err := checkStateDir(opts.StateDir); err != nil {
+		return err
+	}
+	if !opts.since.IsZero() && opts.since.After(serviceStarted) {
+		return UsageError(futureSince(opts.Since, opts.since, serviceStarted))
 	}
 	sayOptions, err := opts.TransformFlags.adopt(o, "verify", opts.StateDir, false)
 	if err != nil {
@@ -200,14 +233,26 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	sayOptions()
-	r, err := v.Run(ctx, verify.Options{
+	recordTarget := verifyTarget(svc.conn.target, opts.TablePrefix, topts)
+	vopts := verify.Options{
 		Transform:   topts,
 		Tables:      opts.Tables,
 		TablePrefix: opts.TablePrefix,
 		Sample:      opts.Sample,
 		PageSize:    opts.PageSize,
 		Database:    opts.Database,
-	})
+		Since:       opts.since,
+		Started:     serviceStarted,
+		DocsDir:     opts.StateDir,
+		TempDir:     filepath.Join(opts.StateDir, verifyTempDir),
+	}
+	if err := prepareStateDir(opts.StateDir); err != nil {
+		return err
+	}
+	if !opts.since.IsZero() {
+		vopts.Base = sinceBase(o, opts.StateDir, opts.since, recordTarget)
+	}
+	r, err := v.Run(ctx, vopts)
 	if err != nil {
 		return err
 	}
@@ -227,6 +272,13 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	verdict := verifyVerdict(r)
 	if err := writeVerifySummary(o, opts.Out, r, ru); err != nil {
 		return err
+	}
+	if err := saveRecord(opts.StateDir, verify.NewRecordEntry(r, opts.Now(), version.String(), recordTarget)); err != nil {
+		what := r.VerdictLine()
+		if verdict != nil {
+			what = verdict.Error()
+		}
+		return fmt.Errorf("%s; but its record was not written: %w", what, err)
 	}
 	if opts.ReportFile != "" {
 		if err := writeReportFile(opts.ReportFile, opts.reportFormat(), r, func() verify.HTMLFacts { return htmlFacts(o, opts.StateDir, r.RunID) }); err != nil {
@@ -269,11 +321,90 @@ func verifyVerdict(r *verify.Report) error {
 		if !r.DeadLetterFileFound {
 			listed = "`bifrost-migrate run --dry-run` lists them"
 		}
-		return PartialError(fmt.Errorf("verify found %d row(s) not migrated (dead letters; %s), %d missing, %d different and %d orphan doc(s)%s",
-			r.NotMigrated, listed, r.Totals.Missing, r.Totals.Different, r.Totals.Orphans, r.PartialSuffix()))
+		return PartialError(fmt.Errorf("verify found %d row(s) not migrated (dead letters; %s), %d missing, %d different and %d orphan doc(s)%s%s",
+			r.NotMigrated, listed, r.Totals.Missing, r.Totals.Different, r.Totals.Orphans, r.PartialSuffix(), r.InFlightSuffix()))
 	}
-	return PartialError(fmt.Errorf("verify found %d missing, %d different and %d orphan doc(s)%s",
-		r.Totals.Missing, r.Totals.Different, r.Totals.Orphans, r.PartialSuffix()))
+	return PartialError(fmt.Errorf("verify found %d missing, %d different and %d orphan doc(s)%s%s",
+		r.Totals.Missing, r.Totals.Different, r.Totals.Orphans, r.PartialSuffix(), r.InFlightSuffix()))
+}
+
+// verifyTempDir is the directory in the state directory where verify
+// keeps what it sorts beyond memory, and removes when it ends.
+const verifyTempDir = "verify.tmp"
+
+// prepareStateDir makes the state directory and removes what a verify
+// that was killed left of its sorted runs.
+func prepareStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--state-dir %s: %v", dir, unwrapPath(err))
+	}
+	if err := os.RemoveAll(filepath.Join(dir, verifyTempDir)); err != nil {
+		return fmt.Errorf("--state-dir %s: remove %s: %v", dir, verifyTempDir, unwrapPath(err))
+	}
+	return nil
+}
+
+// verifyTarget names what a verify judges, as its record keeps it: the
+// accounts, database and blob container (t.fingerprint), the table
+// prefix and the transform options, never a secret.
+func verifyTarget(t target, prefix string, o transform.Options) string {
+	return fmt.Sprintf("%s;table-prefix=%s;execution-ttl=%s;blob-threshold=%d;relationships=%s;strict=%v",
+		t.fingerprint(), prefix, o.ExecutionTTL, o.BlobThreshold, o.Relationships, o.Strict)
+}
+
+// sinceBase is the full verify recorded in dir that a --since of target
+// at since builds on: the last full verify, if it found nothing wrong,
+// started at or before since, judged target and left its DocsFile. It
+// says in a status line on o which it builds on, or why none.
+func sinceBase(o *output, dir string, since time.Time, target string) *verify.Base {
+	alone := "; this check covers the changes since " + since.UTC().Format(time.RFC3339) + " alone"
+	rec, err := verify.LoadRecord(dir)
+	if err != nil {
+		o.warning("%v%s", err, alone)
+		return nil
+	}
+	var f *verify.RecordEntry
+	if rec != nil {
+		f = rec.LastFull
+	}
+	started := time.Time{}
+	if f != nil {
+		started = f.StartedAt()
+	}
+	docs := ""
+	if f != nil && f.Docs != "" {
+		docs = filepath.Join(dir, f.Docs)
+	}
+	_, docsErr := os.Stat(docs)
+	switch {
+	case f == nil:
+		o.status("no full verify is recorded in %s%s", dir, alone)
+	case f.Target != target:
+		o.status("the last full verify recorded in %s (of %s) judged another migration or other options%s", dir, f.Started, alone)
+	case !f.OK:
+		o.status("the last full verify (of %s) was not in sync (%s)%s", f.Started, f.Verdict, alone)
+	case started.After(since):
+		o.status("the last full verify started at %s, after --since %s: changes between them would go unjudged%s; give --since %s or earlier",
+			f.Started, since.UTC().Format(time.RFC3339Nano), alone, started.UTC().Format(time.RFC3339Nano))
+	case docs == "" || docsErr != nil:
+		o.status("the docs the last full verify (of %s) read are not in %s%s", f.Started, dir, alone)
+	default:
+		o.status("building on the full verify of %s (in sync): every change since %s is judged, and the docs of every scope are counted",
+			f.Started, since.UTC().Format(time.RFC3339Nano))
+		return &verify.Base{Started: started, DocsFile: docs}
+	}
+	return nil
+}
+
+// saveRecord adds e to the record in dir.
+func saveRecord(dir string, e verify.RecordEntry) error {
+	rec, err := verify.LoadRecord(dir)
+	if err != nil || rec == nil {
+		// One that cannot be read is replaced: it says nothing usable.
+		rec = &verify.Record{}
+	}
+	rec.Add(e)
+	return rec.Save(dir)
 }
 
 // checkWritable returns a usage error naming flag and name when a file

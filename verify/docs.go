@@ -16,6 +16,15 @@ import (
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
+// DefaultPageSize is the most docs a page of verify's query holds: pages
+// are what verify holds in memory of the docs (a page and the SDK's
+// copies of it, a few times its bytes), so they are bounded, and the
+// service bounds a page at 4 MB anyway; but the local Cosmos DB stand-in
+// works through its whole container for every page, so that the pages of
+// a container cost it their number times its size: 5,000 docs (about
+// 10 MB of executions) keep both small (docs/performance.md, "verify").
+const DefaultPageSize = 5000
+
 // containers are the Cosmos DB containers verify reads, in this order.
 var containers = []string{transform.ContainerEntities, transform.ContainerExecutions}
 

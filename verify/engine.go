@@ -34,7 +34,7 @@ type Options struct {
 	// falls below it, and judges only the docs of those rows. 0 means 1.
 	Sample float64
 	// PageSize is the most docs per query page; 0 means
-	// store.DefaultQueryPageSize.
+	// DefaultPageSize.
 	PageSize int
 	// Database is recorded in the report.
 	Database string
@@ -153,6 +153,9 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 	}
 	if opts.Sample <= 0 || opts.Sample > 1 {
 		opts.Sample = 1
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
 	}
 	opts.Transform = opts.Transform.WithDefaults()
 	if err := opts.Transform.Validate(); err != nil {

@@ -95,9 +95,11 @@ func (x *reread) same() bool {
 // or be in flight: a doc elsewhere is never the row's). start is when
 // verify started. It is pure.
 func settle(k findingKind, moved bool, x reread, start time.Time) settled {
+	// A _ts is in whole seconds: a doc of the start's second may have
+	// been written before the start, so only a later second counts.
 	rowChanged := x.rowFound && !x.rowTS.Before(start)
-	docByApp := x.docFound && !x.act.hasMig && x.act.ts >= start.Unix()
-	docWritten := x.docFound && x.act.ts >= start.Unix()
+	docWritten := x.docFound && x.act.ts > start.Unix()
+	docByApp := docWritten && !x.act.hasMig
 	switch k {
 	case findingOrphan:
 		switch {

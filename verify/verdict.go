@@ -148,7 +148,8 @@ func (r *Report) InFlightSuffix() string {
 	if r.Totals.ChangedWhileRunning == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %d doc(s) changed while verify ran: `bifrost-migrate verify --since %s` judges them", r.Totals.ChangedWhileRunning, r.Started)
+	return fmt.Sprintf("; %d doc(s) changed while verify ran: `bifrost-migrate verify --since %s` judges them", r.Totals.ChangedWhileRunning,
+		r.startedAt.UTC().Truncate(time.Second).Format(time.RFC3339))
 }
 
 // PartialSuffix is what a partial check's verdict, or a --since that
