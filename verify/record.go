@@ -19,8 +19,8 @@ const RecordFile = "verify.json"
 const recordVersion = 1
 
 // Record is RecordFile: the last verify and the last full one. A partial
-// check (--sample, --tables, --since) replaces Last alone; a full one
-// both.
+// check (--sample, --tables) and a --since (even one that proves the
+// whole on a full verify) replace Last alone; a full one both.
 type Record struct {
 	Version  int          `json:"version"`
 	Last     *RecordEntry `json:"last,omitempty"`
@@ -97,12 +97,12 @@ func LoadRecord(dir string) (*Record, error) {
 	return &r, nil
 }
 
-// Add makes e the last verify, and the last full one when it was not
-// partial.
+// Add makes e the last verify, and the last full one when it judged
+// every row itself: not partial, not a --since.
 func (r *Record) Add(e RecordEntry) {
 	r.Version = recordVersion
 	r.Last = &e
-	if !e.Partial {
+	if !e.Partial && e.Scope.Since.IsZero() {
 		full := e
 		r.LastFull = &full
 	}
