@@ -16,14 +16,16 @@ import (
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// DefaultPageSize is the most docs a page of verify's query holds: pages
-// are what verify holds in memory of the docs (a page and the SDK's
-// copies of it, a few times its bytes), so they are bounded, and the
-// service bounds a page at 4 MB anyway; but the local Cosmos DB stand-in
-// works through its whole container for every page, so that the pages of
-// a container cost it their number times its size: 5,000 docs (about
-// 10 MB of executions) keep both small (docs/performance.md, "verify").
-const DefaultPageSize = 5000
+// DefaultPageSize is the most docs a page of verify's query holds. Pages
+// are what verify holds in memory of the docs: the SDK keeps a page, the
+// next one's body and two copies of its docs at once while it fetches
+// (some four times the page's bytes), so a page is bounded whatever the
+// size of the container: 3,000 executions are about 6 MB. The service
+// bounds a page at 4 MB anyway; the local Cosmos DB stand-in works
+// through its whole container for every page (about 5 s a page at 30,000
+// docs), so more, smaller pages cost it time there
+// (docs/performance.md, "verify").
+const DefaultPageSize = 3000
 
 // containers are the Cosmos DB containers verify reads, in this order.
 var containers = []string{transform.ContainerEntities, transform.ContainerExecutions}
@@ -157,13 +159,26 @@ func readDocs(ctx context.Context, src DocSource, pageSize int, progress Progres
 		queries.Add(1)
 		g.Go(func() error {
 			defer queries.Done()
+			n := 0
 			return src.QueryAll(gctx, c, "SELECT * FROM c", nil, pageSize, func(raw []byte) error {
 				select {
 				case docs <- doc{c, raw}:
-					return nil
 				case <-gctx.Done():
 					return gctx.Err()
 				}
+				if n++; n%pageSize == 0 {
+					// The last doc of a full page: the next page is
+					// fetched now, and while it is, the SDK holds this
+					// page, the next one's body and two copies of its
+					// docs at once, some times the page's size. The
+					// collector runs first, so that it is not running
+					// then: it would find all that live and let the heap
+					// grow by as much again (internal/memlimit), and
+					// memory would follow the pages, not what verify
+					// keeps.
+					runtime.GC()
+				}
+				return nil
 			})
 		})
 	}

@@ -156,14 +156,19 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 		rr.progress.Step("reading table " + table)
 		// Key ranges read at the same time, pages still in key order.
 		err := store.ScanRanges(ctx, rr.rows, rr.opts.TablePrefix, table, rr.q, store.Splits(table), func(p store.Page) error {
-			outcomes, err := rr.transformAll(ctx, p.Rows)
-			if err != nil {
-				return err
-			}
 			x.read += len(p.Rows)
+			// A chunk of the page at a time: the outcomes hold each doc
+			// twice (tree and JSON), and only the entries outlive them.
+			var outcomes []transform.Outcome
 			for i, row := range p.Rows {
+				if i%transformChunk == 0 {
+					var err error
+					if outcomes, err = rr.transformAll(ctx, p.Rows[i:min(i+transformChunk, len(p.Rows))]); err != nil {
+						return err
+					}
+				}
 				seq++
-				o, err := ids.Check(outcomes[i])
+				o, err := ids.Check(outcomes[i%transformChunk])
 				if err != nil {
 					return err
 				}
@@ -213,6 +218,9 @@ func (s idSet) Check(o transform.Outcome) (transform.Outcome, error) {
 	}
 	return o, nil
 }
+
+// transformChunk is how many rows of a page are transformed at once.
+const transformChunk = 128
 
 // transformAll transforms a page of rows on all CPUs (Transform is pure).
 func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row) ([]transform.Outcome, error) {

@@ -29,7 +29,7 @@ type sizes struct {
 // The default sizes: about 4 MiB of records per sorter, and run's sizes
 // for the sets (migrate/keyset.go).
 const (
-	defaultSortBytes       = 1 << 20
+	defaultSortBytes       = 512 << 10
 	defaultIDMemoryKeys    = 1 << 14
 	defaultIDFilterBytes   = 1 << 20
 	defaultExecMemoryKeys  = 1 << 14
