@@ -177,7 +177,7 @@ func (h hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // isDocsQuery reports whether r is a query of a container's docs.
 func isDocsQuery(r *http.Request, container string) bool {
 	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/colls/"+container+"/docs") &&
-		strings.EqualFold(r.Header.Get("x-ms-documentdb-isquery"), "true")
+		strings.EqualFold(r.Header.Get("x-ms-documentdb-query"), "true")
 }
 
 // The acceptance test of a full verify while rows change under it (issue
@@ -205,7 +205,7 @@ func TestVerifyWhileReplayFollows(t *testing.T) {
 	read := make(chan struct{})
 	var readOnce sync.Once
 	hold := hookTransport{base: http.DefaultTransport, before: func(r *http.Request) {
-		if strings.Contains(r.URL.Path, "/docs") && r.Method != http.MethodGet && r.Header.Get("x-ms-documentdb-isquery") == "" {
+		if strings.Contains(r.URL.Path, "/docs") && r.Method != http.MethodGet && r.Header.Get("x-ms-documentdb-query") == "" {
 			<-read
 		}
 	}}
