@@ -545,7 +545,7 @@ func writeReportFile(name, format string, r *verify.Report, facts func() verify.
 
 // verifyDoc is the help of `bifrost-migrate verify`.
 var verifyDoc = cmdDoc{
-	use:   "verify [--sample F] [--report FILE]",
+	use:   "verify [--sample F] [--since TIME] [--report FILE]",
 	short: "Prove the migration: every source row against Cosmos DB and Blob Storage",
 	long: `Recompute the doc of every source row with the migration's options (from
 --state-dir), read the docs in bulk and compare them field by field, by
@@ -553,12 +553,20 @@ meaning: timestamps as instants, a null field as an absent one. It reports
 missing, different and orphan docs, rows not migrated (dead letters), and
 where users will see executions differently after cutover (access
 patterns). A full check's "verify: OK" (exit 0) is the signal to cut over.
+Findings are read again at the end: what changed while verify ran (a
+replay --follow, the application) is counted apart, not as a difference.
 With --sample or --tables the check is partial: its verdict line says what
 it judged ("verify: OK for a 1 % sample: 209 of 20,000 rows judged"), and
-its exit 0 speaks for those rows alone.`,
+its exit 0 speaks for those rows alone. With --since it judges what
+changed since then, in the tables and in Cosmos DB (its change feed); on
+a clean full verify that started at or before then, recorded with the docs
+it read in --state-dir (verify.json), it proves the whole: the cutover's
+last step.`,
 	example: `  bifrost-migrate verify
   # a page to sign the cutover off with (or .json: everything, as JSON)
   bifrost-migrate verify --report verify.html
+  # at the write stop: what changed since the full verify started (its start is in verify.json)
+  bifrost-migrate verify --since 2026-11-27T04:10:12Z
   # a quick look at 1 % of the rows, chosen by a hash of their keys (a partial check)
   bifrost-migrate verify --sample 0.01`,
 }

@@ -91,10 +91,11 @@ type sinceRun struct {
 	rows *rowIndex
 	docs *docIndex
 	j    *joiner
-	// changed holds the keys of the changed rows; mu guards it, for the
-	// workers.
+	// changed holds the keys of the changed rows, judged those of the
+	// rows a changed doc brought in; mu guards them, for the workers.
 	mu      sync.Mutex
 	changed *spill.KeySet
+	judged  *spill.KeySet
 	// base is the base's DocsFile, nil without a base; sections are what
 	// the change feed said of each of its scopes.
 	base     *docsFile
@@ -117,6 +118,17 @@ func (sr *sinceRun) isChanged(k key) (bool, error) {
 	return sr.changed.Has(k)
 }
 
+// wasJudged reports whether the row of k is a changed row or one that a
+// changed doc brought in: judged already.
+func (sr *sinceRun) wasJudged(k key) (bool, error) {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if found, err := sr.changed.Has(k); found || err != nil {
+		return found, err
+	}
+	return sr.judged.Has(k)
+}
+
 // since is the --since path of Run.
 func (s *state) since(ctx context.Context) (joined, error) {
 	if s.v.Changes == nil || s.v.Position == nil {
@@ -126,6 +138,7 @@ func (s *state) since(ctx context.Context) (joined, error) {
 		cursors: map[[2]string]*docsCursor{}}
 	sr.docs.feed = true
 	sr.changed = s.work.keySet("changed", s.work.z.idMemoryKeys, s.work.z.idFilterBytes)
+	sr.judged = s.work.keySet("judged", s.work.z.idMemoryKeys, s.work.z.idFilterBytes)
 	sr.rows.changed = sr.changed
 	if b := s.opts.Base; b != nil {
 		d, err := openDocsFile(b.DocsFile)
@@ -449,6 +462,12 @@ func (sr *sinceRun) resolveDoc(ctx context.Context, a actualDoc, out chan<- reso
 func (sr *sinceRun) apply(res resolution) error {
 	j := sr.j
 	if res.extra {
+		sr.mu.Lock()
+		_, err := sr.judged.Add(keyOf(res.e.ref.Table, res.e.ref.PartitionKey, res.e.ref.RowKey))
+		sr.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		sr.extra++
 		res.e.seq = extraSeqs + sr.extra
 		res.e.kind = j.counts.kind(res.e.ref.Table, transform.Kind(res.e.ref.RowKey))
@@ -660,13 +679,14 @@ func (sr *sinceRun) drill(ctx context.Context, sec *docsSection, after int64) er
 }
 
 // resolveGone judges a doc of DocsFile that is gone: missing when its row
-// is not a changed row and still expects it there (sent), else nothing.
+// was not judged already (a changed row, or one a changed doc named) and
+// still expects it there (sent), else nothing.
 func (sr *sinceRun) resolveGone(ctx context.Context, ref DocRef, out chan<- resolution) error {
 	if !sr.selected(ref) {
 		return nil
 	}
-	changed, err := sr.isChanged(keyOf(ref.Table, ref.PartitionKey, ref.RowKey))
-	if err != nil || changed {
+	judged, err := sr.wasJudged(keyOf(ref.Table, ref.PartitionKey, ref.RowKey))
+	if err != nil || judged {
 		return err
 	}
 	row, found, err := sr.lookup(ctx, ref)

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -167,5 +168,71 @@ func TestSinceAfterFullVerify(t *testing.T) {
 	r = w.verify(t, w.start, false)
 	if !r.OK || !r.Partial || !r.Scope.Base.IsZero() || !strings.HasPrefix(r.VerdictLine(), "verify: OK for changes since 2026-11-21T12:00:00Z: ") {
 		t.Errorf("without a full verify: ok %v partial %v, %q", r.OK, r.Partial, r.VerdictLine())
+	}
+}
+
+// The other rules of --since, each a change of the application after the
+// full verify: a changed row whose doc's place holds the doc of an
+// unchanged row that comes first is a dead letter, as run would make it
+// (a collision across the two sets); a doc written naming a row that does
+// not exist is an orphan; a doc the application wrote without _migration
+// where an unchanged row's doc belongs is judged (different); one
+// written elsewhere is the application's own; a doc moved to another
+// place, its row's place left empty, is different (found elsewhere).
+func TestSinceRules(t *testing.T) {
+	w := newSinceWorld(t, 40)
+	// A collision: a new row of a later partition makes the doc the
+	// first execution's row already makes.
+	first := w.row(t, w.execs[0])
+	twin := first
+	twin.Props = maps.Clone(first.Props)
+	twin.PartitionKey = "org-" + first.PartitionKey
+	if before(DocRef{Table: twin.Table, PartitionKey: twin.PartitionKey, RowKey: twin.RowKey}, w.execs[0]) {
+		t.Fatalf("the twin's partition %s does not come after %s", twin.PartitionKey, first.PartitionKey)
+	}
+	w.write(twin)
+	// An orphan: a doc naming a row that does not exist.
+	orphan := w.doc(t, w.execs[1])
+	orphan["id"] = w.execs[1].ID + "-orphan"
+	orphan["_migration"].(map[string]any)["rowKey"] = "execution:none"
+	w.put(t, w.execs[1].Container, orphan)
+	// The application's doc where a row's doc belongs, and elsewhere.
+	app := w.doc(t, w.execs[2])
+	delete(app, "_migration")
+	app["status"] = "Running"
+	w.put(t, w.execs[2].Container, app)
+	elsewhere := w.doc(t, w.execs[3])
+	delete(elsewhere, "_migration")
+	elsewhere["id"] = "note-1"
+	w.put(t, w.execs[3].Container, elsewhere)
+	// A doc moved away from its row's place.
+	moved := w.doc(t, w.execs[4])
+	w.del(t, w.execs[4])
+	moved["id"] = w.execs[4].ID + "-moved"
+	w.put(t, w.execs[4].Container, moved)
+	w.clock = w.clock.Add(time.Minute)
+
+	r := w.verify(t, w.start, true)
+	if r.NotMigrated != 1 || len(r.DeadLetters) != 1 || r.DeadLetters[0].PartitionKey != twin.PartitionKey ||
+		!strings.Contains(r.DeadLetters[0].Reason, "id collision") {
+		t.Errorf("not migrated %d, dead letters %s; want the twin, a collision", r.NotMigrated, fakes.JSON(r.DeadLetters))
+	}
+	if len(r.Orphans) != 1 || r.Orphans[0].ID != w.execs[1].ID+"-orphan" || r.Orphans[0].Reason != "its row no longer exists" {
+		t.Errorf("orphans %s", fakes.JSON(r.Orphans))
+	}
+	var moves, appDiffs int
+	for _, d := range r.Differences {
+		switch {
+		case d.ActualDoc != nil && d.Doc.ID == w.execs[4].ID && d.ActualDoc.ID == w.execs[4].ID+"-moved":
+			moves++
+		case d.Doc.ID == w.execs[2].ID:
+			appDiffs++
+		}
+	}
+	if moves == 0 || appDiffs == 0 || r.Totals.Different != 2 {
+		t.Errorf("different %d (moved %d, the application's %d): %s", r.Totals.Different, moves, appDiffs, fakes.JSON(r.Differences))
+	}
+	if r.AppWritten[transform.ContainerExecutions] != 1 || r.Totals.Missing != 0 {
+		t.Errorf("application-written %v, missing %d", r.AppWritten, r.Totals.Missing)
 	}
 }
