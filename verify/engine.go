@@ -14,10 +14,12 @@ import (
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// MaxDetailedDocs is how many differing docs verify reads again to compute
-// their field paths; beyond it only the count is exact. More differences
-// than this point to a systematic cause (wrong options, wrong database)
-// that the first thousand already show.
+// MaxDetailedDocs is how many differing docs the report lists with their
+// field paths (from their second read, recheck.go), and how many docs
+// without ttl and docs changed while verify ran it names; beyond it only
+// the counts are exact. More differences than this point to a systematic
+// cause (wrong options, wrong database) that the first thousand already
+// show.
 const MaxDetailedDocs = 1000
 
 // Options say what verify checks.

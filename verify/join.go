@@ -2,7 +2,6 @@ package verify
 
 import (
 	"container/heap"
-	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -464,9 +463,4 @@ func (f *firstN[T]) sorted() []T {
 	out := slices.Clone(f.items)
 	slices.SortFunc(out, func(a, b T) int { return cmpSeq(f.seq(a), f.seq(b)) })
 	return out
-}
-
-// String is for test failures.
-func (j detailJob) String() string {
-	return fmt.Sprintf("%s moved=%v read=%v %v", j.exp.ref, j.moved, j.read, j.fields)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -387,16 +388,7 @@ func (sr *sinceRun) transformRow(row transform.Row) transform.Outcome {
 
 // selected reports whether the row ref names is in the selection.
 func (sr *sinceRun) selected(ref DocRef) bool {
-	return containsTable(sr.opts.Tables, ref.Table) && sampledKey(keyOf(ref.Table, ref.PartitionKey, ref.RowKey), sr.opts.Sample)
-}
-
-func containsTable(tables []string, t string) bool {
-	for _, x := range tables {
-		if x == t {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(sr.opts.Tables, ref.Table) && sampledKey(keyOf(ref.Table, ref.PartitionKey, ref.RowKey), sr.opts.Sample)
 }
 
 // resolveDoc judges changed doc a, which no changed row expects at its
