@@ -2,8 +2,11 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +26,20 @@ func lastFullStart(t *testing.T, dir string) string {
 		t.Fatalf("no full verify recorded in %s: %v %+v", dir, err, rec)
 	}
 	return rec.LastFull.Started
+}
+
+// recordFile is the state directory's verify.json, decoded.
+func recordFile(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, verify.RecordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("verify.json: %v: %s", err, b)
+	}
+	return m
 }
 
 // newExecution adds an execution row like row with id, as the
@@ -80,6 +97,19 @@ func TestVerifySinceAfterFullVerify(t *testing.T) {
 		t.Fatalf("the full verify: exit %d:\n%s", code, stdout)
 	}
 	start := lastFullStart(t, e.stateDir)
+	full := recordFile(t, e.stateDir)
+	if full["version"] != 1.0 || !reflect.DeepEqual(full["last"], full["lastFull"]) {
+		t.Errorf("verify.json after a full verify: %v", full)
+	}
+	lf, _ := full["lastFull"].(map[string]any)
+	for _, k := range []string{"started", "ended", "toolVersion", "ok", "partial", "scope", "verdict", "missing", "different", "orphans", "notMigrated", "docs"} {
+		if _, ok := lf[k]; !ok {
+			t.Errorf("verify.json's lastFull has no %q: %v", k, lf)
+		}
+	}
+	if lf["ok"] != true || lf["partial"] != false || lf["verdict"] != "verify: OK" || lf["docs"] != verify.DocsFile {
+		t.Errorf("verify.json's lastFull: %v", lf)
+	}
 	rows := e.executionRows(4)
 	edited, tampered, deleted, model := rows[0], rows[1], rows[2], rows[3]
 	refOf := func(row transform.Row) verify.DocRef {
@@ -111,6 +141,14 @@ func TestVerifySinceAfterFullVerify(t *testing.T) {
 	}
 	if want := "verify: 2 missing, 2 different, 0 orphan doc(s) in the full verify of "; !strings.Contains(stdout, want) {
 		t.Errorf("stdout does not say %q:\n%s", want, stdout)
+	}
+	// The --since is the last verify; the full one stays lastFull.
+	after := recordFile(t, e.stateDir)
+	last, _ := after["last"].(map[string]any)
+	scope, _ := last["scope"].(map[string]any)
+	if !reflect.DeepEqual(after["lastFull"], full["lastFull"]) || last["ok"] != false || scope["since"] == nil || scope["base"] == nil ||
+		last["missing"] != 2.0 || last["different"] != 2.0 || !strings.HasPrefix(last["verdict"].(string), "verify: 2 missing") {
+		t.Errorf("verify.json after the --since: %v", after)
 	}
 
 	// replay applies the application's two changes to the rows.
