@@ -244,9 +244,8 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		Since:       opts.since,
 		Started:     serviceStarted,
 		DocsDir:     opts.StateDir,
-		TempDir:     filepath.Join(opts.StateDir, verifyTempDir),
 	}
-	if err := prepareStateDir(opts.StateDir); err != nil {
+	if vopts.TempDir, err = prepareStateDir(opts.StateDir); err != nil {
 		return err
 	}
 	if !opts.since.IsZero() {
@@ -328,20 +327,26 @@ func verifyVerdict(r *verify.Report) error {
 		r.Totals.Missing, r.Totals.Different, r.Totals.Orphans, r.PartialSuffix(), r.InFlightSuffix()))
 }
 
-// verifyTempDir is the directory in the state directory where verify
-// keeps what it sorts beyond memory, and removes when it ends.
-const verifyTempDir = "verify.tmp"
+// verifyTempDir begins the name of the directory in the state directory
+// where a verify keeps what it sorts beyond memory: one of its own, so
+// that two verifies on one state directory never share it, removed when
+// it ends (one a verify that was killed left behind can be removed).
+const verifyTempDir = "verify.tmp-"
 
-// prepareStateDir makes the state directory and removes what a verify
-// that was killed left of its sorted runs.
-func prepareStateDir(dir string) error {
+// prepareStateDir makes the state directory, and in it the directory of
+// this verify's sorted runs, whose path it returns (verify makes it again
+// when it first needs it, and removes it).
+func prepareStateDir(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--state-dir %s: %v", dir, unwrapPath(err))
+		return "", fmt.Errorf("--state-dir %s: %v", dir, unwrapPath(err))
 	}
-	if err := os.RemoveAll(filepath.Join(dir, verifyTempDir)); err != nil {
-		return fmt.Errorf("--state-dir %s: remove %s: %v", dir, verifyTempDir, unwrapPath(err))
+	tmp, err := os.MkdirTemp(dir, verifyTempDir)
+	if err != nil {
+		return "", fmt.Errorf("--state-dir %s: %v", dir, unwrapPath(err))
 	}
-	return nil
+	// verify makes it again at its first sorted run, and removes it at
+	// the end; one that holds no run is not left behind.
+	return tmp, os.Remove(tmp)
 }
 
 // verifyTarget names what a verify judges, as its record keeps it: the

@@ -75,9 +75,11 @@ type docsBlock struct {
 }
 
 // docsWriter writes DocsFile as the join goes through the docs in place
-// order.
+// order, into a temporary file of its own beside it (two verifies on one
+// state directory never write the same one).
 type docsWriter struct {
 	path  string
+	tmp   string
 	f     *os.File
 	w     *bufio.Writer
 	off   int64
@@ -90,12 +92,12 @@ type docsWriter struct {
 
 // newDocsWriter creates path's temporary file; commit renames it.
 func newDocsWriter(path string, started time.Time) (*docsWriter, error) {
-	f, err := os.Create(path + ".tmp")
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, err
 	}
 	zw, _ := flate.NewWriter(nil, flate.BestSpeed)
-	return &docsWriter{path: path, f: f, w: bufio.NewWriterSize(f, 256<<10), index: docsIndex{Version: docsVersion, Started: started.UTC()}, zw: zw}, nil
+	return &docsWriter{path: path, tmp: f.Name(), f: f, w: bufio.NewWriterSize(f, 256<<10), index: docsIndex{Version: docsVersion, Started: started.UTC()}, zw: zw}, nil
 }
 
 // add adds the doc a; docs come in place order.
@@ -179,7 +181,7 @@ func (d *docsWriter) commit() error {
 	if err := d.f.Close(); err != nil {
 		return d.fail(err)
 	}
-	if err := os.Rename(d.path+".tmp", d.path); err != nil {
+	if err := os.Rename(d.tmp, d.path); err != nil {
 		return d.fail(err)
 	}
 	return syncDir(filepath.Dir(d.path))
@@ -188,7 +190,7 @@ func (d *docsWriter) commit() error {
 // abort removes the temporary file.
 func (d *docsWriter) abort() {
 	_ = d.f.Close()
-	_ = os.Remove(d.path + ".tmp")
+	_ = os.Remove(d.tmp)
 }
 
 func (d *docsWriter) fail(err error) error {

@@ -166,7 +166,9 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 	s := &state{v: v, opts: opts, blobs: transform.BlobIndex{}, work: newWork(opts.TempDir, opts.sizes), now: now}
 	defer func() {
 		if opts.spilled != nil {
+			s.work.mu.Lock()
 			*opts.spilled = s.work.base != ""
+			s.work.mu.Unlock()
 		}
 		if cerr := s.work.close(); cerr != nil && err == nil {
 			r, err = nil, fmt.Errorf("remove verify's sorted runs: %w", cerr)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/bifrost/bifrost-migrate/internal/spill"
 )
@@ -54,9 +55,11 @@ func (z sizes) withDefaults() sizes {
 // per sorter under base (Options.TempDir, or a temporary directory made
 // at the first spill), all removed by close.
 type work struct {
-	z       sizes
-	base    string // "" until made, when temp is ""
-	temp    string // Options.TempDir
+	z    sizes
+	temp string // Options.TempDir
+	// mu guards base and closers: sorters on both sides spill at once.
+	mu      sync.Mutex
+	base    string // "" until made
 	closers []func() error
 }
 
@@ -65,6 +68,8 @@ func newWork(tempDir string, z sizes) *work { return &work{z: z.withDefaults(), 
 // mkdir returns the function that makes the directory of name's runs.
 func (w *work) mkdir(name string) func() (string, error) {
 	return func() (string, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		if w.base == "" {
 			if w.temp == "" {
 				dir, err := os.MkdirTemp("", "bifrost-migrate-verify-")
@@ -87,19 +92,25 @@ func (w *work) mkdir(name string) func() (string, error) {
 // sorter returns a sorter whose runs go into the directory name.
 func (w *work) sorter(name string) *spill.Sorter {
 	s := spill.NewSorter(w.z.sortBytes, w.mkdir(name))
+	w.mu.Lock()
 	w.closers = append(w.closers, s.Close)
+	w.mu.Unlock()
 	return s
 }
 
 // keySet returns a set of keys whose runs go into the directory name.
 func (w *work) keySet(name string, memKeys, filterBytes int) *spill.KeySet {
 	s := spill.NewKeySet(memKeys, filterBytes, w.mkdir(name))
+	w.mu.Lock()
 	w.closers = append(w.closers, s.Close)
+	w.mu.Unlock()
 	return s
 }
 
 // close removes every run and the directories.
 func (w *work) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	var errs []error
 	for _, c := range w.closers {
 		errs = append(errs, c())
