@@ -82,7 +82,7 @@ func (v verifyFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&v.o.ReportFile, "report", "", "write the whole report to `FILE`: JSON, or one HTML page for a .html name")
 	fl.StringVar(&v.o.ReportFormat, "report-format", "", "the --report file's `format`: json or html (default: by its name)")
 	fl.StringVar(&v.o.Since, "since", "", "judge only the rows and docs changed at or after this RFC 3339 `TIME` (e.g. "+sinceExample+
-		"); on a clean full verify that started at or before it, the whole")
+		"); on a clean full verify that started at or after it, the whole")
 	fl.IntVar(&v.o.PageSize, "page-size", verify.DefaultPageSize, "docs per query page")
 	_ = fl.MarkHidden("page-size")
 }
@@ -358,9 +358,8 @@ func verifyTarget(t target, prefix string, o transform.Options) string {
 }
 
 // sinceBase is the full verify recorded in dir that a --since of target
-// at since builds on: the last full verify, if it found nothing wrong,
-// started at or before since, judged target and left its DocsFile. It
-// says in a status line on o which it builds on, or why none.
+// at since builds on (verify.Record.Base), nil when none; it says in a
+// status line on o which, or why none.
 func sinceBase(o *output, dir string, since time.Time, target string) *verify.Base {
 	alone := "; this check covers the changes since " + since.UTC().Format(time.RFC3339) + " alone"
 	rec, err := verify.LoadRecord(dir)
@@ -368,37 +367,16 @@ func sinceBase(o *output, dir string, since time.Time, target string) *verify.Ba
 		o.warning("%v%s", err, alone)
 		return nil
 	}
-	var f *verify.RecordEntry
-	if rec != nil {
-		f = rec.LastFull
+	base, why := rec.Base(dir, since, target, func(path string) bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
+	if base == nil {
+		o.status("%s%s", why, alone)
+		return nil
 	}
-	started := time.Time{}
-	if f != nil {
-		started = f.StartedAt()
-	}
-	docs := ""
-	if f != nil && f.Docs != "" {
-		docs = filepath.Join(dir, f.Docs)
-	}
-	_, docsErr := os.Stat(docs)
-	switch {
-	case f == nil:
-		o.status("no full verify is recorded in %s%s", dir, alone)
-	case f.Target != target:
-		o.status("the last full verify recorded in %s (of %s) judged another migration or other options%s", dir, f.Started, alone)
-	case !f.OK:
-		o.status("the last full verify (of %s) was not in sync (%s)%s", f.Started, f.Verdict, alone)
-	case started.After(since):
-		o.status("the last full verify started at %s, after --since %s: changes between them would go unjudged%s; give --since %s or earlier",
-			f.Started, since.UTC().Format(time.RFC3339Nano), alone, started.UTC().Format(time.RFC3339Nano))
-	case docs == "" || docsErr != nil:
-		o.status("the docs the last full verify (of %s) read are not in %s%s", f.Started, dir, alone)
-	default:
-		o.status("building on the full verify of %s (in sync): every change since %s is judged, and the docs of every scope are counted",
-			f.Started, since.UTC().Format(time.RFC3339Nano))
-		return &verify.Base{Started: started, DocsFile: docs}
-	}
-	return nil
+	o.status("%s", why)
+	return base
 }
 
 // saveRecord adds e to the record in dir.
@@ -564,7 +542,7 @@ With --sample or --tables the check is partial: its verdict line says what
 it judged ("verify: OK for a 1 % sample: 209 of 20,000 rows judged"), and
 its exit 0 speaks for those rows alone. With --since it judges what
 changed since then, in the tables and in Cosmos DB (its change feed); on
-a clean full verify that started at or before then, recorded with the docs
+a clean full verify that started at or after then, recorded with the docs
 it read in --state-dir (verify.json), it proves the whole: the cutover's
 last step.`,
 	example: `  bifrost-migrate verify

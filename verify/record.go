@@ -108,6 +108,37 @@ func (r *Record) Add(e RecordEntry) {
 	}
 }
 
+// Base decides which full verify of r (in dir) a --since at since, of
+// target, builds on: the last full verify, when it was in sync, judged
+// target, started at or after since and left its DocsFile (exists tells
+// whether a path exists). It returns it, or nil, and in either case a
+// sentence saying which, or why none. r may be nil (no record). It is
+// pure but for exists.
+func (r *Record) Base(dir string, since time.Time, target string, exists func(path string) bool) (*Base, string) {
+	var f *RecordEntry
+	if r != nil {
+		f = r.LastFull
+	}
+	at := since.UTC().Format(time.RFC3339Nano)
+	switch {
+	case f == nil:
+		return nil, fmt.Sprintf("no full verify is recorded in %s", dir)
+	case f.Target != target:
+		return nil, fmt.Sprintf("the last full verify recorded in %s (of %s) judged another migration or other options", dir, f.Started)
+	case !f.OK:
+		return nil, fmt.Sprintf("the last full verify (of %s) was not in sync (%s)", f.Started, f.Verdict)
+	case f.StartedAt().IsZero():
+		return nil, fmt.Sprintf("the last full verify's start (%q) is not a time", f.Started)
+	case since.After(f.StartedAt()):
+		return nil, fmt.Sprintf("--since %s is after the start of the last full verify (%s): changes between them would go unjudged; give --since %s or earlier",
+			at, f.Started, f.Started)
+	case f.Docs == "" || !exists(filepath.Join(dir, f.Docs)):
+		return nil, fmt.Sprintf("the docs the last full verify (of %s) read are not in %s", f.Started, dir)
+	}
+	return &Base{Started: f.StartedAt(), DocsFile: filepath.Join(dir, f.Docs)},
+		fmt.Sprintf("building on the full verify of %s (in sync): every change since %s is judged, and the docs of every scope are counted", f.Started, at)
+}
+
 // Save writes r into dir atomically: a temporary file, synced, renamed
 // over RecordFile, the directory synced; RecordFile is always the old or
 // the new record, whole.

@@ -50,7 +50,7 @@ import (
 // then), and a blob deleted since TIME that an unchanged doc names.
 
 // Base is the full verify a --since builds on: one that judged every row
-// and found nothing wrong, started at or before --since, of the same
+// and found nothing wrong, started at or after --since, of the same
 // migration.
 type Base struct {
 	// Started is when it started.
