@@ -412,5 +412,9 @@ func reportVerdict(r *Report) verdict {
 	if n := total(r.AppWritten); n > 0 {
 		v.Lines = append(v.Lines, fmt.Sprintf("%d doc(s) written by the application (no _migration) were counted, not judged.", n))
 	}
+	if t.ChangedWhileRunning > 0 {
+		v.Lines = append(v.Lines, fmt.Sprintf("%d doc(s) changed while verify ran (written after it started, read again and still in flight), not differences: %s judges them.",
+			t.ChangedWhileRunning, "`bifrost-migrate verify --since "+r.startedAt.UTC().Truncate(time.Second).Format(time.RFC3339)+"`"))
+	}
 	return v
 }

@@ -3,6 +3,8 @@ package verify
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,5 +185,8 @@ func TestRunChangesInFlight(t *testing.T) {
 	if want := fmt.Sprintf("verify: %d row(s) not migrated; 0 missing, 1 different, 1 orphan doc(s); 4 doc(s) changed while verify ran: `bifrost-migrate verify --since %s` judges them",
 		r.NotMigrated, start.Format(time.RFC3339)); r.VerdictLine() != want {
 		t.Errorf("verdict %q\nwant %q", r.VerdictLine(), want)
+	}
+	if lines := reportVerdict(r).Lines; !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "4 doc(s) changed while verify ran") }) {
+		t.Errorf("the HTML page does not say what changed while verify ran: %q", lines)
 	}
 }
