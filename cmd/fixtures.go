@@ -106,8 +106,11 @@ func (x *fixturesFlags) bind(fl *pflag.FlagSet) {
 }
 
 func (x *fixturesFlags) validate() error {
-	if x.o.Generate < 0 {
-		return UsageError(fmt.Errorf("--generate must not be negative, got %d", x.o.Generate))
+	switch {
+	case x.o.Generate < 0:
+		return badValue("--generate", x.o.Generate, "a whole number, 0 or more")
+	case x.o.Concurrency < 1:
+		return badValue("--concurrency", x.o.Concurrency, "a whole number, 1 or more")
 	}
 	if x.o.Generate == 0 && (x.fs.Changed("seed") || x.fs.Changed("base-time")) {
 		return UsageError(errors.New("--seed and --base-time need --generate"))
@@ -115,7 +118,7 @@ func (x *fixturesFlags) validate() error {
 	if x.baseTime != "" {
 		t, err := time.Parse(time.RFC3339Nano, x.baseTime)
 		if err != nil {
-			return UsageError(fmt.Errorf("--base-time %q is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)", x.baseTime))
+			return badValue("--base-time", x.baseTime, "an RFC 3339 time such as 2026-11-21T00:00:00Z")
 		}
 		x.o.BaseTime = t
 	}

@@ -252,11 +252,17 @@ func firstNonEmpty(ss ...string) string {
 
 // joinAnd joins "a", "a and b", "a, b and c" (for sentences that name
 // several accounts or options).
-func joinAnd(parts []string) string {
+func joinAnd(parts []string) string { return joinWith(parts, "and") }
+
+// joinOr joins "a", "a or b", "a, b or c" (for the values a flag takes).
+func joinOr(parts []string) string { return joinWith(parts, "or") }
+
+// joinWith joins parts with commas and conj before the last.
+func joinWith(parts []string, conj string) string {
 	if len(parts) <= 1 {
 		return strings.Join(parts, "")
 	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	return strings.Join(parts[:len(parts)-1], ", ") + " " + conj + " " + parts[len(parts)-1]
 }
 
 // NewRootCmd builds the command tree.
@@ -284,10 +290,10 @@ emulators (Azurite and the Cosmos DB emulator).`,
 			switch f.Global.Output {
 			case "text", "json":
 			default:
-				return UsageError(fmt.Errorf("--output must be text or json, not %q", f.Global.Output))
+				return badValue("--output", f.Global.Output, "text or json")
 			}
 			if f.Global.RetryTimeout <= 0 {
-				return UsageError(fmt.Errorf("--retry-timeout must be positive, got %s", f.Global.RetryTimeout))
+				return badValue("--retry-timeout", f.Global.RetryTimeout, "a positive duration such as 30s or 2m")
 			}
 			if f.Global.Quiet && f.Global.Verbose {
 				return UsageError(errors.New("--quiet and --verbose exclude each other"))

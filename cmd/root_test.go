@@ -116,7 +116,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"run", "--no-such-flag"}, "bifrost-migrate: unknown flag --no-such-flag"},
 		{[]string{"verify", "extra"}, `bifrost-migrate: unknown command "extra" for "bifrost-migrate verify"`},
 		{[]string{"fixtures", "bogus"}, `bifrost-migrate: unknown command "bogus" for "bifrost-migrate fixtures"`},
-		{[]string{"--output", "yaml", "run"}, `bifrost-migrate: --output must be text or json, not "yaml"`},
+		{[]string{"--output", "yaml", "run"}, `bifrost-migrate: --output "yaml": want text or json`},
 	} {
 		f, _, errOut := newTestFactory(nil)
 		if code := Execute(context.Background(), f, tc.args); code != ExitUsage {

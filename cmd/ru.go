@@ -35,7 +35,7 @@ func (r *ruFlags) bind(fl *pflag.FlagSet) {
 // validate rejects a --max-ru that is given but not positive.
 func (r *ruFlags) validate() error {
 	if r.fs != nil && r.fs.Changed("max-ru") && !(r.MaxRU > 0 && !math.IsInf(r.MaxRU, 1)) {
-		return UsageError(fmt.Errorf("--max-ru must be a positive number of request units per second, got %g", r.MaxRU))
+		return badValue("--max-ru", r.MaxRU, "a positive number of request units per second")
 	}
 	return nil
 }

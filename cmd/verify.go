@@ -76,12 +76,12 @@ func (v verifyFlags) bind(fl *pflag.FlagSet) {
 
 func (v verifyFlags) validate() error {
 	if !(v.o.Sample > 0 && v.o.Sample <= 1) {
-		return UsageError(fmt.Errorf("--sample must be in (0, 1], got %g", v.o.Sample))
+		return badValue("--sample", v.o.Sample, "a fraction F with 0 < F <= 1")
 	}
 	switch v.o.ReportFormat {
 	case "", reportJSON, reportHTML:
 	default:
-		return UsageError(fmt.Errorf("--report-format: %q is not json or html", v.o.ReportFormat))
+		return badValue("--report-format", v.o.ReportFormat, "json or html")
 	}
 	if v.o.ReportFormat != "" && v.o.ReportFile == "" {
 		return UsageError(errors.New("--report-format needs --report FILE"))
