@@ -2,8 +2,11 @@ package cmd
 
 import (
 	"context"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	provision "github.com/bifrost/bifrost-migrate/init"
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
 )
 
@@ -42,6 +46,11 @@ var badValueCases = []struct {
 	{[]string{"fixtures", "load", "--seed", "-1"}, `--seed "-1": want a whole number`},
 	{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--interval", "10"}, `--interval "10": want a duration such as 90s, 10m or 1h30m`},
 	{[]string{"run", "--strict=maybe"}, `--strict "maybe": want true or false`},
+	{[]string{"--database", "bad/db", "init"}, `--database "bad/db": want a database id of ` + provision.IDRule},
+	{[]string{"run", "--database", ""}, `--database "": want a database id of ` + provision.IDRule},
+	{[]string{"verify", "--database", "db "}, `--database "db ": want a database id of ` + provision.IDRule},
+	{[]string{"replay", "--since", "2025-11-20T14:00:00Z", "--database", "a#b"}, `--database "a#b": want a database id of ` + provision.IDRule},
+	{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--database", strings.Repeat("d", 256)}, `--database "` + strings.Repeat("d", 64) + `"…: want a database id of ` + provision.IDRule},
 	// init.
 	{[]string{"init", "--containers", "/nonexistent/layout.json"}, `--containers /nonexistent/layout.json: no such file or directory`},
 	// run, and the engine's flags (replay and reverse bind the same group).
@@ -88,7 +97,6 @@ var anyValue = map[string]string{
 	"help":           "no value",
 	"account":        "any name (fixtures load compares it with the accounts: TestFixturesLoadRefusesForeignAccounts)",
 	"report":         "any file name that can be written (verify_test.go)",
-	"database":       "checked before any request: TestDatabaseIsCheckedBeforeAnyRequest",
 	"table-prefix":   "hidden, tests only",
 	"blob-container": "hidden, tests only",
 	"page-size":      "hidden, tests only",
@@ -175,4 +183,57 @@ func slicesContainsPrefix(args []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// TestDatabaseIsCheckedBeforeAnyRequest: `--database 'bad/db'` (an id
+// Cosmos DB refuses: it holds "/") exits 2 naming --database and the rule
+// for every command that uses the database, and no connection reaches the
+// accounts — all of them at a listener that counts what it accepts.
+func TestDatabaseIsCheckedBeforeAnyRequest(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	at := "http://" + l.Addr().String()
+	env := map[string]string{
+		"BIFROST_TABLES_CONNECTION": "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + azure.DevStorageKey +
+			";TableEndpoint=" + at + "/devstoreaccount1;BlobEndpoint=" + at + "/devstoreaccount1;",
+		"CosmosDBConnection": "AccountEndpoint=" + at + "/;AccountKey=" + azure.EmulatorCosmosKey + ";",
+	}
+	since := "2025-11-20T14:00:00Z"
+	for _, args := range [][]string{
+		{"init"}, {"init", "--dry-run"}, {"run"}, {"run", "--dry-run"}, {"verify"},
+		{"replay", "--since", since}, {"reverse", "--since", since},
+	} {
+		state := filepath.Join(t.TempDir(), "state")
+		args = append(args, "--database", "bad/db")
+		if args[0] != "init" {
+			args = append(args, "--state-dir", state)
+		}
+		f, out, errOut := newTestFactory(env)
+		code := Execute(context.Background(), f, args)
+		want := `bifrost-migrate: --database "bad/db": want a database id of 1-255 characters without "/", "\", "?", "#" or surrounding spaces` +
+			"\nRun 'bifrost-migrate " + args[0] + " --help' for usage.\n"
+		if code != ExitUsage || errOut.String() != want || out.Len() != 0 {
+			t.Errorf("%q: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and:\n%s", args, code, out, errOut, want)
+		}
+		if _, err := os.Stat(state); !os.IsNotExist(err) {
+			t.Errorf("%q: the state directory was made (%v)", args, err)
+		}
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("%d connections reached the accounts", n)
+	}
 }

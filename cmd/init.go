@@ -109,9 +109,6 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(opts.Database) == "" {
-		return UsageError(errors.New("--database must not be empty"))
-	}
 	svc, err := opts.Connect(ctx, len(layout.BlobContainers) > 0)
 	if err != nil {
 		return err

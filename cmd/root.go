@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	provision "github.com/bifrost/bifrost-migrate/init"
 	"github.com/bifrost/bifrost-migrate/internal/memlimit"
 	"github.com/bifrost/bifrost-migrate/internal/version"
 )
@@ -291,6 +292,9 @@ emulators (Azurite and the Cosmos DB emulator).`,
 			case "text", "json":
 			default:
 				return badValue("--output", f.Global.Output, "text or json")
+			}
+			if !provision.ValidID(f.Global.Database) {
+				return badValue("--database", f.Global.Database, "a database id of "+provision.IDRule)
 			}
 			if f.Global.RetryTimeout <= 0 {
 				return badValue("--retry-timeout", f.Global.RetryTimeout, "a positive duration such as 30s or 2m")

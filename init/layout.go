@@ -103,6 +103,16 @@ func (e *ValidationError) Error() string {
 	return "invalid container definitions:\n  " + strings.Join(e.Problems, "\n  ")
 }
 
+// IDRule says what the id of a Cosmos DB database or container may be
+// (ValidID).
+const IDRule = `1-255 characters without "/", "\", "?", "#" or surrounding spaces`
+
+// ValidID reports whether id may name a Cosmos DB database or container:
+// IDRule.
+func ValidID(id string) bool {
+	return containerID.MatchString(id) && strings.TrimSpace(id) == id
+}
+
 var (
 	containerID   = regexp.MustCompile(`^[^/\\?#]{1,255}$`)
 	blobContainer = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9]|-[a-z0-9]){2,62}$`)
@@ -131,8 +141,8 @@ func (l Layout) Validate() error {
 		switch {
 		case c.ID == "":
 			add("id is missing")
-		case !containerID.MatchString(c.ID) || strings.TrimSpace(c.ID) != c.ID:
-			add(`id must be 1-255 characters without "/", "\", "?", "#" or surrounding spaces`)
+		case !ValidID(c.ID):
+			add("id must be " + IDRule)
 		case seen[c.ID]:
 			add("defined twice")
 		}
