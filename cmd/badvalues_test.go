@@ -75,6 +75,8 @@ var badValueCases = []struct {
 	{[]string{"verify", "--tables", "Confg"}, `--tables "Confg": want Config, Entities or Relationships, comma-separated`},
 	{[]string{"verify", "--state-dir", " "}, `--state-dir " ": want a directory`},
 	{[]string{"verify", "--report", "r.json", "--report-format", "xml"}, `--report-format "xml": want json or html`},
+	{[]string{"verify", "--report", "verify.pdf"}, `--report "verify.pdf": want a name ending in .json, .html or .htm, or the format given with --report-format json or html`},
+	{[]string{"verify", "--report", "out/verify.txt", "--sample", "0.5"}, `--report "out/verify.txt": want a name ending in .json, .html or .htm, or the format given with --report-format json or html`},
 	// replay and reverse.
 	{[]string{"replay", "--since", "yesterday"}, `--since "yesterday": want an RFC 3339 time such as 2025-11-20T14:00:00Z`},
 	{[]string{"reverse", "--since", "2025-11-20 14:00:00"}, `--since "2025-11-20 14:00:00": want an RFC 3339 time such as 2025-11-20T14:00:00Z`},
@@ -96,7 +98,6 @@ var badValueCases = []struct {
 var anyValue = map[string]string{
 	"help":           "no value",
 	"account":        "any name (fixtures load compares it with the accounts: TestFixturesLoadRefusesForeignAccounts)",
-	"report":         "any file name that can be written (verify_test.go)",
 	"table-prefix":   "hidden, tests only",
 	"blob-container": "hidden, tests only",
 	"page-size":      "hidden, tests only",
@@ -235,5 +236,26 @@ func TestDatabaseIsCheckedBeforeAnyRequest(t *testing.T) {
 	}
 	if n := accepted.Load(); n != 0 {
 		t.Errorf("%d connections reached the accounts", n)
+	}
+}
+
+// TestReportFormatByName: the format a --report name says, and the names
+// verify refuses without --report-format ("").
+func TestReportFormatByName(t *testing.T) {
+	for name, want := range map[string]string{
+		"verify.json": reportJSON, "V.JSON": reportJSON, "/dev/stdout": reportJSON, "dir.d/report": reportJSON,
+		"verify.html": reportHTML, "verify.HTM": reportHTML,
+		"verify.pdf": "", "verify.txt": "", "verify.json.gz": "", "report.out": "",
+	} {
+		if got := formatByName(name); got != want {
+			t.Errorf("formatByName(%q) = %q, want %q", name, got, want)
+		}
+	}
+	// --report-format chooses for any name.
+	for _, format := range []string{reportJSON, reportHTML} {
+		o := VerifyOptions{Sample: 1, ReportFile: "report.out", ReportFormat: format}
+		if err := (verifyFlags{&o}).validate(); err != nil || o.reportFormat() != format {
+			t.Errorf("--report report.out --report-format %s: %v, format %q", format, err, o.reportFormat())
+		}
 	}
 }

@@ -86,6 +86,10 @@ func (v verifyFlags) validate() error {
 	if v.o.ReportFormat != "" && v.o.ReportFile == "" {
 		return UsageError(errors.New("--report-format needs --report FILE"))
 	}
+	if v.o.ReportFile != "" && v.o.ReportFormat == "" && formatByName(v.o.ReportFile) == "" {
+		// Before any work: x.pdf would get JSON, which is not what was asked.
+		return badValue("--report", v.o.ReportFile, "a name ending in .json, .html or .htm, or the format given with --report-format json or html")
+	}
 	return nil
 }
 
@@ -96,16 +100,25 @@ const (
 )
 
 // reportFormat is the format of the --report file: --report-format, else
-// html for a name ending in .html or .htm, else json.
+// the one its name says (formatByName).
 func (o *VerifyOptions) reportFormat() string {
 	if o.ReportFormat != "" {
 		return o.ReportFormat
 	}
-	switch strings.ToLower(filepath.Ext(o.ReportFile)) {
+	return formatByName(o.ReportFile)
+}
+
+// formatByName is the report format a file name says: html for a name
+// ending in .html or .htm, json for .json or no extension (/dev/stdout),
+// "" for any other extension (.pdf, .txt), which verify refuses.
+func formatByName(name string) string {
+	switch strings.ToLower(filepath.Ext(name)) {
 	case ".html", ".htm":
 		return reportHTML
+	case ".json", "":
+		return reportJSON
 	}
-	return reportJSON
+	return ""
 }
 
 // NewCmdVerify builds `bifrost-migrate verify`. runF replaces the command's
