@@ -172,12 +172,12 @@ func TestSecretsNeverReachOutput(t *testing.T) {
 		wantErr  string
 	}{
 		{"bad tables flag", []string{"fixtures", "load", "--tables-connection", storageBad}, nil, ExitUsage,
-			"bifrost-migrate: tables connection: invalid connection string: TableEndpoint is not an http(s) URL"},
+			"bifrost-migrate: --tables-connection: invalid connection string: TableEndpoint is not an http(s) URL"},
 		{"bad tables env", []string{"fixtures", "load"}, map[string]string{"BIFROST_TABLES_CONNECTION": storageBad}, ExitUsage,
-			"bifrost-migrate: tables connection: invalid connection string: TableEndpoint is not an http(s) URL"},
+			"bifrost-migrate: BIFROST_TABLES_CONNECTION: invalid connection string: TableEndpoint is not an http(s) URL"},
 		{"tables down", []string{"fixtures", "load", "--tables-connection", storageDown, "--account", "prod"}, nil, ExitFatal, ""},
 		{"bad cosmos", []string{"init", "--cosmos-connection", cosmosBad}, nil, ExitUsage,
-			"bifrost-migrate: cosmos connection: invalid connection string: Cosmos DB endpoint is not an http(s) URL"},
+			"bifrost-migrate: --cosmos-connection: invalid connection string: Cosmos DB endpoint is not an http(s) URL"},
 		{"cosmos down", []string{"init", "--verbose"}, map[string]string{"CosmosDBConnection": cosmosDown, "BIFROST_TABLES_CONNECTION": storageDown}, ExitFatal, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
