@@ -15,6 +15,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 )
 
 // FixturesLoadOptions are the flags and dependencies of
@@ -163,7 +164,7 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 			base = opts.Now().UTC().Truncate(24 * time.Hour)
 		}
 		sum.Source, sum.Seed, sum.BaseTime = "generated", &opts.Seed, base.UTC().Format(time.RFC3339Nano)
-		o.status("generating %d executions (seed %d, base time %s) into %s", opts.Generate, opts.Seed, sum.BaseTime, where)
+		o.status("generating %s (seed %d, base time %s) into %s", words.Count(int64(opts.Generate), "execution", "executions"), opts.Seed, sum.BaseTime, where)
 		res, err = fixtures.LoadGenerated(ctx, tw, bw, fixtures.GenerateOptions{N: opts.Generate, Seed: opts.Seed, Base: base}, lo)
 	} else {
 		o.status("loading the fixtures into %s", where)
@@ -199,7 +200,8 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 		}
 	}
 	fmt.Fprintf(opts.Out, "%-24s %9d\n", "blobs in "+fixtures.BlobContainer, res.Blobs)
-	fmt.Fprintf(opts.Out, "%d rows and %d blobs (%d bytes) in %s (%.0f rows/s)\n", total, res.Blobs, res.BlobBytes, elapsed.Round(time.Millisecond), sum.RowsPerS)
+	fmt.Fprintf(opts.Out, "%s and %s (%d bytes) in %s (%.0f rows/s)\n", words.Count(int64(total), "row", "rows"), words.Count(int64(res.Blobs), "blob", "blobs"),
+		res.BlobBytes, elapsed.Round(time.Millisecond), sum.RowsPerS)
 	return nil
 }
 
@@ -213,7 +215,7 @@ func fixturesProgress(opts *FixturesLoadOptions, start time.Time) func(fixtures.
 			return
 		}
 		last = now
-		fmt.Fprintf(opts.ErrOut, "  %s, %d blobs, %s\n", fixturesRowCounts(r), r.Blobs, now.Sub(start).Round(time.Second))
+		fmt.Fprintf(opts.ErrOut, "  %s, %s, %s\n", fixturesRowCounts(r), words.Count(int64(r.Blobs), "blob", "blobs"), now.Sub(start).Round(time.Second))
 	}
 }
 

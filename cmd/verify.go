@@ -18,6 +18,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/version"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/verify"
@@ -228,7 +229,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	} else if !errors.Is(serr, fs.ErrNotExist) {
 		o.warning("%s cannot be read: %v", r.DeadLetterFile, unwrapPath(serr))
 	}
-	o.status("%d rows in %.1fs (%.0f rows/s)", r.Totals.Rows, r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9))
+	o.status("%s in %.1fs (%.0f rows/s)", words.Count(int64(r.Totals.Rows), "row", "rows"), r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9))
 	if !opts.Quiet && !o.json() {
 		// With --output json, the summary's "ru" says the same.
 		ru.writeText(prefixed{opts.ErrOut, "verify: "})
