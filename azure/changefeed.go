@@ -49,9 +49,10 @@ type changePosition struct {
 type rangePosition struct {
 	Min string `json:"min"`
 	Max string `json:"max"`
-	// Feed is the SDK's continuation token for this range (it holds the
-	// service's etag, and follows the range through splits); empty until
-	// the range first answered.
+	// Feed is the SDK's continuation token for this range, stored as the
+	// SDK wrote it: the service's etag of each physical range it covers
+	// (of the children, once the range split); empty until the range
+	// first answered.
 	Feed json.RawMessage `json:"feed,omitempty"`
 }
 
@@ -75,15 +76,27 @@ func ChangeFeedSince(t time.Time) string {
 // latest version (deleted docs are not in it). from is a position from
 // ChangeFeedSince or from an earlier Changes on the same container ("" is
 // ChangeFeedSince of the zero time: every doc). It reads the container's
-// feed ranges (as ReadFeedRanges lists them at the first pass; the SDK
-// follows a range through later splits) one after the other, each page by
-// page (pageSize docs at most per page; 0 means
-// store.DefaultQueryPageSize) until the range answers that it has nothing
-// more (304 Not Modified), calls fn with each doc's raw JSON, system
-// properties included (each slice is fn's to keep), and returns the
-// position to resume from: a later Changes from it reads only what changed
-// after this pass. Positions are opaque strings (JSON) meant to be
+// feed ranges (as ReadFeedRanges lists them at the position's first pass)
+// one after the other, each page by page (pageSize docs at most per page;
+// 0 means store.DefaultQueryPageSize) until the range answers that it has
+// nothing more (304 Not Modified), calls fn with each doc's raw JSON,
+// system properties included (each slice is fn's to keep), and returns
+// the position to resume from: a later Changes from it reads only what
+// changed after this pass. Positions are opaque strings (JSON) meant to be
 // stored; they hold no secret.
+//
+// A range that splits (a container that grows) is followed into its
+// children, during a pass or between passes, by the SDK (azcosmos
+// v1.5.0, ContainerClient.ReadChangeFeed): a read of the split range
+// answered 410 Gone with substatus 1002 makes it read the partition key
+// ranges again and go on in each child from the range's continuation, as
+// does a client whose first read of the ranges already lists the
+// children; the position then holds each child's continuation.
+// TestChangesFollowASplit holds Changes to that against the fault
+// proxy's split (a split between two pages of a pass, positions saved
+// before a split, with the client's ranges stale or fresh: nothing lost,
+// nothing repeated), and cmd's TestReverseFollowThroughASplit holds
+// reverse --follow to it.
 //
 // A pass ends once every range has caught up once, so it ends even while
 // the application keeps writing (unless it writes into one range faster

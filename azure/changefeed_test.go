@@ -285,3 +285,127 @@ func TestCheckChangeFeed(t *testing.T) {
 		t.Errorf("a missing container: %v, want nil", err)
 	}
 }
+
+// reopen closes f's client and reads through a new one, as a process
+// started again does: the SDK's partition key range cache, shared by the
+// clients of an endpoint in a process, starts empty.
+func (f *feedFixture) reopen(t *testing.T) {
+	t.Helper()
+	f.client.Close()
+	acct := testenv.Cosmos(t)
+	acct.Endpoint = f.proxy.URL()
+	client, err := azure.NewCosmosClient(acct, azure.Options{Transport: f.trace, Pacer: f.pacer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	f.client = client
+	if f.reader, err = azure.NewDocReader(client, f.db); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// putIn writes n new docs named prefix-00, … and returns their ids, and
+// for each partition key range the ids that fell into it.
+func (f *feedFixture) putIn(t *testing.T, prefix string, n int) (ids []string, byRange map[string][]string) {
+	t.Helper()
+	byRange = map[string][]string{}
+	for i := range n {
+		id := fmt.Sprintf("%s-%02d", prefix, i)
+		f.put(t, id, i)
+		rng, err := f.proxy.RangeOf(f.db, "entities", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		byRange[rng] = append(byRange[rng], id)
+	}
+	return ids, byRange
+}
+
+// Changes follows a container's partition key ranges through splits
+// (the service answers a read of a split range 410 with substatus 1002):
+// a split in the middle of a pass, between two pages of the range, loses
+// and repeats nothing; the next pass, from the position saved before the
+// split, reads each later change once, in both children; a position saved
+// before a further split goes on in the new children whether the client
+// still knows the old ranges (it gets the 410) or starts afresh (its
+// first read of the ranges lists the children).
+func TestChangesFollowASplit(t *testing.T) {
+	f := newFeedFixture(t, faultproxy.Config{ChangeFeed: &faultproxy.ChangeFeed{Ranges: 2, PageBytes: 1}})
+	want, dByRange := f.putIn(t, "d", 24)
+	if len(dByRange["0"]) < 6 || len(dByRange["1"]) == 0 {
+		t.Fatalf("docs by range %v: the test wants at least 6 in range 0 and some in range 1", dByRange)
+	}
+
+	// A pass a doc a page: range 0 splits after its third page.
+	split, err := f.proxy.SplitAfter(f.db, "entities", "0", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _, pos := f.changes(t, "", 0)
+	var children [2]string
+	select {
+	case children = <-split:
+	default:
+	}
+	if children[0] == "" || f.proxy.Gone() == 0 {
+		t.Fatalf("the split during the pass: children %v, %d reads answered 410", children, f.proxy.Gone())
+	}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("the pass through the split got (each once)\n%v\nwant\n%v", ids, want)
+	}
+
+	// After it: new docs in both children and in range 1, and a change to
+	// a doc of the split range.
+	added, nByRange := f.putIn(t, "n", 24)
+	for _, c := range children {
+		if len(nByRange[c]) == 0 {
+			t.Fatalf("no new doc in child %s: %v", c, nByRange)
+		}
+	}
+	changed := dByRange["0"][0]
+	f.put(t, changed, 100)
+	want = append(slices.Clone(added), changed)
+	slices.Sort(want)
+	ids, ns, pos2 := f.changes(t, pos, 0)
+	if !slices.Equal(ids, want) || ns[changed] != 100 {
+		t.Fatalf("from the position before the split: %v, want %v (%s at n=100)", ids, want, changed)
+	}
+
+	// A further split between passes: the client's ranges are stale, the
+	// child's read is answered 410, and the pass goes on in its children.
+	if _, err := f.proxy.Split(f.db, "entities", children[0]); err != nil {
+		t.Fatal(err)
+	}
+	gone := f.proxy.Gone()
+	added, mByRange := f.putIn(t, "m", 16)
+	changed = nByRange[children[0]][0]
+	f.put(t, changed, 101)
+	want = append(slices.Clone(added), changed)
+	slices.Sort(want)
+	ids, _, pos3 := f.changes(t, pos2, 0)
+	if !slices.Equal(ids, want) || f.proxy.Gone() == gone {
+		t.Fatalf("from a position before a split the client did not know of: %v (%d reads answered 410 before, %d after), want %v",
+			ids, gone, f.proxy.Gone(), want)
+	}
+
+	// And started afresh after one more: the first read of the ranges
+	// lists the children, no read is answered 410.
+	f.reopen(t)
+	if _, err := f.proxy.Split(f.db, "entities", children[1]); err != nil {
+		t.Fatal(err)
+	}
+	if len(mByRange[children[1]]) == 0 {
+		t.Fatalf("no doc m-… in range %s: %v", children[1], mByRange)
+	}
+	gone = f.proxy.Gone()
+	added, _ = f.putIn(t, "k", 16)
+	changed = mByRange[children[1]][0]
+	f.put(t, changed, 103)
+	want = append(slices.Clone(added), changed)
+	slices.Sort(want)
+	if ids, _, _ := f.changes(t, pos3, 0); !slices.Equal(ids, want) || f.proxy.Gone() != gone {
+		t.Errorf("a new client from a position before the split: %v (%d reads answered 410), want %v and none", ids, f.proxy.Gone()-gone, want)
+	}
+}

@@ -94,7 +94,7 @@ func TestCompletionValues(t *testing.T) {
 	// --since: the start of the run saved in --state-dir, then now (the
 	// factory's clock); without a state, now only.
 	dir := t.TempDir()
-	state := `{"version":2,"runId":"r-20261120","started":"2026-11-20T14:00:00.123+01:00","tables":[]}`
+	state := `{"version":2,"runId":"r-20261120","fingerprint":"f","started":"2026-11-20T14:00:00.123+01:00","updated":"2026-11-20T15:00:00+01:00","tables":[{"table":"Config"}]}`
 	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(state), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -51,24 +51,24 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 		return []exitStatus{ok, fatal, usage,
 			{ExitPartial, "partial: rows were dead-lettered, or verify found mismatches"},
 			{ExitConflicts, "replay or reverse conflicts left unresolved"},
-			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); state saved, rerun to resume"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM/SIGHUP); state saved, rerun to resume"},
 		}, true
 	case "bifrost-migrate init":
 		return []exitStatus{ok, fatal,
 			{ExitUsage, "usage error, or invalid container definitions (nothing was sent)"},
-			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run init again"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM/SIGHUP); run init again"},
 		}, true
 	case "bifrost-migrate run":
 		return []exitStatus{ok,
 			{ExitFatal, "fatal error (the state directory in use by another process included), or --max-errors reached; rerun to resume"},
 			{ExitUsage, "usage error, or options that differ from the saved run's"},
 			{ExitPartial, "partial: rows were dead-lettered (with --dry-run: would be)"},
-			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); state saved, rerun to resume"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM/SIGHUP); state saved, rerun to resume"},
 		}, true
 	case "bifrost-migrate verify":
-		return []exitStatus{ok, fatal, usage,
+		return []exitStatus{{ExitOK, "success: nothing judged failed (with --sample or --tables, only those rows were judged)"}, fatal, usage,
 			{ExitPartial, "partial: verify found mismatches"},
-			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run verify again"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM/SIGHUP); run verify again"},
 		}, true
 	case "bifrost-migrate replay":
 		return []exitStatus{ok,
@@ -76,7 +76,7 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 			usage,
 			{ExitPartial, "partial: rows were dead-lettered (with --dry-run: would be)"},
 			{ExitConflicts, "replay conflicts left unresolved (with --dry-run: would be)"},
-			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run the same replay again"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM/SIGHUP); run the same replay again"},
 		}, true
 	case "bifrost-migrate reverse":
 		return []exitStatus{ok,
@@ -84,7 +84,7 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 			usage,
 			{ExitPartial, "partial: docs were dead-lettered (with --dry-run: would be)"},
 			{ExitConflicts, "reverse conflicts left unresolved (with --dry-run: would be)"},
-			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); run the same reverse again (docs written back are skipped)"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM/SIGHUP); run the same reverse again (docs written back are skipped)"},
 		}, true
 	case "bifrost-migrate fixtures", "bifrost-migrate version", "bifrost-migrate completion",
 		"bifrost-migrate completion bash", "bifrost-migrate completion zsh",
@@ -93,7 +93,7 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 	case "bifrost-migrate fixtures load":
 		return []exitStatus{ok, fatal,
 			{ExitUsage, "usage error, or a storage account other than the emulator's without --account"},
-			{ExitInterrupted, "interrupted (SIGINT/SIGTERM); load again (loading twice changes nothing)"},
+			{ExitInterrupted, "interrupted (SIGINT/SIGTERM/SIGHUP); load again (loading twice changes nothing)"},
 		}, true
 	}
 	return nil, false
@@ -426,7 +426,7 @@ type ending int
 
 const (
 	endedDone        ending = iota // it finished (maybe with dead letters or conflicts)
-	endedInterrupted               // SIGINT/SIGTERM
+	endedInterrupted               // SIGINT/SIGTERM/SIGHUP
 	endedTransient                 // a failure that running again may not meet
 	endedFailed                    // an error that must be fixed first
 )

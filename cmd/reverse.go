@@ -57,6 +57,10 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	if err := w.ready(ctx, svc.conn, svc.deps.Rows, nil); err != nil {
 		return err
 	}
+	// Every pass judges a doc without _migration against --since, the
+	// start of the whole window, and knows the rows the earlier passes
+	// left in step (docs/rollback.md, "A doc without _migration").
+	m.Start, svc.deps.InStep = m.Since, &migrate.RowsInStep{}
 	pass := func(ctx context.Context, since time.Time, p migrate.Progress, _, keep bool) (windowSummary, error) {
 		m.Transform.Now = opts.Now() // a status row's UpdatedAt is the pass's
 		m.Since, m.KeepDeadLetters, svc.deps.Progress = since, keep, p

@@ -59,9 +59,16 @@ type reverseEnv struct {
 // stand-in for every later command. match, when not nil, is the proxy's
 // Config.Match (tests count or time requests with it).
 func newReverseEnv(t *testing.T, match func(*http.Request) bool) *reverseEnv {
+	return newReverseEnvWith(t, faultproxy.Config{ChangeFeed: &faultproxy.ChangeFeed{Ranges: 2}, Match: match})
+}
+
+// newReverseEnvWith is newReverseEnv with the proxy's configuration cfg
+// (its Target set to the stand-in).
+func newReverseEnvWith(t *testing.T, cfg faultproxy.Config) *reverseEnv {
 	e := &reverseEnv{replayEnv: newReplayEnv(t)}
 	cosmos := testenv.Cosmos(t)
-	p, err := faultproxy.Start(faultproxy.Config{Target: cosmos.Endpoint, ChangeFeed: &faultproxy.ChangeFeed{Ranges: 2}, Match: match})
+	cfg.Target = cosmos.Endpoint
+	p, err := faultproxy.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,6 +433,167 @@ func TestReverseConflictAndForce(t *testing.T) {
 	}
 	if code, s, _ := e.reverse(since); code != ExitOK || s.Totals.Writes() != 0 {
 		t.Errorf("reverse after --force: exit %d totals %+v, want nothing to write", code, s.Totals)
+	}
+}
+
+// Zoë is a user of organization orgID: her doc's scope is org-orgID, her
+// row's PartitionKey orgID.
+const (
+	zoeRK    = "user:" + zoe
+	zoeID    = "user-" + zoe
+	zoeScope = "org-" + orgID
+)
+
+// appRenames renames the user of doc scope/id as an application that
+// reads the doc into its own model and writes the model back: without
+// _migration, a field the model does not know.
+func (e *reverseEnv) appRenames(scope, id, name string) {
+	e.t.Helper()
+	doc := e.readDoc(transform.ContainerEntities, scope, id)
+	delete(doc, "_migration")
+	doc["displayName"] = name
+	e.appWrite(transform.ContainerEntities, doc)
+}
+
+// TestReverseAppModelWithoutMigration is the rollback after the
+// application wrote its own model back (SPEC §15): after the cutover T it
+// renames two users by reading each doc into its model and writing the
+// model back, which drops _migration; the tables change the second user's
+// row after T too. reverse --since T writes the first user's row (the
+// DisplayName the application wrote, the other properties as they were)
+// and records the sync on its doc, and exits 4 for the second, whose row
+// and doc it leaves exactly as they were; a second reverse writes nothing.
+func TestReverseAppModelWithoutMigration(t *testing.T) {
+	e := newReverseEnv(t, nil)
+	since := e.since()
+	e.appRenames("GLOBAL", aliceID, "Alice (app model)")
+	e.appRenames(zoeScope, zoeID, "Zoë (app model)")
+	e.mergeRow(transform.TableEntities, orgID, zoeRK, map[string]any{"DisplayName": "Zoë (edited on tables)"})
+	before := e.snapshot()
+	zoeDoc, _ := e.rawDoc(transform.ContainerEntities, zoeScope, zoeID)
+	aliceKey, zoeKey := "Entities GLOBAL "+aliceRK, "Entities "+orgID+" "+zoeRK
+
+	code, s, stderr := e.reverse(since)
+	if code != ExitConflicts || s.Totals.Synced != 1 || s.Totals.Conflicts != 1 || len(s.Conflicts) != 1 {
+		t.Fatalf("reverse: exit %d totals %+v conflicts %s, want exit 4, alice synced and zoë a conflict:\n%s", code, s.Totals, fakes.JSON(s.Conflicts), stderr)
+	}
+	if c := s.Conflicts[0]; c.ID != zoeID || c.RowKey != zoeRK || c.Resolution != migrate.NotWritten || !slices.Equal(c.Properties, []string{"DisplayName"}) ||
+		c.Reason != "the application wrote the doc without _migration, and the row changed in the tables after --since" {
+		t.Errorf("conflict %s, want zoë's, not written, DisplayName", fakes.JSON(c))
+	}
+	after := e.snapshot()
+	if got := changedRows(before, after); !slices.Equal(got, []string{aliceKey}) {
+		t.Errorf("rows reverse changed: %q, want only alice's", got)
+	}
+	if d := transform.DiffRows(before[aliceKey], after[aliceKey]); !slices.Equal(d, []string{"DisplayName"}) || after[aliceKey].Props["DisplayName"].Str != "Alice (app model)" {
+		t.Errorf("alice's row: properties %v changed, DisplayName %q; want only DisplayName, as the application wrote it", d, after[aliceKey].Props["DisplayName"].Str)
+	}
+	b, a := before[zoeKey], after[zoeKey]
+	if d := transform.DiffRows(b, a); len(d) > 0 || a.ETag != b.ETag || !a.Timestamp.Equal(b.Timestamp) || a.Props["DisplayName"].Str != "Zoë (edited on tables)" {
+		t.Errorf("zoë's row was touched: properties %v differ, ETag %s → %s, Timestamp %s → %s", d, b.ETag, a.ETag, b.Timestamp, a.Timestamp)
+	}
+	if doc, _ := e.rawDoc(transform.ContainerEntities, zoeScope, zoeID); string(doc) != string(zoeDoc) {
+		t.Errorf("zoë's doc changed:\nbefore %s\nafter  %s", zoeDoc, doc)
+	}
+
+	// The sync is recorded on alice's doc: _migration names her row, its
+	// new Timestamp and the doc's hash.
+	raw, _ := e.rawDoc(transform.ContainerEntities, "GLOBAL", aliceID)
+	doc, err := transform.DecodeDocOrdered(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok, err := transform.DocMigration(doc)
+	hash, herr := transform.Hash(doc)
+	want := transform.Migration{Table: transform.TableEntities, PartitionKey: "GLOBAL", RowKey: aliceRK,
+		Timestamp: transform.FormatTimestamp(after[aliceKey].Timestamp), Hash: hash}
+	if err != nil || herr != nil || !ok || m != want {
+		t.Errorf("alice's doc records %+v (%v, %v), want %+v:\n%s", m, err, herr, want, raw)
+	}
+
+	// Again: alice's doc is unchanged since its sync, zoë's still a
+	// conflict; nothing is written.
+	code, s, stderr = e.reverse(since)
+	if code != ExitConflicts || s.Totals.Writes() != 0 || s.Totals.Conflicts != 1 || s.Totals.Synced != 0 {
+		t.Errorf("second reverse: exit %d totals %+v, want 4 and nothing written:\n%s", code, s.Totals, stderr)
+	}
+	if got := changedRows(after, e.snapshot()); len(got) > 0 {
+		t.Errorf("the second reverse changed %q", got)
+	}
+}
+
+// TestReverseFollowAppModel: `reverse --follow` while the application
+// writes its own model back (no _migration). A user renamed twice, a pass
+// between, is written back twice: the row the first pass wrote is the
+// follow's own, no conflict. A user whose row another writer changed in
+// the tables after --since is a conflict, though by then the passes'
+// watermark (--skew 1ms) is past that change: every pass judges against
+// --since. The follow ends with exit 4 for it alone, its row untouched.
+func TestReverseFollowAppModel(t *testing.T) {
+	e := newReverseEnv(t, nil)
+	since := e.since()
+	f, _, errOut := newTestFactory(e.env)
+	out := &syncBuffer{}
+	f.Out = out
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	done := make(chan int, 1)
+	go func() {
+		done <- Execute(ctx, f, append(e.reverseArgs(since, "--follow", "--interval", "1s", "--skew", "1ms"), "--output", "json"))
+	}()
+	aliceKey, zoeKey := "Entities GLOBAL "+aliceRK, "Entities "+orgID+" "+zoeRK
+	// rowSays waits for the row at key to say name (a hang bound:
+	// followInStep).
+	rowSays := func(key, name string) {
+		t.Helper()
+		for start := time.Now(); time.Since(start) < followInStep; time.Sleep(200 * time.Millisecond) {
+			if e.snapshot()[key].Props["DisplayName"].Str == name {
+				return
+			}
+		}
+		interrupt()
+		t.Fatalf("%s does not say DisplayName %q after %s:\n%s", key, name, followInStep, out.String())
+	}
+
+	e.appRenames("GLOBAL", aliceID, "Alice v1")
+	rowSays(aliceKey, "Alice v1")
+	e.mergeRow(transform.TableEntities, orgID, zoeRK, map[string]any{"DisplayName": "Zoë (edited on tables)"})
+	zoeBefore := e.snapshot()[zoeKey]
+	time.Sleep(1100 * time.Millisecond) // _ts has whole seconds: alice's next write is stamped after zoë's row changed
+	e.appRenames("GLOBAL", aliceID, "Alice v2")
+	rowSays(aliceKey, "Alice v2") // the passes' watermark is now past zoë's row change
+	e.appRenames(zoeScope, zoeID, "Zoë (app model)")
+	writeStopWindow(t, out, time.Now(), func() {}) // a pass that read zoë's doc and wrote nothing
+
+	interrupt()
+	select {
+	case code := <-done:
+		if code != ExitConflicts {
+			t.Errorf("exit %d, want 4; stderr:\n%s", code, errOut)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("--follow did not stop within 10 s of SIGINT")
+	}
+	type summaryLine struct {
+		Type      string                    `json:"type"`
+		Conflicts []migrate.ReverseConflict `json:"conflicts"`
+	}
+	var s summaryLine
+	for _, l := range strings.Split(out.String(), "\n") {
+		var line summaryLine
+		if json.Unmarshal([]byte(l), &line) == nil && line.Type == "summary" {
+			s = line
+		}
+	}
+	if s.Type != "summary" || len(s.Conflicts) != 1 || s.Conflicts[0].ID != zoeID {
+		t.Errorf("summary's conflicts %s, want zoë's alone:\n%s", fakes.JSON(s.Conflicts), out.String())
+	}
+	after := e.snapshot()
+	if z := after[zoeKey]; z.ETag != zoeBefore.ETag || z.Props["DisplayName"].Str != "Zoë (edited on tables)" {
+		t.Errorf("zoë's row was written: %s", transform.EncodeEntity(z))
+	}
+	if got := after[aliceKey].Props["DisplayName"].Str; got != "Alice v2" {
+		t.Errorf("alice's row says %q, want Alice v2", got)
 	}
 }
 

@@ -432,10 +432,11 @@ func setFlagErrors(c *cobra.Command) {
 }
 
 // Main runs bifrost-migrate with the process's arguments and environment
-// and returns the exit status. SIGINT and SIGTERM cancel the root context;
-// commands save their state and return, and Main returns 130.
+// and returns the exit status. SIGINT, SIGTERM and SIGHUP (a terminal or
+// an ssh session that goes away) cancel the root context; commands save
+// their state and return, and Main returns 130.
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	f := &Factory{
 		In:            os.Stdin,
@@ -577,8 +578,8 @@ func isCobraUsage(err error) bool {
 		strings.Contains(msg, "arg(s)") || strings.HasPrefix(msg, "required flag")
 }
 
-// interruptedSentence is the message of a command SIGINT or SIGTERM
-// stopped (exit 130), from its error's text: "interrupted: " and what to
+// interruptedSentence is the message of a command SIGINT, SIGTERM or
+// SIGHUP stopped (exit 130), from its error's text: "interrupted: " and what to
 // do, without the Go runtime's "context canceled".
 func interruptedSentence(raw string) string {
 	for _, frag := range []string{" (context canceled)", ": context canceled", "context canceled"} {
@@ -590,7 +591,7 @@ func interruptedSentence(raw string) string {
 	return "interrupted: " + raw
 }
 
-// interrupted is the error a command stopped by SIGINT or SIGTERM ends
+// interrupted is the error a command stopped by SIGINT, SIGTERM or SIGHUP ends
 // with: its sentence msg (what was saved, what to run), wrapping err. The
 // text of err is left out when it is the cancellation itself — a request
 // cut short says nothing an operator can act on.

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/numfmt"
 	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
@@ -184,15 +185,7 @@ func thousands(v float64) string {
 	if v != math.Trunc(v) {
 		return fmt.Sprintf("%g", v)
 	}
-	s := fmt.Sprintf("%d", int64(v))
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+	return numfmt.Count(int64(v))
 }
 
 // prefixed writes each line with a prefix ("verify: "); lines must come

@@ -169,8 +169,12 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	var fe *migrate.FingerprintError
 	switch {
+	case err != nil && ctx.Err() != nil && s.SaveFailed:
+		return interrupted(fmt.Sprintf("the last checkpoint could not be saved in %s, which keeps the one before it; run again to resume from there", m.StateDir), err)
 	case err != nil && ctx.Err() != nil:
 		return interrupted(fmt.Sprintf("state saved in %s; run again to resume", m.StateDir), err)
+	case err != nil && s.SaveFailed:
+		return fmt.Errorf("%w; the checkpoint was not saved, %s keeps the one before it: free space there or make it writable, then run again to resume from it", err, m.StateDir)
 	case errors.As(err, &fe):
 		return UsageError(errors.New(optionMismatch(fe)))
 	case errors.Is(err, migrate.ErrTooManyDeadLetters):
@@ -315,6 +319,8 @@ func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64, e
 		_, err = fmt.Fprintf(w, "run %s resumed and complete\n", s.RunID)
 	case s.Complete:
 		_, err = fmt.Fprintf(w, "run %s complete\n", s.RunID)
+	case s.SaveFailed:
+		_, err = fmt.Fprintf(w, "run %s not complete: %s\n", s.RunID, lastSavedPhrase(s.LastSaved))
 	case end == endedInterrupted || end == endedTransient:
 		// Only these end in a state that running again as is can finish.
 		_, err = fmt.Fprintf(w, "run %s not complete: run again to resume\n", s.RunID)
@@ -322,6 +328,16 @@ func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64, e
 		_, err = fmt.Fprintf(w, "run %s not complete: stopped by the error reported on stderr (the state is saved)\n", s.RunID)
 	}
 	return err
+}
+
+// lastSavedPhrase says, after a checkpoint could not be saved, which one
+// state.json holds (c; nil or zero: none).
+func lastSavedPhrase(c *migrate.SavedCheckpoint) string {
+	if c == nil || c.Updated.IsZero() {
+		return "no checkpoint could be saved; a rerun starts over"
+	}
+	return fmt.Sprintf("its last checkpoint could not be saved; state.json holds the one of %s (%d rows done), from which a rerun resumes",
+		c.Updated.UTC().Format(time.RFC3339), c.Rows)
 }
 
 // rowsCounted is the number of rows s counts, those of earlier sessions

@@ -611,6 +611,13 @@ func TestRunSummaryLastLine(t *testing.T) {
 	dry := migrate.Summary{DryRun: true, Tables: part.Tables, Plan: &migrate.Plan{}}
 	dryDone := dry
 	dryDone.Complete = true
+	// A checkpoint that could not be saved (issue 37): the summary names
+	// the one state.json holds, never "the state is saved".
+	unsaved := part
+	unsaved.SaveFailed, unsaved.LastSaved = true, &migrate.SavedCheckpoint{Updated: time.Date(2026, 11, 21, 13, 0, 0, 0, time.FixedZone("", 3600)), Rows: 1200}
+	unsavedNone := part
+	unsavedNone.SaveFailed, unsavedNone.LastSaved = true, &migrate.SavedCheckpoint{}
+	const lastSaved = "run r1 not complete: its last checkpoint could not be saved; state.json holds the one of 2026-11-21T12:00:00Z (1200 rows done), from which a rerun resumes"
 	for _, tc := range []struct {
 		name string
 		s    migrate.Summary
@@ -621,6 +628,10 @@ func TestRunSummaryLastLine(t *testing.T) {
 		{"interrupted", part, endedInterrupted, "run r1 not complete: run again to resume"},
 		{"retries exhausted", part, endedTransient, "run r1 not complete: run again to resume"},
 		{"missing table", part, endedFailed, "run r1 not complete: stopped by the error reported on stderr (the state is saved)"},
+		{"save failed", unsaved, endedFailed, lastSaved},
+		{"save failed, interrupted", unsaved, endedInterrupted, lastSaved},
+		{"save failed, retries exhausted", unsaved, endedTransient, lastSaved},
+		{"no checkpoint saved", unsavedNone, endedFailed, "run r1 not complete: no checkpoint could be saved; a rerun starts over"},
 		{"dry run failed", dry, endedFailed, "dry run not complete: stopped by the error reported on stderr"},
 		{"dry run", dryDone, endedDone, "dead letters: 0"}, // a finished dry run ends with its plan
 	} {
@@ -768,6 +779,21 @@ func TestRunProgressBarsOnlyOnATerminal(t *testing.T) {
 // verify finds nothing missing, different or orphaned.
 func TestRunSIGINTThenResume(t *testing.T) {
 	t.Parallel()
+	signalThenResume(t, syscall.SIGINT)
+}
+
+// SIGHUP (an ssh session that drops) ends run as SIGINT does (issue 37):
+// the summary, the state saved, exit 130, and a rerun that resumes and
+// ends with verify clean.
+func TestRunSIGHUPThenResume(t *testing.T) {
+	t.Parallel()
+	signalThenResume(t, syscall.SIGHUP)
+}
+
+// signalThenResume sends sig to the built binary's run once a checkpoint
+// is saved and the run is not done, and checks that the run ends with its
+// summary and exit 130 and that a rerun resumes it to a clean verify.
+func signalThenResume(t *testing.T, sig syscall.Signal) {
 	e := newRunEnv(t)
 	ctx := context.Background()
 	gen := fixtures.GenerateOptions{N: 3000, Seed: 7, Base: time.Now().UTC().Truncate(24 * time.Hour)}
@@ -779,13 +805,13 @@ func TestRunSIGINTThenResume(t *testing.T) {
 	}
 	bin := testenv.Build(t)
 
-	var stderr bytes.Buffer
+	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, e.binaryArgs("run", "--concurrency", "1", "--tables", "Entities,Relationships")...)
-	cmd.Env, cmd.Stderr = e.environ(), &stderr
+	cmd.Env, cmd.Stdout, cmd.Stderr = e.environ(), &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Interrupt once a checkpoint is saved and the run is not done.
+	// Signal once a checkpoint is saved and the run is not done.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		st, err := migrate.LoadState(e.stateDir)
@@ -798,23 +824,27 @@ func TestRunSIGINTThenResume(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	err := cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != ExitInterrupted {
-		t.Fatalf("exit %d (%v), want 130\n%s", code, err, stderr.String())
+		t.Fatalf("after %v: exit %d (%v), want 130\n%s", sig, code, err, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "interrupted: state saved in") {
-		t.Errorf("stderr: %s", stderr.String())
+	if want := "bifrost-migrate: interrupted: state saved in " + e.stateDir + "; run again to resume\n"; !strings.HasSuffix(stderr.String(), want) {
+		t.Errorf("after %v, stderr does not end with %q:\n%s", sig, want, stderr.String())
 	}
 	st, err := migrate.LoadState(e.stateDir)
 	if err != nil || st == nil || st.Done {
-		t.Fatalf("state after SIGINT: %+v, %v", st, err)
+		t.Fatalf("state after %v: %+v, %v", sig, st, err)
+	}
+	// The summary, on stdout, ends saying the run can be resumed.
+	if want := "run " + st.RunID + " not complete: run again to resume"; lastLine(stdout.String()) != want || !strings.Contains(stdout.String(), "Entities") {
+		t.Errorf("after %v, stdout is not the summary ending %q:\n%s", sig, want, stdout.String())
 	}
 
+	stdout.Reset()
 	stderr.Reset()
-	var stdout bytes.Buffer
 	cmd = exec.Command(bin, e.binaryArgs("--output", "json", "run", "--tables", "Entities,Relationships")...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = e.environ(), &stdout, &stderr
 	if err := cmd.Run(); err != nil {

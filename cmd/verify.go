@@ -242,7 +242,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		if err := writeReportFile(opts.ReportFile, opts.reportFormat(), r, func() verify.HTMLFacts { return htmlFacts(o, opts.StateDir, r.RunID) }); err != nil {
 			// The verdict is printed: say it again, and that the report
 			// the operator asked for is not there.
-			what := "verify: OK"
+			what := r.VerdictLine()
 			if verdict != nil {
 				what = verdict.Error()
 			}
@@ -268,7 +268,8 @@ func writeVerifySummary(o *output, out io.Writer, r *verify.Report, ru ruReport)
 }
 
 // verifyVerdict is the error verify ends with for r: nil when r is OK,
-// else a PartialError (exit 3) that counts what failed.
+// else a PartialError (exit 3) that counts what failed and, for a
+// partial check, says in what.
 func verifyVerdict(r *verify.Report) error {
 	switch {
 	case r.OK:
@@ -278,10 +279,11 @@ func verifyVerdict(r *verify.Report) error {
 		if !r.DeadLetterFileFound {
 			listed = "`bifrost-migrate run --dry-run` lists them"
 		}
-		return PartialError(fmt.Errorf("verify found %d row(s) not migrated (dead letters; %s), %d missing, %d different and %d orphan doc(s)",
-			r.NotMigrated, listed, r.Totals.Missing, r.Totals.Different, r.Totals.Orphans))
+		return PartialError(fmt.Errorf("verify found %d row(s) not migrated (dead letters; %s), %d missing, %d different and %d orphan doc(s)%s",
+			r.NotMigrated, listed, r.Totals.Missing, r.Totals.Different, r.Totals.Orphans, r.PartialSuffix()))
 	}
-	return PartialError(fmt.Errorf("verify found %d missing, %d different and %d orphan doc(s)", r.Totals.Missing, r.Totals.Different, r.Totals.Orphans))
+	return PartialError(fmt.Errorf("verify found %d missing, %d different and %d orphan doc(s)%s",
+		r.Totals.Missing, r.Totals.Different, r.Totals.Orphans, r.PartialSuffix()))
 }
 
 // checkWritable returns a usage error naming flag and name when a file
@@ -429,10 +431,13 @@ var verifyDoc = cmdDoc{
 meaning: timestamps as instants, a null field as an absent one. It reports
 missing, different and orphan docs, rows not migrated (dead letters), and
 where users will see executions differently after cutover (access
-patterns). "verify: OK" (exit 0) is the signal to cut over.`,
+patterns). A full check's "verify: OK" (exit 0) is the signal to cut over.
+With --sample or --tables the check is partial: its verdict line says what
+it judged ("verify: OK for a 1 % sample: 209 of 20,000 rows judged"), and
+its exit 0 speaks for those rows alone.`,
 	example: `  bifrost-migrate verify
   # a page to sign the cutover off with (or .json: everything, as JSON)
   bifrost-migrate verify --report verify.html
-  # a quick look at 1 % of the rows, chosen by a hash of their keys
+  # a quick look at 1 % of the rows, chosen by a hash of their keys (a partial check)
   bifrost-migrate verify --sample 0.01`,
 }

@@ -31,7 +31,7 @@ type windowFlags struct {
 	// Since is --since as given (RFC 3339); validate parses it into w.
 	Since string
 	// Follow repeats passes every Interval, each from the previous pass's
-	// watermark less Skew, until SIGINT or SIGTERM.
+	// watermark less Skew, until SIGINT, SIGTERM or SIGHUP.
 	Follow         bool
 	Interval, Skew time.Duration
 	// now is the time the services stamp changes with (a --since later
@@ -111,7 +111,7 @@ func newWindowCmd[O any](f *Factory, opts O, w *windowOptions, doc cmdDoc, runF,
 
 func (w *windowFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&w.Since, "since", "", w.help.since+" at or after this RFC 3339 `TIME` (e.g. "+sinceExample+")")
-	fl.BoolVar(&w.Follow, "follow", false, w.help.follow+": a pass every --interval, until SIGINT or SIGTERM")
+	fl.BoolVar(&w.Follow, "follow", false, w.help.follow+": a pass every --interval, until SIGINT, SIGTERM or SIGHUP")
 	fl.DurationVar(&w.Interval, "interval", migrate.DefaultFollowInterval, "with --follow, the wait between passes")
 	fl.DurationVar(&w.Skew, "skew", migrate.DefaultFollowSkew, "with --follow, how far before the newest change read each next pass starts (clock skew between servers)")
 	fl.BoolVar(&w.w.Prune, "prune", false, w.help.prune)
@@ -430,7 +430,7 @@ func writeWindowText(w io.Writer, words wayWords, s windowSummary, ru ruReport, 
 // "docs") and how.
 func (w windowFlags) startStatus(o *output, what string, since time.Time, dryRun bool) {
 	if w.Follow {
-		o.status("following %s changed since %s: a pass every %s, each from the newest change read less %s; SIGINT or SIGTERM stops after the pass in progress",
+		o.status("following %s changed since %s: a pass every %s, each from the newest change read less %s; SIGINT, SIGTERM or SIGHUP stops after the pass in progress",
 			what, since.Format(time.RFC3339Nano), w.Interval, w.Skew)
 		return
 	}

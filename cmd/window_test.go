@@ -89,7 +89,7 @@ func TestSinceUpToNowIsTaken(t *testing.T) {
 // state, nothing is said; a state that cannot be read is said to be so.
 func TestSinceBeforeTheMigrationWarns(t *testing.T) {
 	dir := t.TempDir()
-	state := `{"version":2,"runId":"r-20261120","fingerprint":"f","started":"2026-11-20T12:00:00Z","updated":"2026-11-20T13:00:00Z","done":true,"tables":[]}`
+	state := `{"version":2,"runId":"r-20261120","fingerprint":"f","started":"2026-11-20T12:00:00Z","updated":"2026-11-20T13:00:00Z","done":true,"tables":[{"table":"Config","done":true}]}`
 	if err := os.WriteFile(filepath.Join(dir, migrate.StateFile), []byte(state), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ type PassReport struct {
 // started; between passes it waits opts.Interval. onPass hears each pass
 // that ended. When ctx ends, the pass in progress runs to its end (it gets
 // a context that ctx's end does not cancel) and Follow returns nil: an
-// operator's SIGINT or SIGTERM stops following cleanly. A pass's error
+// operator's SIGINT, SIGTERM or SIGHUP stops following cleanly. A pass's error
 // ends Follow with that error.
 func Follow(ctx context.Context, opts FollowOptions, pass func(ctx context.Context, since time.Time) (PassResult, error), onPass func(PassReport)) error {
 	if opts.Interval <= 0 {

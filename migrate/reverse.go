@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/transform"
 )
 
 // ReverseDeadLetterFile is the dead-letter file of the last reverse in the
@@ -24,6 +26,11 @@ const ReverseDeadLetterFile = "reverse-dead-letter.jsonl"
 type ReverseOptions struct {
 	Common
 	WindowOptions
+	// Start is the start of the window a doc without _migration is judged
+	// against (SPEC §15): its row is a conflict only if it changed in the
+	// tables after Start. Zero means Since. The passes of one --follow
+	// all give the --since of the command (see ReverseDeps.InStep).
+	Start time.Time
 }
 
 // ReverseDeps are the services a reverse uses.
@@ -38,8 +45,41 @@ type ReverseDeps struct {
 	Blobs BlobStore
 	// Query lists every doc (Prune only).
 	Query DocQuerier
+	// InStep, when not nil, remembers the rows a reverse left in step
+	// with their doc for the next reverse given the same one: the passes
+	// of one --follow share it, so that a row an earlier pass wrote is not
+	// taken for a change in the tables. nil: each reverse its own.
+	InStep *RowsInStep
 	// Env's Progress hears containers as tables.
 	Env
+}
+
+// RowsInStep are the rows reverse left in step with a doc — wrote, or
+// found already holding what the doc says — each with the ETag it left
+// the row with: a row whose ETag is still that one has not changed in the
+// tables since (see reverser.ours). It holds one entry per such row for
+// as long as it is kept. The zero value is ready to use; it is safe for
+// concurrent use.
+type RowsInStep struct{ rows sync.Map }
+
+// note remembers that row is in step with its doc at etag.
+func (s *RowsInStep) note(row transform.RowRef, etag string) {
+	s.rows.Store(rowID(row.Table, row.PartitionKey, row.RowKey), etag)
+}
+
+// holds reports whether row is as reverse left it in step: its ETag, or
+// the time the ETag carries, is the one noted.
+func (s *RowsInStep) holds(row transform.Row) bool {
+	v, ok := s.rows.Load(rowID(row.Table, row.PartitionKey, row.RowKey))
+	if !ok {
+		return false
+	}
+	etag := v.(string)
+	if etag == row.ETag {
+		return true
+	}
+	t, ok := etagTime(etag)
+	return ok && t.Equal(row.Timestamp)
 }
 
 // ReverseCounts are what a reverse did with the changed docs of one
@@ -171,6 +211,9 @@ func (d ReverseDeps) check(opts *ReverseOptions) error {
 	if d.Changes == nil || d.Position == nil || d.Rows == nil || d.Docs == nil || d.Blobs == nil {
 		return errors.New("migrate: Changes, Position, Rows, Docs and Blobs are required")
 	}
+	if opts.Start.IsZero() {
+		opts.Start = opts.Since
+	}
 	return checkWindow("ReverseOptions", &opts.Common, &opts.WindowOptions, d.Query != nil)
 }
 
@@ -180,7 +223,10 @@ func newReverser(opts ReverseOptions, deps ReverseDeps, sink deadLetterSink) (*r
 	if err != nil {
 		return nil, err
 	}
-	r := &reverser{window: w, opts: opts, changes: deps.Changes, position: deps.Position, rows: deps.Rows}
+	r := &reverser{window: w, opts: opts, changes: deps.Changes, position: deps.Position, rows: deps.Rows, inStep: deps.InStep}
+	if r.inStep == nil {
+		r.inStep = &RowsInStep{}
+	}
 	if opts.DryRun {
 		r.rows = dryRunRows{inner: deps.Rows}
 	}
@@ -194,9 +240,9 @@ type reverser struct {
 	changes  ChangeFeed
 	position ChangePosition
 	rows     RowStore
-	// written holds the ETag of each row this reverse wrote (rowID → the
-	// ETag the write returned); see ours.
-	written sync.Map
+	// inStep holds the ETag of each row this reverse (or an earlier pass
+	// of its --follow) wrote or found in step with a doc; see ours.
+	inStep *RowsInStep
 	// docLocks serialize the copies of one doc: a doc the change feed
 	// sends twice is applied once at a time.
 	docLocks keyedLocks

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -58,16 +59,18 @@ func (d revDoc) unchanged(wrote bool) bool {
 }
 
 // decideReverse is reverse's decision for a changed doc d whose main row
-// would be want, given the row the table holds (existing, nil when none)
-// and whether this reverse wrote that row itself (ours). A row that
+// would be want, given the row the table holds (existing, nil when none),
+// whether this reverse left that row as it is now itself (ours: it wrote
+// it, or found it holding what a doc said, and its ETag is still the one
+// it saw) and the start of the window (start: --since). A row that
 // already holds what the doc says is no conflict, whoever wrote it (a
 // reverse killed before it recorded the sync wrote it), and neither is a
-// row this reverse wrote; otherwise a row that changed in the tables after
-// the doc was migrated (rowChanged) is a conflict, written only with
-// force. It is pure.
-func decideReverse(d revDoc, existing *transform.Row, ours bool, want transform.Row, force bool) revVerdict {
+// row this reverse left as it is; otherwise a row that changed in the
+// tables after the doc was last in step with it (rowChanged) is a
+// conflict, written only with force. It is pure.
+func decideReverse(d revDoc, existing *transform.Row, ours bool, want transform.Row, start time.Time, force bool) revVerdict {
 	switch {
-	case existing == nil, ours, !rowChanged(*existing, d.mig, d.hasMig):
+	case existing == nil, ours, !rowChanged(*existing, d, start):
 		return revWrite
 	case len(transform.DiffRows(*existing, want)) == 0:
 		return revWrite
@@ -78,13 +81,15 @@ func decideReverse(d revDoc, existing *transform.Row, ours bool, want transform.
 }
 
 // rowChanged reports whether the row changed in the tables after the doc
-// was migrated from it: its Timestamp is newer than the doc's
-// _migration.timestamp. A doc without _migration whose keys hold a row
-// counts as changed: the two were written apart.
-func rowChanged(row transform.Row, mig transform.Migration, hasMig bool) bool {
-	if !hasMig {
-		return true
+// d was last in step with it: after d's _migration.timestamp (an
+// unparseable one counts as changed). A doc without _migration (an
+// application that writes its own model back drops the fields it does not
+// know) carries no such time, so it is judged against the window instead
+// (SPEC §15): the row changed when its Timestamp is later than start.
+func rowChanged(row transform.Row, d revDoc, start time.Time) bool {
+	if !d.hasMig {
+		return row.Timestamp.After(start)
 	}
-	t, ok := transform.ParseTimestamp(mig.Timestamp)
+	t, ok := transform.ParseTimestamp(d.mig.Timestamp)
 	return !ok || row.Timestamp.After(t)
 }

@@ -9,9 +9,13 @@ import (
 )
 
 // TestDecideReverse is reverse's decision table (SPEC §15): which changed
-// docs write their rows, which are conflicts, and what --force changes.
+// docs write their rows, which are conflicts, and what --force changes. A
+// doc with _migration is judged against its _migration.timestamp; one
+// without (the application wrote its own model back) against the
+// window's start.
 func TestDecideReverse(t *testing.T) {
 	migrated := time.Date(2026, 11, 20, 14, 0, 0, 0, time.UTC)
+	since := migrated.Add(2 * time.Hour) // the window's start: the cutover
 	mig := transform.Migration{Table: "Entities", PartitionKey: "GLOBAL", RowKey: "user:a@example.com", Timestamp: transform.FormatTimestamp(migrated), Hash: "h"}
 	row := func(name string, at time.Time) *transform.Row {
 		return &transform.Row{Table: "Entities", PartitionKey: "GLOBAL", RowKey: "user:a@example.com", Timestamp: at,
@@ -34,16 +38,22 @@ func TestDecideReverse(t *testing.T) {
 		{"no row, app-created doc", noMig, nil, false, false, revWrite},
 		{"row untouched since migration", withMig, row("Tables", migrated), false, false, revWrite},
 		{"row older than migration", withMig, row("Tables", migrated.Add(-time.Hour)), false, false, revWrite},
-		{"row changed since, different: conflict", withMig, row("Tables", later), false, false, revConflict},
+		{"row changed since migration (before the window), different: conflict", withMig, row("Tables", later), false, false, revConflict},
 		{"row changed since, different, --force", withMig, row("Tables", later), false, true, revForce},
 		{"row changed since, already what the doc says", withMig, row("Cosmos", later), false, false, revWrite},
 		{"row changed since, but this reverse wrote it", withMig, row("Tables", later), true, false, revWrite},
-		{"app-created doc over an existing row: conflict", noMig, row("Tables", migrated), false, false, revConflict},
-		{"app-created doc over an equal row", noMig, row("Cosmos", migrated), false, false, revWrite},
 		{"unparseable _migration.timestamp counts as changed", badTime, row("Tables", migrated), false, false, revConflict},
 		{"unparseable _migration.timestamp, --force", badTime, row("Tables", migrated), false, true, revForce},
+
+		// No _migration: judged against the window's start.
+		{"no _migration, row older than the window: write", noMig, row("Tables", since.Add(-time.Minute)), false, false, revWrite},
+		{"no _migration, row stamped at the window's start: write", noMig, row("Tables", since), false, false, revWrite},
+		{"no _migration, row newer than the window, different: conflict", noMig, row("Tables", since.Add(time.Millisecond)), false, false, revConflict},
+		{"no _migration, row newer than the window, --force", noMig, row("Tables", since.Add(time.Minute)), false, true, revForce},
+		{"no _migration, row newer than the window, already equal", noMig, row("Cosmos", since.Add(time.Minute)), false, false, revWrite},
+		{"no _migration, row newer than the window, but reverse left it so", noMig, row("Tables", since.Add(time.Minute)), true, false, revWrite},
 	} {
-		if got := decideReverse(tc.doc, tc.existing, tc.ours, want, tc.force); got != tc.want {
+		if got := decideReverse(tc.doc, tc.existing, tc.ours, want, since, tc.force); got != tc.want {
 			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
 		}
 	}

@@ -261,3 +261,85 @@ func TestReverseRefusedRowIsADeadLetter(t *testing.T) {
 		t.Error("the doc was written although its row was refused")
 	}
 }
+
+// TestReversePassesJudgeAgainstSince: the passes of one --follow (each
+// with its own Since, all with Start = --since and one RowsInStep, as the
+// command runs them) judge the docs the application wrote without
+// _migration (its own model, written back) against --since. A doc the
+// application rewrites after a pass wrote it back is written again (the
+// row that pass wrote is the tool's own, not a change in the tables);
+// a row another writer changed in the tables after --since stays a
+// conflict, even in a pass whose watermark is already past that change.
+func TestReversePassesJudgeAgainstSince(t *testing.T) {
+	const carolRK, carolID = "user:carol@contoso.example", "user-carol@contoso.example"
+	clock := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { return clock } // moved only between passes
+	rows := fakes.NewTables(fixtures.Tables()...)
+	docs := fakes.NewDocs()
+	rows.Now, docs.Now = now, now
+	ctx := context.Background()
+	carolRow := strings.NewReplacer(revAliceRK, carolRK, "alice@", "carol@", `"Alice"`, `"Carol"`).Replace(revAliceRow)
+	for _, r := range []string{revAliceRow, carolRow} {
+		if _, err := rows.Insert(ctx, transform.TableEntities, []byte(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// appWrites is the application writing its model of the user whose
+	// row has key rk: the migrated doc's fields, no _migration.
+	appWrites := func(rk, name string) {
+		row, _ := rows.Row(transform.TableEntities, "GLOBAL", rk)
+		o := transform.Transform(row, transform.BlobFacts{}, transform.Options{Now: clock})
+		docs.Put(transform.ContainerEntities, edit(t, o.DocJSON, func(m map[string]any) {
+			delete(m, "_migration")
+			m["displayName"] = name
+		}))
+	}
+	since := clock.Add(time.Hour) // the cutover: --since
+	inStep := &RowsInStep{}
+	pass := func(passSince time.Time) ReverseSummary {
+		t.Helper()
+		feed := docs.Reader()
+		s, err := Reverse(ctx, ReverseOptions{Common: Common{StateDir: t.TempDir()}, WindowOptions: WindowOptions{Since: passSince}, Start: since},
+			ReverseDeps{Changes: feed, Position: feed.Since, Rows: rows, Docs: docs, Blobs: fakes.NewBlobs(), InStep: inStep, Env: Env{Now: now}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	clock = since.Add(10 * time.Minute)
+	appWrites(revAliceRK, "Alice Renamed")
+	clock = clock.Add(time.Minute)
+	if s := pass(since); s.Totals.Synced != 1 || s.Totals.Conflicts != 0 {
+		t.Fatalf("pass 1: totals %+v, want alice synced", s.Totals)
+	}
+	wantSynced(t, rows, docs, "Alice Renamed")
+
+	// Another writer changes carol's row in the tables; then the
+	// application renames alice again and renames carol.
+	clock = clock.Add(9 * time.Minute)
+	if _, err := rows.Replace(ctx, transform.TableEntities, []byte(strings.Replace(carolRow, `"Carol"`, `"Carol (tables)"`, 1)), "*"); err != nil {
+		t.Fatal(err)
+	}
+	carolBefore, _ := rows.Row(transform.TableEntities, "GLOBAL", carolRK)
+	watermark := clock.Add(time.Minute) // past the change of carol's row
+	clock = clock.Add(2 * time.Minute)
+	appWrites(revAliceRK, "Alice Renamed Again")
+	appWrites(carolRK, "Carol Renamed")
+	clock = clock.Add(time.Minute)
+	// The same pass twice: alice is written once, carol's conflict stays.
+	for i, written := range []int64{1, 0} {
+		n := i + 2
+		s := pass(watermark)
+		if s.Totals.Conflicts != 1 || len(s.Conflicts) != 1 || s.Conflicts[0].ID != carolID || s.Totals.RowsWritten != written {
+			t.Fatalf("pass %d: totals %+v, conflicts %s; want carol a conflict and alice written back", n, s.Totals, fakes.JSON(s.Conflicts))
+		}
+		if c := s.Conflicts[0]; c.Reason != "the application wrote the doc without _migration, and the row changed in the tables after --since" || c.Resolution != NotWritten {
+			t.Errorf("pass %d: conflict %s", n, fakes.JSON(c))
+		}
+	}
+	wantSynced(t, rows, docs, "Alice Renamed Again")
+	if carol, _ := rows.Row(transform.TableEntities, "GLOBAL", carolRK); carol.ETag != carolBefore.ETag || carol.Props["DisplayName"].Str != "Carol (tables)" {
+		t.Errorf("carol's row was written: %s", transform.EncodeEntity(carol))
+	}
+}

@@ -134,14 +134,14 @@ func (r *reverser) attempt(ctx context.Context, c string, raw []byte, info docIn
 // be written; a conflict is set in res.
 func (r *reverser) judged(c string, info docInfo, d revDoc, key transform.RowRef, current *transform.Row, want transform.Row, res *revResult) bool {
 	ours := current != nil && r.ours(*current)
-	v := decideReverse(d, current, ours, want, r.opts.Force)
+	v := decideReverse(d, current, ours, want, r.opts.Start, r.opts.Force)
 	if v == revWrite {
 		return true
 	}
 	cf := &ReverseConflict{Container: c, Scope: info.scope, ID: info.id, Table: key.Table, PartitionKey: key.PartitionKey, RowKey: key.RowKey,
 		Reason: "the row changed in the tables after the doc was migrated, and the application changed the doc too", Properties: transform.DiffRows(*current, want)}
 	if !d.hasMig {
-		cf.Reason = "the application wrote the doc in Cosmos DB, and the tables hold a row under its keys"
+		cf.Reason = "the application wrote the doc without _migration, and the row changed in the tables after --since"
 	}
 	res.conflict = cf
 	if v == revConflict {
@@ -260,7 +260,9 @@ func (r *reverser) recordSync(ctx context.Context, c string, info docInfo, d rev
 // 409, 412 or 404 says to start over; a row the service refuses for good
 // makes the doc a dead letter (res.deadLetter, no error).
 func (r *reverser) put(ctx context.Context, row transform.Row, cur *transform.Row, index bool, res *revResult) (ts time.Time, again bool, err error) {
+	ref := transform.RowRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}
 	if cur != nil && len(transform.DiffRows(*cur, row)) == 0 {
+		r.inStep.note(ref, cur.ETag)
 		return cur.Timestamp, false, nil
 	}
 	row.ETag, row.Timestamp = "", time.Time{}
@@ -273,10 +275,10 @@ func (r *reverser) put(ctx context.Context, row transform.Row, cur *transform.Ro
 		action = "replace"
 		etag, err = r.rows.Replace(ctx, r.opts.TablePrefix+row.Table, entity, cur.ETag)
 	}
-	if a, err := settleRow(ruleWriteRow, err, action, transform.RowRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}, res); a != answerWritten {
+	if a, err := settleRow(ruleWriteRow, err, action, ref, res); a != answerWritten {
 		return ts, a == answerAgain, err
 	}
-	r.written.Store(rowID(row.Table, row.PartitionKey, row.RowKey), etag)
+	r.inStep.note(ref, etag)
 	res.wrote = true
 	if index {
 		res.counts.IndexWritten++
@@ -341,25 +343,15 @@ func (r *reverser) remove(ctx context.Context, ref transform.RowRef, res *revRes
 	return false, nil
 }
 
-// rowID is the key of a row in reverser.written.
+// rowID is the key of a row in RowsInStep.
 func rowID(table, pk, rk string) string { return table + "\x00" + pk + "\x00" + rk }
 
-// ours reports whether row is as this reverse wrote it (its ETag, or the
-// time the ETag carries, is the one the write returned): a later attempt
-// on the same doc, or a second copy of the doc in the change feed, does
+// ours reports whether row is as this reverse, or an earlier pass of its
+// --follow, left it in step with a doc (RowsInStep): a later attempt on
+// the same doc, a second copy of the doc in the change feed, or the
+// application's next version of a doc an earlier pass wrote back, does
 // not take the tool's own write for a change in the tables.
-func (r *reverser) ours(row transform.Row) bool {
-	v, ok := r.written.Load(rowID(row.Table, row.PartitionKey, row.RowKey))
-	if !ok {
-		return false
-	}
-	etag := v.(string)
-	if etag == row.ETag {
-		return true
-	}
-	t, ok := etagTime(etag)
-	return ok && t.Equal(row.Timestamp)
-}
+func (r *reverser) ours(row transform.Row) bool { return r.inStep.holds(row) }
 
 // etagTime is the time a Table service ETag carries:
 // W/"datetime'2026-11-21T12%3A00%3A00.1234567Z'".

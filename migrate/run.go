@@ -118,6 +118,10 @@ type runner struct {
 	store   stateStore
 	sink    deadLetterSink
 	resumed bool
+	// saved is the checkpoint state.json holds (zero before the first);
+	// unsaved is set once a checkpoint could not be recorded.
+	saved   SavedCheckpoint
+	unsaved bool
 
 	blobIdx transform.BlobIndex
 	ids     idSet
@@ -216,16 +220,32 @@ func (r *runner) open() (*Summary, error) {
 	if s, err := r.resume(st); s != nil || err != nil {
 		return s, err
 	}
-	sink, err := openDeadLetters(dir, r.state.DeadLetterBytes)
+	if r.state.DeadLetterBytes > 0 && r.state.DeadLetterSHA256 == "" {
+		r.progress.Message(fmt.Sprintf("%s was saved by an earlier bifrost-migrate, without a digest of %s: only the file's length is checked", StateFile, DeadLetterFile))
+	}
+	sink, err := openDeadLetters(dir, r.state.deadLetters())
 	if err != nil {
 		return nil, err
 	}
 	r.sink = sink
-	r.store = dirStore{dir: dir}
+	if r.store == nil {
+		r.store = dirStore{dir: dir}
+	}
 	for _, ts := range r.state.Tables {
 		r.deadLetters += ts.disposition(string(transform.DispositionDeadLetter))
 	}
-	return nil, r.store.Save(r.state)
+	return nil, r.save()
+}
+
+// save saves the state. When it cannot, state.json is still the last
+// checkpoint saved (r.saved), and the summary says so.
+func (r *runner) save() error {
+	if err := r.store.Save(r.state); err != nil {
+		r.unsaved = true
+		return err
+	}
+	r.saved = r.state.checkpoint()
+	return nil
 }
 
 // resume takes the saved state st (nil: none) as the run's, or a new one;
@@ -243,7 +263,7 @@ func (r *runner) resume(st *State) (*Summary, error) {
 		r.progress.Message(fmt.Sprintf("run %s already completed (%s); nothing to do; use --restart to run again", st.RunID, st.Updated.UTC().Format(time.RFC3339)))
 		return &s, nil
 	case st != nil:
-		r.resumed = true
+		r.resumed, r.saved = true, st.checkpoint()
 		var done int64
 		for _, ts := range st.Tables {
 			done += ts.Rows
@@ -306,7 +326,7 @@ func (r *runner) work(ctx context.Context) (Summary, error) {
 	}
 	r.state.Done = true
 	r.state.Updated = r.now()
-	if err := r.store.Save(r.state); err != nil {
+	if err := r.save(); err != nil {
 		return r.summary(), err
 	}
 	return r.summary(), nil
@@ -384,6 +404,12 @@ func (r *runner) summary() Summary {
 		// With --max-errors the file may hold dead letters of a page
 		// after the checkpoint: report what it holds.
 		s.DeadLetters = max(s.DeadLetters, r.deadLetters)
+		if r.unsaved {
+			// The state in memory is ahead of the one on disk, which a
+			// rerun resumes from.
+			saved := r.saved
+			s.SaveFailed, s.Complete, s.LastSaved = true, false, &saved
+		}
 	}
 	s.setElapsed(r.now().Sub(r.start))
 	return s
@@ -529,13 +555,15 @@ func (r *runner) checkpoint(table string, ts *TableState, b *batch[item]) error 
 		// this page: a resume truncates the file and does it again.
 		dls = dls[:max(0, m-r.deadLetters)]
 		if _, err := r.sink.Append(dls); err != nil {
+			r.unsaved = true
 			return err
 		}
 		r.deadLetters += int64(len(dls))
 		return fmt.Errorf("%w: stopped after %d dead-lettered rows (--max-errors %d); the checkpoint is before the page of the last one", ErrTooManyDeadLetters, r.deadLetters, m)
 	}
-	size, err := r.sink.Append(dls)
+	mark, err := r.sink.Append(dls)
 	if err != nil {
+		r.unsaved = true
 		return err
 	}
 	for _, dl := range dls {
@@ -548,9 +576,9 @@ func (r *runner) checkpoint(table string, ts *TableState, b *batch[item]) error 
 		ts.LastPartitionKey, ts.LastRowKey = last.PartitionKey, last.RowKey
 	}
 	ts.Done = b.next.IsZero()
-	r.state.DeadLetterBytes = size
+	r.state.DeadLetterBytes, r.state.DeadLetterSHA256 = mark.size, mark.sum
 	r.state.Updated = r.now()
-	if err := r.store.Save(r.state); err != nil {
+	if err := r.save(); err != nil {
 		return err
 	}
 	if !r.opts.DryRun {

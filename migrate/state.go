@@ -1,16 +1,21 @@
 package migrate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/transform"
 )
 
 // File names in the state directory.
@@ -46,8 +51,13 @@ type State struct {
 	// DeadLetterBytes is the length of dead-letter.jsonl at this
 	// checkpoint; a resume truncates the file to it, so that lines written
 	// after the checkpoint are not written twice.
-	DeadLetterBytes int64        `json:"deadLetterBytes"`
-	Tables          []TableState `json:"tables"`
+	DeadLetterBytes int64 `json:"deadLetterBytes"`
+	// DeadLetterSHA256 is the SHA-256 (hex) of the first DeadLetterBytes
+	// bytes of dead-letter.jsonl: a resume refuses a file that does not
+	// match. Empty in a state saved by a build before it, whose resume
+	// checks the length only.
+	DeadLetterSHA256 string       `json:"deadLetterSha256,omitempty"`
+	Tables           []TableState `json:"tables"`
 }
 
 // TableState is the checkpoint of one table.
@@ -116,6 +126,27 @@ func (c *Counts) disposition(d string) int64 {
 	return n
 }
 
+// SavedCheckpoint is a checkpoint as saved in state.json: when, and how
+// many rows it counts done over all tables.
+type SavedCheckpoint struct {
+	Updated time.Time `json:"updated"`
+	Rows    int64     `json:"rows"`
+}
+
+// checkpoint is s as a SavedCheckpoint.
+func (s *State) checkpoint() SavedCheckpoint {
+	c := SavedCheckpoint{Updated: s.Updated}
+	for _, ts := range s.Tables {
+		c.Rows += ts.Rows
+	}
+	return c
+}
+
+// deadLetters is how far dead-letter.jsonl reached at this checkpoint.
+func (s *State) deadLetters() deadLetterMark {
+	return deadLetterMark{size: s.DeadLetterBytes, sum: s.DeadLetterSHA256}
+}
+
 func (s *State) table(name string) *TableState {
 	for i := range s.Tables {
 		if s.Tables[i].Table == name {
@@ -137,9 +168,12 @@ type stateStore interface {
 type dirStore struct{ dir string }
 
 // LoadState reads dir/state.json. It returns nil and no error when there
-// is none.
+// is none, and an error naming the file and --restart when it is not a
+// state this build can resume from: not JSON, another version, or not of
+// a state's shape (malformed).
 func LoadState(dir string) (*State, error) {
-	data, err := os.ReadFile(filepath.Join(dir, StateFile))
+	file := filepath.Join(dir, StateFile)
+	data, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -148,18 +182,72 @@ func LoadState(dir string) (*State, error) {
 	}
 	var s State
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("state %s is not valid (%v); use --restart to start over", filepath.Join(dir, StateFile), err)
+		return nil, fmt.Errorf("state %s is not valid (%v); use --restart to start over", file, err)
 	}
-	if s.Version != stateVersion && s.Version != 1 {
-		return nil, fmt.Errorf("state %s has version %d, this bifrost-migrate writes %d; use --restart to start over", filepath.Join(dir, StateFile), s.Version, stateVersion)
+	if s.Version != 0 && s.Version != stateVersion && s.Version != 1 {
+		return nil, fmt.Errorf("state %s has version %d, this bifrost-migrate writes %d; use --restart to start over", file, s.Version, stateVersion)
+	}
+	if why := s.malformed(); why != "" {
+		return nil, fmt.Errorf("state %s is not valid (%s); use --restart to start over", file, why)
 	}
 	for _, ts := range s.Tables {
 		if ts.Rows > 0 && !ts.Done && ts.LastPartitionKey == "" && ts.LastRowKey == "" {
-			return nil, fmt.Errorf("state %s does not say which row of %s was committed last, so the run cannot resume exactly; use --restart to start over", filepath.Join(dir, StateFile), ts.Table)
+			return nil, fmt.Errorf("state %s does not say which row of %s was committed last, so the run cannot resume exactly; use --restart to start over", file, ts.Table)
 		}
 	}
 	s.Version = stateVersion // version 1 upgraded: its continuations are not needed
 	return &s, nil
+}
+
+// malformed says what makes s, as read from state.json, not a state of
+// a run: a field every run saves that it lacks (version, runId,
+// fingerprint, started, updated, tables), a table that is not one of
+// transform.Tables or is listed twice, a negative count, or a dead-letter
+// digest that is not SHA-256 in hex. It returns "" when s has a state's
+// shape.
+func (s *State) malformed() string {
+	var missing []string
+	for _, f := range []struct {
+		name string
+		none bool
+	}{
+		{"version", s.Version == 0}, {"runId", s.RunID == ""}, {"fingerprint", s.Fingerprint == ""},
+		{"started", s.Started.IsZero()}, {"updated", s.Updated.IsZero()}, {"tables", len(s.Tables) == 0},
+	} {
+		if f.none {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return "it has no " + orList(missing)
+	}
+	if s.DeadLetterBytes < 0 {
+		return fmt.Sprintf("deadLetterBytes is %d", s.DeadLetterBytes)
+	}
+	if d, err := hex.DecodeString(s.DeadLetterSHA256); err != nil || (len(d) != 0 && len(d) != sha256.Size) {
+		return fmt.Sprintf("deadLetterSha256 %q is not a SHA-256 digest in hex", s.DeadLetterSHA256)
+	}
+	seen := map[string]bool{}
+	for _, ts := range s.Tables {
+		switch {
+		case !slices.Contains(transform.Tables(), ts.Table):
+			return fmt.Sprintf("table %q is not one bifrost-migrate reads", ts.Table)
+		case seen[ts.Table]:
+			return fmt.Sprintf("table %s is listed twice", ts.Table)
+		case ts.Rows < 0:
+			return fmt.Sprintf("table %s has %d rows", ts.Table, ts.Rows)
+		}
+		seen[ts.Table] = true
+	}
+	return ""
+}
+
+// orList joins names as "a", "a or b", "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // Save writes s, stamped with the running build's version, to a

@@ -40,6 +40,13 @@ type Summary struct {
 	DocsWritten    int64   `json:"docsWritten"`
 	ElapsedSeconds float64 `json:"elapsedSeconds"`
 	DocsPerSecond  float64 `json:"docsPerSecond"`
+	// SaveFailed is true when a checkpoint could not be recorded (state.json
+	// or dead-letter.jsonl could not be written), which stopped the run;
+	// Complete is then false, and LastSaved is the checkpoint state.json
+	// still holds, from which a rerun resumes (its Updated is zero when
+	// this run saved none). LastSaved is nil when SaveFailed is false.
+	SaveFailed bool             `json:"saveFailed,omitempty"`
+	LastSaved  *SavedCheckpoint `json:"lastSaved,omitempty"`
 	// Plan is the dry-run report; nil for a real run.
 	Plan *Plan `json:"plan,omitempty"`
 }

@@ -141,6 +141,8 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (*Report, error) {
 	v.Progress.Step("comparing")
 	r, jobs := join(s.rows, s.docs, opts.Tables, opts.Sample)
 	r.BlobsListed = s.blobsListed
+	r.Scope = newScope(opts, r.Totals.Rows, s.rows.read)
+	r.Partial = r.Scope.partial()
 	r.Settings = Settings{
 		Database: opts.Database, Tables: opts.Tables, Sample: opts.Sample,
 		ExecutionTTL: string(opts.Transform.ExecutionTTL), BlobThreshold: opts.Transform.BlobThreshold,

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/internal/numfmt"
 )
 
 // RatePoint is one sample of a run's throughput, for the HTML report's
@@ -65,8 +67,9 @@ type htmlView struct {
 
 type fact struct{ Name, Value string }
 
-// verdict is the report's conclusion in words; Class is ok, partial or
-// failed (its colour).
+// verdict is the report's conclusion in words; Class is its colour: ok
+// (a full check in sync), warn (a partial check in sync, or rows not
+// migrated and nothing else) or failed.
 type verdict struct {
 	Class, Head string
 	Lines       []string
@@ -351,7 +354,7 @@ func newHTMLView(r *Report, f HTMLFacts) htmlView {
 	s := r.Settings
 	sample := "every row"
 	if s.Sample > 0 && s.Sample < 1 {
-		sample = fmt.Sprintf("%g of the rows (by a hash of their keys)", s.Sample)
+		sample = numfmt.Percent(s.Sample) + " of the rows (by a hash of their keys)"
 	}
 	v.Settings = []fact{
 		{"Database", s.Database},
@@ -373,21 +376,27 @@ func newHTMLView(r *Report, f HTMLFacts) htmlView {
 }
 
 // reportVerdict says in words whether the migration can be signed off.
+// A partial check says so first, names what it judged and that it is not
+// the sign-off.
 func reportVerdict(r *Report) verdict {
 	t := r.Totals
-	sample := ""
-	if r.Settings.Sample > 0 && r.Settings.Sample < 1 {
-		sample = fmt.Sprintf(" (a sample of %g of the rows was checked)", r.Settings.Sample)
-	}
 	var v verdict
 	switch {
+	case r.OK && !r.Partial:
+		v = verdict{Class: "ok", Head: "In sync: every source row is where its disposition says."}
+	case r.OK && r.Scope.RowsJudged == 0:
+		v = verdict{Class: "warn", Head: "Nothing judged: no row, and no doc in Cosmos DB from a row of the selection."}
 	case r.OK:
-		v = verdict{Class: "ok", Head: "In sync: every source row is where its disposition says" + sample + "."}
+		v = verdict{Class: "warn", Head: "In sync: every row judged is where its disposition says."}
 	case t.Missing+t.Different+t.Orphans == 0:
-		v = verdict{Class: "partial", Head: fmt.Sprintf("Not in sync: %d row(s) are not migrated (dead letters); every other row matches its doc%s.", r.NotMigrated, sample)}
+		v = verdict{Class: "warn", Head: fmt.Sprintf("Not in sync: %d row(s) are not migrated (dead letters); every other row matches its doc.", r.NotMigrated)}
 	default:
-		v = verdict{Class: "failed", Head: fmt.Sprintf("Not in sync: %d missing, %d different and %d orphan doc(s); %d row(s) not migrated%s.",
-			t.Missing, t.Different, t.Orphans, r.NotMigrated, sample)}
+		v = verdict{Class: "failed", Head: fmt.Sprintf("Not in sync: %d missing, %d different and %d orphan doc(s); %d row(s) not migrated.",
+			t.Missing, t.Different, t.Orphans, r.NotMigrated)}
+	}
+	if r.Partial {
+		v.Head = "Partial check of " + r.Scope.String() + ". " + v.Head
+		v.Lines = append(v.Lines, "Only a full check, of every row of every table, is the signal to cut over.")
 	}
 	v.Lines = append(v.Lines, fmt.Sprintf("%d source rows checked: %d docs expected, %d matched; %d dropped indexes, %d kept in tables, %d expired, %d dead letters.",
 		t.Rows, t.ExpectedDocs, t.Matched, t.DroppedIndex, t.KeptInTables, t.Expired, t.DeadLetter))

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/bifrost/bifrost-migrate/internal/numfmt"
 )
 
 // Counts are the verify counters of one table and kind, or of all of them.
@@ -215,16 +217,18 @@ type Report struct {
 	// start and end (RFC 3339, UTC). CommandLine is verify's, connection
 	// strings as "***". These, Endpoints and Migration are filled by the
 	// command (verify itself reads no files and knows no endpoints).
-	RunID       string       `json:"runId"`
-	Started     string       `json:"started,omitempty"`
-	Ended       string       `json:"ended,omitempty"`
-	CommandLine string       `json:"commandLine,omitempty"`
-	Endpoints   *Endpoints   `json:"endpoints,omitempty"`
-	Migration   *Migration   `json:"migration,omitempty"`
-	Settings    Settings     `json:"settings"`
-	OK          bool         `json:"ok"`
-	Totals      Counts       `json:"totals"`
-	Tables      []KindCounts `json:"tables"`
+	RunID       string     `json:"runId"`
+	Started     string     `json:"started,omitempty"`
+	Ended       string     `json:"ended,omitempty"`
+	CommandLine string     `json:"commandLine,omitempty"`
+	Endpoints   *Endpoints `json:"endpoints,omitempty"`
+	Migration   *Migration `json:"migration,omitempty"`
+	Settings    Settings   `json:"settings"`
+	// Verdict is OK, Partial and Scope: whether what was judged is in
+	// sync, and what was judged.
+	Verdict
+	Totals Counts       `json:"totals"`
+	Tables []KindCounts `json:"tables"`
 	// AppWritten counts, per container, the docs without _migration that
 	// are not where a row's doc is expected (not judged).
 	AppWritten map[string]int `json:"appWritten"`
@@ -302,7 +306,7 @@ func first[T any](s []T, n int) []T {
 // orphans and differences.
 func (r *Report) WriteText(w io.Writer) error {
 	if r.Settings.Sample > 0 && r.Settings.Sample < 1 {
-		fmt.Fprintf(w, "sample: %g of the rows (chosen by a hash of their keys)\n", r.Settings.Sample)
+		fmt.Fprintf(w, "sample: %s of the rows (chosen by a hash of their keys)\n", numfmt.Percent(r.Settings.Sample))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TABLE\tKIND\tROWS\tEXPECTED\tMATCHED\tMISSING\tDIFFERENT\tORPHANS\tDROPPED-INDEX\tKEPT-IN-TABLES\tEXPIRED\tDEAD-LETTER")
@@ -358,16 +362,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.NotMigrated > 0 {
 		fmt.Fprintln(w, r.NotMigratedText())
 	}
-	var err error
-	switch {
-	case r.OK:
-		_, err = fmt.Fprintln(w, "verify: OK")
-	case r.NotMigrated > 0:
-		_, err = fmt.Fprintf(w, "verify: %d row(s) not migrated; %d missing, %d different, %d orphan doc(s)\n",
-			r.NotMigrated, r.Totals.Missing, r.Totals.Different, r.Totals.Orphans)
-	default:
-		_, err = fmt.Fprintf(w, "verify: %d missing, %d different, %d orphan doc(s)\n", r.Totals.Missing, r.Totals.Different, r.Totals.Orphans)
-	}
+	_, err := fmt.Fprintln(w, r.VerdictLine())
 	return err
 }
 

@@ -41,6 +41,8 @@ type rowIndex struct {
 	access    *accessIndex
 	// deadLetters are the first MaxDeadLetters rows dead-lettered.
 	deadLetters []DeadLetterRow
+	// read counts every row read, sampled or not.
+	read int
 }
 
 func newRowIndex() *rowIndex {
@@ -133,6 +135,7 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 			if err != nil {
 				return err
 			}
+			x.read += len(p.Rows)
 			for i, row := range p.Rows {
 				o := ids.Check(outcomes[i])
 				src := keyOf(table, row.PartitionKey, row.RowKey)

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math"
 	"net/http"
@@ -25,34 +24,48 @@ import (
 //
 // What it models, per container (the path /dbs/{db}/colls/{coll}):
 //
-//   - Partition key ranges: GET …/pkranges answers Ranges ranges with
-//     string ids "0", "1", …, contiguous from minInclusive "" to
-//     maxExclusive "FF", status "online", no parents, in the service's
-//     body ({"PartitionKeyRanges":[…],"_count":n}) with an etag; asked
-//     again as a change feed (A-IM: Incremental feed) with that etag in
-//     If-None-Match, it answers 304: the ranges never split. A container
-//     the upstream does not have gets the upstream's answer (404).
+//   - Partition key ranges: GET …/pkranges answers the container's live
+//     ranges, at first Ranges of them with string ids "0", "1", …,
+//     contiguous from minInclusive "" to maxExclusive "FF", status
+//     "online", no parents, in the service's body
+//     ({"PartitionKeyRanges":[…],"_count":n}) with an etag, the version of
+//     the ranges ("1", then one more per split); asked again as a change
+//     feed (A-IM: Incremental feed) with that etag in If-None-Match, it
+//     answers 304, with an older version's etag the ranges added since. A
+//     container the upstream does not have gets the upstream's answer
+//     (404).
+//   - Splits (Proxy.Split), as when a container grows: the range is
+//     replaced by two children of half its width (the next ids; parents:
+//     its parents and itself). A change-feed read of the split range is
+//     answered 410 Gone with x-ms-substatus 1002 (PartitionKeyRangeGone),
+//     as the service answers, and the SDK is to read the ranges again and
+//     go on in the children.
 //   - The change feed in "latest version" mode: a GET on …/docs with
 //     A-IM: Incremental feed. The proxy reads the container from the
 //     upstream with two queries of its own, sent with the client's
 //     headers (the stand-in checks no signature): the system members of
 //     every doc, then the bodies of the new and changed ones. It keeps a
 //     modification log: each doc, known by its _rid, whose _etag
-//     differs from the one the proxy recorded last gets the next number
-//     of a sequence. A request is answered, in sequence order, with the
-//     docs of its range (x-ms-documentdb-partitionkeyrangeid) changed
-//     after the sequence number in If-None-Match (the etag of an earlier
-//     answer, "N" with the quotes; "*" means from now on), or, without
-//     one, every doc, or with If-Modified-Since those whose _ts is at or
-//     after that time (both headers: both conditions). At most
-//     x-ms-max-item-count docs (absent or ≤ 0: no limit), and no more
-//     than PageBytes of them (the service's limit on the size of a
-//     response; at least one doc), go in one answer, {"Documents":[…],"_count":n} (each doc with its "_lsn",
-//     its sequence number, as the service adds one), whose etag header
-//     is the continuation: the number of the last doc sent when the page is
-//     full, else the newest number so far. Nothing to send is 304 Not
-//     Modified with the etag. With Config.Budget a change-feed answer is
-//     charged like a query: 1 RU per started KB (a 304: 1 RU).
+//     differs from the one the proxy recorded last gets the next log
+//     sequence number (LSN) of the range that holds it. Each range has
+//     its own LSNs, as each physical partition of the service does; a
+//     split's children start from their parent's newest, so an etag of
+//     the parent is a position in each child. A request is answered, in
+//     LSN order, with the docs of its range
+//     (x-ms-documentdb-partitionkeyrangeid; it may be left out on a
+//     container of one range) changed after the LSN in If-None-Match (the
+//     etag of an earlier answer, "N" with the quotes; "*" means from now
+//     on), or, without one, every doc, or with If-Modified-Since those
+//     whose _ts is at or after that time (both headers: both
+//     conditions). At most x-ms-max-item-count docs (absent or ≤ 0: no
+//     limit), and no more than PageBytes of them (the service's limit on
+//     the size of a response; at least one doc), go in one answer,
+//     {"Documents":[…],"_count":n} (each doc with its "_lsn", as the
+//     service adds one), whose etag header is the continuation: the LSN
+//     of the last doc sent when the page is full, else the range's newest
+//     LSN. Nothing to send is 304 Not Modified with the etag. With
+//     Config.Budget a change-feed answer is charged like a query: 1 RU
+//     per started KB (a 304: 1 RU).
 //
 // What it does not model: deletes (a deleted doc is simply no longer
 // sent, as in the service's latest-version mode); intermediate versions
@@ -61,13 +74,15 @@ import (
 // change-feed requests for that container, so a doc changed twice
 // between two passes is sent once); the exact order of docs first seen in
 // the same read (ordered by _ts, then as the upstream listed them, not
-// necessarily as they were written within one second); splits and merges
-// (410 Gone); change feeds scoped to a partition key (answered 400); and
-// the mapping of partition key values to ranges: a doc's range is a
-// hash of its id, whereas the service hashes the partition key value
-// (a client reading whole ranges cannot tell). Docs the proxy never read
-// before they were deleted are never sent. The log is in memory: a new
-// proxy starts a new sequence, so its etags do not continue another's.
+// necessarily as they were written within one second); merges, and the
+// time a split takes (it happens at once: there is no 410 with substatus
+// 1007, "completing split"); change feeds scoped to a partition key
+// (answered 400); and the mapping of partition key values to ranges: a
+// doc's EPK is a hash of its id, whereas the service hashes the
+// partition key value (a client reading whole ranges cannot tell). Docs
+// the proxy never read before they were deleted are never sent. The log
+// is in memory: a new proxy starts new LSNs and ranges, so its etags do
+// not continue another's.
 type ChangeFeed struct {
 	// Ranges is the number of partition key ranges every container
 	// announces (0 means 1; at most 64).
@@ -85,10 +100,6 @@ const feedPageBytes = 4 << 20
 // maxFeedRanges bounds ChangeFeed.Ranges so that every boundary is a
 // distinct two-digit hex string.
 const maxFeedRanges = 64
-
-// pkRangesETag is the etag of the partition key ranges, which never
-// change.
-const pkRangesETag = `"1"`
 
 // IsChangeFeedRead reports whether r reads a container's change feed: a
 // GET on …/docs with A-IM: Incremental feed. Config.Match can use it to
@@ -109,24 +120,31 @@ func isPKRangesRead(r *http.Request) bool {
 var feedHeaders = []string{"A-IM", "If-None-Match", "If-Modified-Since", "x-ms-max-item-count",
 	"x-ms-continuation", "x-ms-documentdb-partitionkeyrangeid"}
 
-// feedLog is the modification log of one container. mu is held across the
-// upstream read, so that an older snapshot never overwrites a newer one.
+// feedLog is the modification log of one container and its partition key
+// ranges. mu is held across the upstream read, so that an older snapshot
+// never overwrites a newer one.
 type feedLog struct {
 	mu   sync.Mutex
-	seq  uint64
 	docs map[string]*feedEntry // by _rid
+	// all are the container's partition key ranges, split ones included,
+	// in the order they were made; nil until first used (ranges).
+	all []*pkRange
+	// version counts the versions of the ranges: 1, and 1 more per split.
+	version uint64
+	// armed are the splits SplitAfter arms.
+	armed []*armedSplit
 }
 
 // feedEntry is the latest version of one doc the proxy has seen.
 type feedEntry struct {
 	etag string
-	seq  uint64
+	lsn  uint64 // its log sequence number in the range it was logged in
 	ts   int64
-	rng  int
+	epk  uint32 // its EPK: the range that holds it serves it
 	body []byte
 }
 
-// feed returns the log of the container at path (…/docs).
+// feed returns the log of the container at path (/dbs/{db}/colls/{coll}).
 func (p *Proxy) feed(container string) *feedLog {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -139,25 +157,6 @@ func (p *Proxy) feed(container string) *feedLog {
 }
 
 func (p *Proxy) feedRanges() int { return max(p.cfg.ChangeFeed.Ranges, 1) }
-
-// rangeBounds returns the minInclusive and maxExclusive of range i of n.
-func rangeBounds(i, n int) (lo, hi string) {
-	if i > 0 {
-		lo = fmt.Sprintf("%02X", i*256/n)
-	}
-	hi = "FF"
-	if i < n-1 {
-		hi = fmt.Sprintf("%02X", (i+1)*256/n)
-	}
-	return lo, hi
-}
-
-// docRange is the range of the doc with this id.
-func docRange(id string, n int) int {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return int(h.Sum32() % uint32(n))
-}
 
 // madeAnswer is an answer the proxy makes up, with the upstream's headers
 // when it has some.
@@ -189,57 +188,10 @@ func withoutFeedHeaders(r *http.Request) *http.Request {
 	return out
 }
 
-// partitionKeyRanges answers a GET of a container's partition key ranges.
-func (p *Proxy) partitionKeyRanges(r *http.Request) (*http.Response, error) {
-	resp, err := p.forward(withoutFeedHeaders(r), nil)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return resp, err
-	}
-	defer resp.Body.Close()
-	up, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading the partition key ranges: %w", err)
-	}
-	h := resp.Header.Clone()
-	h.Set("etag", pkRangesETag)
-	if strings.EqualFold(r.Header.Get("A-IM"), "Incremental feed") && r.Header.Get("If-None-Match") == pkRangesETag {
-		return madeAnswer(http.StatusNotModified, h, nil), nil
-	}
-	var answer struct {
-		RID    string           `json:"_rid"`
-		Ranges []map[string]any `json:"PartitionKeyRanges"`
-	}
-	if err := json.Unmarshal(up, &answer); err != nil || len(answer.Ranges) == 0 {
-		return nil, fmt.Errorf("the upstream's partition key ranges are not readable: %.200s", up)
-	}
-	n := p.feedRanges()
-	ranges := make([]map[string]any, n)
-	for i := range n {
-		pkr := make(map[string]any, len(answer.Ranges[0])+8)
-		for k, v := range answer.Ranges[0] { // _rid, _self, _etag, _ts of the upstream's range
-			pkr[k] = v
-		}
-		lo, hi := rangeBounds(i, n)
-		pkr["id"] = strconv.Itoa(i)
-		pkr["minInclusive"], pkr["maxExclusive"] = lo, hi
-		pkr["ridPrefix"] = i
-		pkr["throughputFraction"] = 1 / float64(n)
-		pkr["status"] = "online"
-		pkr["parents"] = []string{}
-		pkr["lsn"] = 0
-		ranges[i] = pkr
-	}
-	body, err := json.Marshal(map[string]any{"_rid": answer.RID, "PartitionKeyRanges": ranges, "_count": n})
-	if err != nil {
-		return nil, err
-	}
-	return madeAnswer(http.StatusOK, h, body), nil
-}
-
 // feedRequest is what a change-feed request asks for.
 type feedRequest struct {
-	rng      int
-	fromSeq  uint64 // with hasFrom: docs changed after it
+	rangeID  string // x-ms-documentdb-partitionkeyrangeid; "" when absent
+	fromLSN  uint64 // with hasFrom: docs changed after it
 	hasFrom  bool
 	fromNow  bool // If-None-Match: *
 	since    time.Time
@@ -248,21 +200,12 @@ type feedRequest struct {
 
 // parseFeedRequest reads the change-feed headers of r; a made-up 400 when
 // they are not valid.
-func (p *Proxy) parseFeedRequest(r *http.Request) (feedRequest, *http.Response) {
+func parseFeedRequest(r *http.Request) (feedRequest, *http.Response) {
 	var q feedRequest
 	if r.Header.Get("x-ms-documentdb-partitionkey") != "" {
 		return q, badRequest("a change feed scoped to a partition key is not simulated")
 	}
-	n := p.feedRanges()
-	if id := r.Header.Get("x-ms-documentdb-partitionkeyrangeid"); id != "" {
-		i, err := strconv.Atoi(id)
-		if err != nil || i < 0 || i >= n {
-			return q, badRequest(fmt.Sprintf("partition key range %q does not exist (the container has %d)", id, n))
-		}
-		q.rng = i
-	} else if n > 1 {
-		return q, badRequest("a change feed request without x-ms-documentdb-partitionkeyrangeid on a container of several ranges")
-	}
+	q.rangeID = r.Header.Get("x-ms-documentdb-partitionkeyrangeid")
 	if s := r.Header.Get("x-ms-max-item-count"); s != "" {
 		m, err := strconv.Atoi(s)
 		if err != nil {
@@ -275,11 +218,11 @@ func (p *Proxy) parseFeedRequest(r *http.Request) (feedRequest, *http.Response) 
 	case "*":
 		q.fromNow = true
 	default:
-		seq, err := strconv.ParseUint(strings.Trim(inm, `"`), 10, 64)
+		lsn, err := strconv.ParseUint(strings.Trim(inm, `"`), 10, 64)
 		if err != nil {
 			return q, badRequest("If-None-Match " + strconv.Quote(inm) + " is not a continuation this proxy made")
 		}
-		q.fromSeq, q.hasFrom = seq, true
+		q.fromLSN, q.hasFrom = lsn, true
 	}
 	if s := r.Header.Get("If-Modified-Since"); s != "" {
 		t, err := time.Parse(time.RFC1123, s) // azcosmos: "… 15:04:05 UTC"
@@ -293,10 +236,10 @@ func (p *Proxy) parseFeedRequest(r *http.Request) (feedRequest, *http.Response) 
 	return q, nil
 }
 
-// appendWithLSN appends a doc's JSON to dst with "_lsn": seq added, as
+// appendWithLSN appends a doc's JSON to dst with "_lsn": lsn added, as
 // the service's change feed sends each doc with its log sequence number
 // (a property that a point read or a query of the doc does not have).
-func appendWithLSN(dst, doc []byte, seq uint64) []byte {
+func appendWithLSN(dst, doc []byte, lsn uint64) []byte {
 	d := bytes.TrimRight(doc, " \t\r\n")
 	if len(d) < 2 || d[len(d)-1] != '}' {
 		return append(dst, doc...)
@@ -305,36 +248,46 @@ func appendWithLSN(dst, doc []byte, seq uint64) []byte {
 	if len(bytes.TrimSpace(d[:len(d)-1])) > 1 {
 		dst = append(dst, ',')
 	}
-	return append(fmt.Appendf(dst, `"_lsn":%d`, seq), '}')
+	return append(fmt.Appendf(dst, `"_lsn":%d`, lsn), '}')
 }
 
 // changeFeed answers a change-feed read of the container whose docs are at
 // r's path.
 func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
-	q, bad := p.parseFeedRequest(r)
+	q, bad := parseFeedRequest(r)
 	if bad != nil {
 		return bad, nil
 	}
-	l := p.feed(r.URL.Path)
+	l := p.feed(containerOf(r))
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if q.hasFrom {
+		l.fireSplits(p.feedRanges(), q.rangeID)
+	}
+	rng, bad := l.feedRange(p.feedRanges(), q.rangeID)
+	if bad != nil {
+		if bad.StatusCode == http.StatusGone {
+			p.gone.Add(1)
+		}
+		return bad, nil
+	}
 	// The upstream is read again unless the log already holds a full page
 	// after the continuation: a client paging through a large feed would
 	// otherwise make the proxy read the whole container (and the
 	// stand-in scan it) for every page. What changed meanwhile comes once
 	// the pages the log holds are read, as in the service, where a feed
 	// read sends what it has.
-	sel, more := l.page(q, p.feedPageBytes())
+	sel, more := l.page(rng, q, p.feedPageBytes())
 	if full := more || (q.maxItems > 0 && len(sel) == q.maxItems); !q.hasFrom || !full {
 		upstream, err := p.observe(r, l)
 		if err != nil || upstream != nil {
 			return upstream, err
 		}
-		sel, more = l.page(q, p.feedPageBytes())
+		sel, more = l.page(rng, q, p.feedPageBytes())
 	}
-	next := l.seq
+	next := rng.lsn
 	if more {
-		next = sel[len(sel)-1].seq
+		next = sel[len(sel)-1].lsn
 	}
 	h := http.Header{}
 	h.Set("etag", `"`+strconv.FormatUint(next, 10)+`"`)
@@ -346,21 +299,42 @@ func (p *Proxy) changeFeed(r *http.Request) (*http.Response, error) {
 	return madeAnswer(http.StatusOK, h, body), nil
 }
 
-// page selects, in sequence order, the docs of the answer to q from the
-// log: at most q.maxItems (≤ 0: no limit) and at most pageBytes of
-// bodies, at least one. more says that more docs follow them (the caller
-// holds l.mu).
-func (l *feedLog) page(q feedRequest, pageBytes int) (sel []*feedEntry, more bool) {
+// feedRange returns the range a change-feed request names (id; "" on a
+// container of one range: that one), or the answer it gets instead: 410
+// with substatus 1002 for a range that was split, 400 for one that never
+// existed (the caller holds l.mu).
+func (l *feedLog) feedRange(n int, id string) (*pkRange, *http.Response) {
+	if id == "" {
+		if live := l.live(n); len(live) == 1 {
+			return live[0], nil
+		}
+		return nil, badRequest("a change feed request without x-ms-documentdb-partitionkeyrangeid on a container of several ranges")
+	}
+	switch r := l.byID(n, id); {
+	case r == nil:
+		return nil, badRequest(fmt.Sprintf("partition key range %q does not exist", id))
+	case r.gone:
+		return nil, goneAnswer(id)
+	default:
+		return r, nil
+	}
+}
+
+// page selects, in LSN order, the docs of range rng in the answer to q
+// from the log: at most q.maxItems (≤ 0: no limit) and at most pageBytes
+// of bodies, at least one. more says that more docs follow them (the
+// caller holds l.mu).
+func (l *feedLog) page(rng *pkRange, q feedRequest, pageBytes int) (sel []*feedEntry, more bool) {
 	if q.fromNow {
 		return nil, false
 	}
 	for _, e := range l.docs {
-		if e.rng != q.rng || (q.hasFrom && e.seq <= q.fromSeq) || (!q.since.IsZero() && e.ts < q.since.Unix()) {
+		if e.epk < rng.lo || e.epk >= rng.hi || (q.hasFrom && e.lsn <= q.fromLSN) || (!q.since.IsZero() && e.ts < q.since.Unix()) {
 			continue
 		}
 		sel = append(sel, e)
 	}
-	slices.SortFunc(sel, func(a, b *feedEntry) int { return cmp.Compare(a.seq, b.seq) })
+	slices.SortFunc(sel, func(a, b *feedEntry) int { return cmp.Compare(a.lsn, b.lsn) })
 	n, size := 0, 0
 	for n < len(sel) && (q.maxItems <= 0 || n < q.maxItems) && (n == 0 || size+len(sel[n].body) <= pageBytes) {
 		size += len(sel[n].body)
@@ -424,8 +398,10 @@ func (p *Proxy) observe(r *http.Request, l *feedLog) (*http.Response, error) {
 	slices.SortStableFunc(versions, func(a, b version) int { return cmp.Compare(a.meta.TS, b.meta.TS) })
 	n := p.feedRanges()
 	for _, v := range versions {
-		l.seq++
-		l.docs[v.meta.RID] = &feedEntry{etag: v.meta.ETag, seq: l.seq, ts: v.meta.TS, rng: docRange(v.meta.ID, n), body: v.raw}
+		epk := docEPK(v.meta.ID)
+		rng := l.rangeAt(n, epk)
+		rng.lsn++
+		l.docs[v.meta.RID] = &feedEntry{etag: v.meta.ETag, lsn: rng.lsn, ts: v.meta.TS, epk: epk, body: v.raw}
 	}
 	return nil, nil
 }

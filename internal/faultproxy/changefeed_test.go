@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,11 +144,12 @@ func (u *feedUpstream) del(id string) {
 
 // feedAnswer is what a client saw for one change-feed request.
 type feedAnswer struct {
-	status int
-	etag   string
-	charge string
-	ids    []string
-	vs     []float64
+	status    int
+	etag      string
+	charge    string
+	substatus string
+	ids       []string
+	vs        []float64
 }
 
 // readFeed sends one change-feed request for range rng with the given
@@ -172,7 +174,7 @@ func readFeed(t *testing.T, p *faultproxy.Proxy, rng string, hdr map[string]stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := feedAnswer{status: resp.StatusCode, etag: resp.Header.Get("etag"), charge: resp.Header.Get("x-ms-request-charge")}
+	a := feedAnswer{status: resp.StatusCode, etag: resp.Header.Get("etag"), charge: resp.Header.Get("x-ms-request-charge"), substatus: resp.Header.Get("x-ms-substatus")}
 	if resp.StatusCode != http.StatusOK {
 		return a
 	}
@@ -615,5 +617,274 @@ func TestFeedPagesAreBoundedInBytes(t *testing.T) {
 	// and the 304 read it again.
 	if len(reads) != 6 || reads[1] == reads[0] || reads[1] != reads[4] || reads[5] == reads[4] {
 		t.Errorf("upstream requests before each request: %v; want the first to read it, the next three not, the fifth to", reads)
+	}
+}
+
+// pkRangesAnswer is what a client saw for one read of the partition key
+// ranges.
+type pkRangesAnswer struct {
+	status int
+	etag   string
+	ranges []struct {
+		ID                         string
+		MinInclusive, MaxExclusive string
+		Parents                    []string
+	}
+}
+
+// readRanges reads the partition key ranges of dbs/d/colls/c as the SDK
+// does (a change feed of them), from the etag ifNoneMatch ("" : all).
+func readRanges(t *testing.T, p *faultproxy.Proxy, ifNoneMatch string) pkRangesAnswer {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, p.URL()+"dbs/d/colls/c/pkranges", nil)
+	req.Header.Set("Authorization", "sig")
+	req.Header.Set("A-IM", "Incremental feed")
+	if ifNoneMatch != "" {
+		req.Header.Set("If-None-Match", ifNoneMatch)
+	}
+	resp, err := client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	a := pkRangesAnswer{status: resp.StatusCode, etag: resp.Header.Get("etag")}
+	if resp.StatusCode == http.StatusOK {
+		var body struct {
+			Ranges []struct {
+				ID                         string
+				MinInclusive, MaxExclusive string
+				Parents                    []string
+			} `json:"PartitionKeyRanges"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		a.ranges = body.Ranges
+	}
+	return a
+}
+
+// String is "id:min-max<parents …" for each range.
+func (a pkRangesAnswer) String() string {
+	var parts []string
+	for _, r := range a.ranges {
+		parts = append(parts, fmt.Sprintf("%s:%s-%s<%v", r.ID, r.MinInclusive, r.MaxExclusive, r.Parents))
+	}
+	return fmt.Sprintf("%d %s %v", a.status, a.etag, parts)
+}
+
+// drain reads range rng from etag ("": from the beginning), a doc a
+// page, until a 304, and returns the ids in order and the last etag.
+func drain(t *testing.T, p *faultproxy.Proxy, rng, etag string) (ids []string, last string) {
+	t.Helper()
+	for range 100 {
+		h := map[string]string{"x-ms-max-item-count": "1"}
+		if etag != "" {
+			h["If-None-Match"] = etag
+		}
+		a := readFeed(t, p, rng, h)
+		if a.status != http.StatusOK && a.status != http.StatusNotModified {
+			t.Fatalf("range %s from %s: %d", rng, etag, a.status)
+		}
+		etag = a.etag
+		if a.status == http.StatusNotModified {
+			return ids, etag
+		}
+		ids = append(ids, a.ids...)
+	}
+	t.Fatalf("range %s: no 304 after 100 pages", rng)
+	return nil, ""
+}
+
+// A split, as the service does it: the old range answers 410 with
+// substatus 1002; the ranges list its two children (parents: the old
+// one) instead, at a new etag, and the ranges added since an older etag;
+// each child serves, from the old range's continuation, the changes of
+// its half that came after it — those before the split and those after
+// — and nothing else; the other range is untouched; a child splits
+// again.
+func TestFeedSplit(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{Ranges: 2}})
+	ids := make([]string, 40)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("doc-%02d", i)
+		u.put(ids[i], 100)
+	}
+	before := readRanges(t, p, "")
+	if fmt.Sprint(before) != `200 "1" [0:-80<[] 1:80-FF<[]]` {
+		t.Fatalf("ranges before the split: %v", before)
+	}
+	inRange := func(rng string) (in []string) {
+		for _, id := range ids {
+			if r, err := p.RangeOf("d", "c", id); err != nil {
+				t.Fatal(err)
+			} else if r == rng {
+				in = append(in, id)
+			}
+		}
+		return in
+	}
+	zero, one := inRange("0"), inRange("1")
+	if len(zero) < 8 || len(one) < 8 {
+		t.Fatalf("%d docs in range 0, %d in range 1: want both well filled", len(zero), len(one))
+	}
+	// The client reads range 0 halfway; range 1 to its end.
+	etag := ""
+	var read0 []string
+	for range len(zero) / 2 {
+		h := map[string]string{"x-ms-max-item-count": "1"}
+		if etag != "" {
+			h["If-None-Match"] = etag
+		}
+		a := readFeed(t, p, "0", h)
+		read0, etag = append(read0, a.ids...), a.etag
+	}
+	got1, etag1 := drain(t, p, "1", "")
+	if !slices.Equal(got1, one) {
+		t.Fatalf("range 1: %v, want %v", got1, one)
+	}
+
+	children, err := p.Split("d", "c", "0")
+	if err != nil || children != [2]string{"2", "3"} {
+		t.Fatalf("split: %v %v, want children 2 and 3", children, err)
+	}
+	if a := readFeed(t, p, "0", map[string]string{"If-None-Match": etag}); a.status != http.StatusGone || a.substatus != "1002" {
+		t.Errorf("the split range from its continuation: %d substatus %q, want 410 substatus 1002", a.status, a.substatus)
+	}
+	if p.Gone() != 1 {
+		t.Errorf("Gone() = %d after one 410, want 1", p.Gone())
+	}
+	after := readRanges(t, p, "")
+	if fmt.Sprint(after) != `200 "2" [2:-40<[0] 3:40-80<[0] 1:80-FF<[]]` {
+		t.Errorf("ranges after the split: %v", after)
+	}
+	if a := readRanges(t, p, before.etag); fmt.Sprint(a) != `200 "2" [2:-40<[0] 3:40-80<[0]]` {
+		t.Errorf("ranges added since %s: %v", before.etag, a)
+	}
+	if a := readRanges(t, p, after.etag); a.status != http.StatusNotModified || a.etag != after.etag {
+		t.Errorf("ranges from the current etag: %v, want 304 %s", a, after.etag)
+	}
+
+	// Changes after the split: new docs (in both halves of the old range
+	// and in range 1) and a change to a doc read before it.
+	for i := range 40 {
+		id := fmt.Sprintf("new-%02d", i)
+		ids = append(ids, id)
+		u.put(id, 200)
+	}
+	u.put(read0[0], 300)
+	// From the old range's continuation the children send what it had not
+	// sent, and what changed in it since, each once.
+	want := append(slices.Clone(zero[len(read0):]), read0[0])
+	for _, child := range children {
+		in := inRange(child)
+		if !slices.ContainsFunc(in, func(id string) bool { return strings.HasPrefix(id, "new-") }) {
+			t.Fatalf("no new doc in child %s: %v", child, in)
+		}
+		for _, id := range in {
+			if strings.HasPrefix(id, "new-") {
+				want = append(want, id)
+			}
+		}
+	}
+	var got []string
+	for _, child := range children {
+		ids, last := drain(t, p, child, etag)
+		for _, id := range ids {
+			if r, _ := p.RangeOf("d", "c", id); r != child {
+				t.Errorf("child %s sent %s, which is in %s", child, id, r)
+			}
+		}
+		if last == etag {
+			t.Errorf("child %s: its continuation did not move from the parent's %s", child, etag)
+		}
+		got = append(got, ids...)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the children from the old range's continuation sent\n%v\nwant each once\n%v", got, want)
+	}
+	// Range 1 goes on from its own continuation, and sends its new docs.
+	if got, _ := drain(t, p, "1", etag1); len(got) == 0 || !slices.Equal(got, slices.DeleteFunc(inRange("1"), func(id string) bool { return !strings.HasPrefix(id, "new-") })) {
+		t.Errorf("range 1 after the split: %v", got)
+	}
+
+	// A child splits again: its children name both ancestors.
+	if grand, err := p.Split("d", "c", "2"); err != nil || grand != [2]string{"4", "5"} {
+		t.Fatalf("split of 2: %v %v", grand, err)
+	}
+	if a := readRanges(t, p, ""); fmt.Sprint(a) != `200 "3" [4:-20<[0 2] 5:20-40<[0 2] 3:40-80<[0] 1:80-FF<[]]` {
+		t.Errorf("ranges after the second split: %v", a)
+	}
+	if a := readRanges(t, p, before.etag); fmt.Sprint(a) != `200 "3" [2:-40<[0] 3:40-80<[0] 4:-20<[0 2] 5:20-40<[0 2]]` {
+		t.Errorf("ranges added since %s: %v", before.etag, a)
+	}
+	for name, id := range map[string]string{"split": "0", "unknown": "9"} {
+		if _, err := p.Split("d", "c", id); err == nil {
+			t.Errorf("split of the %s range %s: no error", name, id)
+		}
+	}
+	if a := readFeed(t, p, "9", nil); a.status != http.StatusBadRequest {
+		t.Errorf("a range that never existed: %d, want 400", a.status)
+	}
+	plain := start(t, faultproxy.Config{Target: u.srv.URL})
+	if _, err := plain.Split("d", "c", "0"); err == nil {
+		t.Error("split without ChangeFeed: no error")
+	}
+}
+
+// SplitAfter splits a range between two of a client's pages: the reads
+// with a continuation before the count go through, the one that reaches
+// it is answered 410, and the channel names the children; armed for a
+// range split already, it closes without them.
+func TestFeedSplitAfter(t *testing.T) {
+	u := newFeedUpstream(t)
+	p := start(t, faultproxy.Config{Target: u.srv.URL, ChangeFeed: &faultproxy.ChangeFeed{Ranges: 1}})
+	for i := range 5 {
+		u.put(fmt.Sprintf("d%d", i), 100)
+	}
+	split, err := p.SplitAfter("d", "c", "0", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statuses []int
+	etag := ""
+	for range 4 {
+		h := map[string]string{"x-ms-max-item-count": "1"}
+		if etag != "" {
+			h["If-None-Match"] = etag
+		}
+		a := readFeed(t, p, "0", h)
+		statuses = append(statuses, a.status)
+		if a.status != http.StatusOK {
+			break
+		}
+		etag = a.etag
+	}
+	// The first read has no continuation; the second and third have one:
+	// the third is the second that counts.
+	if fmt.Sprint(statuses) != "[200 200 410]" {
+		t.Errorf("reads %v, want [200 200 410]", statuses)
+	}
+	select {
+	case children, ok := <-split:
+		if !ok || children != [2]string{"1", "2"} {
+			t.Errorf("children %v (%v), want 1 and 2", children, ok)
+		}
+	default:
+		t.Fatal("no split announced")
+	}
+	again, err := p.SplitAfter("d", "c", "0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readFeed(t, p, "0", map[string]string{"If-None-Match": etag})
+	if children, ok := <-again; ok {
+		t.Errorf("a split range split again: %v", children)
+	}
+	if _, err := start(t, faultproxy.Config{Target: u.srv.URL}).SplitAfter("d", "c", "0", 1); err == nil {
+		t.Error("SplitAfter without ChangeFeed: no error")
 	}
 }

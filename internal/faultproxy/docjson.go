@@ -164,7 +164,7 @@ func feedAnswer(sel []*feedEntry) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendWithLSN(b, e.body, e.seq)
+		b = appendWithLSN(b, e.body, e.lsn)
 	}
 	b = append(b, `],"_count":`...)
 	b = fmt.Appendf(b, "%d}", len(sel))

@@ -59,7 +59,7 @@ func TestDocID(t *testing.T) {
 
 // TestFeedAnswer: the page's docs with their "_lsn", and their count.
 func TestFeedAnswer(t *testing.T) {
-	got := string(feedAnswer([]*feedEntry{{seq: 3, body: []byte(`{"id":"a"}`)}, {seq: 9, body: []byte(`{}`)}}))
+	got := string(feedAnswer([]*feedEntry{{lsn: 3, body: []byte(`{"id":"a"}`)}, {lsn: 9, body: []byte(`{}`)}}))
 	if want := `{"Documents":[{"id":"a","_lsn":3},{"_lsn":9}],"_count":2}`; got != want {
 		t.Errorf("feed answer %s, want %s", got, want)
 	}

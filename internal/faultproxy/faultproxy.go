@@ -13,7 +13,9 @@
 // application (Proxy.StartApplication) can draw from the same bucket.
 //
 // With Config.ChangeFeed it answers partition-key-range and change-feed
-// requests itself (see ChangeFeed), which the stand-in cannot.
+// requests itself (see ChangeFeed), which the stand-in cannot, and splits
+// partition key ranges on command as the service does when a container
+// grows (Proxy.Split, Proxy.SplitAfter).
 //
 // Cosmos DB clients first read the account (GET /) and then send requests
 // to the endpoints it announces; the stand-in announces its own address, so
@@ -206,6 +208,7 @@ type Proxy struct {
 
 	latency, jitter atomic.Int64 // nanoseconds; Config.Latency and Jitter
 	waiting         atomic.Int64 // requests sleeping their latency now
+	gone            atomic.Int64 // change-feed reads answered 410: a split range
 
 	mu        sync.Mutex
 	docs      map[string]*docState
