@@ -259,3 +259,35 @@ func TestReportFormatByName(t *testing.T) {
 		}
 	}
 }
+
+// TestAdoptedBadValueIsTheStates: a run's state that holds a transform
+// option this version does not take (execution-ttl=forever) is said to be
+// the state's, not a bad --execution-ttl the user did not give.
+func TestAdoptedBadValueIsTheStates(t *testing.T) {
+	dir := t.TempDir()
+	f, _, _ := newTestFactory(closedAccounts)
+	target := f.targetFingerprint("bifrost", "execution-data")
+	if target == "" {
+		t.Fatal("no target fingerprint")
+	}
+	state := `{"version":2,"runId":"r1","fingerprint":"blob-threshold=32768;execution-ttl=forever;relationships=keep;strict=false;target=` + target +
+		`","started":"2026-11-20T14:00:00Z","updated":"2026-11-20T15:00:00Z","tables":[{"table":"Config"}]}`
+	writeFile(t, filepath.Join(dir, "state.json"), state)
+	for _, command := range []string{"verify", "replay"} {
+		args := []string{command, "--state-dir", dir}
+		if command == "replay" {
+			args = append(args, "--since", "2026-11-20T14:00:00Z")
+		}
+		rec := recorder.New(nil)
+		f, out, errOut := newTestFactory(closedAccounts)
+		f.Transport = rec
+		code := Execute(context.Background(), f, args)
+		want := "bifrost-migrate: " + filepath.Join(dir, "state.json") + " holds --execution-ttl forever, which this version cannot use; give the option as a flag\n"
+		if code != ExitFatal || errOut.String() != want || out.Len() != 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr:\n%s\nwant exit 1 and:\n%s", command, code, out, errOut, want)
+		}
+		if r := rec.Requests(); len(r) != 0 {
+			t.Errorf("%s: requests sent: %v", command, r)
+		}
+	}
+}
