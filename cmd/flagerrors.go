@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -30,11 +31,15 @@ var (
 // flagSentence rewrites the parser's message msg for command c.
 func flagSentence(c *cobra.Command, msg string) string {
 	if m := invalidValue.FindStringSubmatch(msg); m != nil {
-		value, name := m[1], m[2]
-		if f := c.Flags().Lookup(name); f != nil {
-			return fmt.Sprintf("--%s: %q is not %s", name, value, valueForm(f))
+		value, name, form := m[1], m[2], "a value it takes"
+		// pflag quoted the value with %q: say it as given.
+		if v, err := strconv.Unquote(`"` + value + `"`); err == nil {
+			value = v
 		}
-		return fmt.Sprintf("--%s: %q is not a value it takes", name, value)
+		if f := c.Flags().Lookup(name); f != nil {
+			form = valueForm(f)
+		}
+		return badValue("--"+name, value, form).Error()
 	}
 	if m := needsValue.FindStringSubmatch(msg); m != nil {
 		if f := c.Flags().Lookup(m[1]); f != nil {

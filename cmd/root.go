@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	provision "github.com/bifrost/bifrost-migrate/init"
 	"github.com/bifrost/bifrost-migrate/internal/memlimit"
 	"github.com/bifrost/bifrost-migrate/internal/version"
 )
@@ -94,101 +95,150 @@ func (f *Factory) serviceNow() time.Time {
 // JSON reports whether --output json was chosen.
 func (g GlobalOptions) JSON() bool { return g.Output == "json" }
 
+// storageSource is a storage service's setting as it was given: a
+// connection string or an endpoint (Entra ID), and the flag or
+// environment variable that gave it, which its errors name.
+type storageSource struct {
+	conn, endpoint, from string
+}
+
 // storageSetting picks a storage service's setting: a connection string
 // or an endpoint (Entra ID). The flags come first (both is a usage
 // error), then the environment's connection string, then its endpoint.
-// It returns "" for both when nothing is set.
-func (f *Factory) storageSetting(conn, endpoint, connFlag, endpointFlag, connEnv, endpointEnv string) (string, string, error) {
+// It returns the zero storageSource when nothing is set.
+func (f *Factory) storageSetting(conn, endpoint, connFlag, endpointFlag, connEnv, endpointEnv string) (storageSource, error) {
 	switch {
 	case conn != "" && endpoint != "":
-		return "", "", UsageError(fmt.Errorf("%s and %s exclude each other", connFlag, endpointFlag))
-	case conn != "" || endpoint != "":
-		return conn, endpoint, nil
+		return storageSource{}, UsageError(fmt.Errorf("%s and %s exclude each other", connFlag, endpointFlag))
+	case conn != "":
+		return storageSource{conn: conn, from: connFlag}, nil
+	case endpoint != "":
+		return storageSource{endpoint: endpoint, from: endpointFlag}, nil
 	case f.Getenv(connEnv) != "":
-		return f.Getenv(connEnv), "", nil
+		return storageSource{conn: f.Getenv(connEnv), from: connEnv}, nil
+	case f.Getenv(endpointEnv) != "":
+		return storageSource{endpoint: f.Getenv(endpointEnv), from: endpointEnv}, nil
 	}
-	return "", f.Getenv(endpointEnv), nil
+	return storageSource{}, nil
 }
 
-// storageAccount parses a storage setting; what names it in errors.
-func storageAccount(what, conn, endpoint string, tables bool) (azure.StorageAccount, error) {
+// account parses the setting as the account of the tables (tables) or
+// of the blobs; a usage error names s.from. A connection string that
+// gives the other service's endpoint only (a SAS for one service) leaves
+// this one's empty: that is an error for the blobs' own setting, which
+// says what to add to it; the tables' account is checked by its callers
+// (Storage, BlobStorage), since blobs may use it.
+func (s storageSource) account(tables bool) (azure.StorageAccount, error) {
 	var (
 		a   azure.StorageAccount
 		err error
 	)
 	switch {
-	case endpoint != "" && tables:
-		a, err = azure.StorageEndpoints(endpoint, "")
-	case endpoint != "":
-		a, err = azure.StorageEndpoints("", endpoint)
+	case s.endpoint != "" && tables:
+		a, err = azure.StorageEndpoints(s.endpoint, "")
+	case s.endpoint != "":
+		a, err = azure.StorageEndpoints("", s.endpoint)
 	default:
-		a, err = azure.ParseStorageConnection(conn)
+		a, err = azure.ParseStorageConnection(s.conn)
 	}
 	if err != nil {
-		return a, UsageError(fmt.Errorf("%s: %w", what, err))
+		return a, UsageError(fmt.Errorf("%s: %w", s.from, err))
+	}
+	if !tables && a.BlobEndpoint == "" {
+		return a, UsageError(fmt.Errorf("%s has no BlobEndpoint, nor an AccountName to derive it from: add BlobEndpoint=https://<account>.blob.core.windows.net to it", s.from))
 	}
 	return a, nil
 }
 
-// Storage returns the Table Storage account: --tables-connection, or
+// tablesSource is the Table Storage setting: --tables-connection, or
 // --tables-endpoint (Entra ID), or BIFROST_TABLES_CONNECTION,
 // BIFROST_TABLES_ENDPOINT, AzureWebJobsStorage, or the local Azurite.
-func (f *Factory) Storage() (azure.StorageAccount, error) {
-	conn, endpoint, err := f.storageSetting(f.Global.TablesConnection, f.Global.TablesEndpoint,
+func (f *Factory) tablesSource() (storageSource, error) {
+	s, err := f.storageSetting(f.Global.TablesConnection, f.Global.TablesEndpoint,
 		"--tables-connection", "--tables-endpoint", "BIFROST_TABLES_CONNECTION", "BIFROST_TABLES_ENDPOINT")
-	if err != nil {
-		return azure.StorageAccount{}, err
+	switch {
+	case err != nil || s.from != "":
+		return s, err
+	case f.Getenv("AzureWebJobsStorage") != "":
+		return storageSource{conn: f.Getenv("AzureWebJobsStorage"), from: "AzureWebJobsStorage"}, nil
 	}
-	if conn == "" && endpoint == "" {
-		conn = firstNonEmpty(f.Getenv("AzureWebJobsStorage"), azure.DevStorageConnection)
-	}
-	return storageAccount("tables connection", conn, endpoint, true)
+	return storageSource{conn: azure.DevStorageConnection, from: "the emulator's settings"}, nil
 }
 
-// BlobStorage returns the Blob Storage account: --blob-connection, or
-// --blob-endpoint (Entra ID), or BIFROST_BLOB_CONNECTION,
-// BIFROST_BLOB_ENDPOINT, or the tables account.
-func (f *Factory) BlobStorage() (azure.StorageAccount, error) {
-	conn, endpoint, err := f.storageSetting(f.Global.BlobConnection, f.Global.BlobEndpoint,
-		"--blob-connection", "--blob-endpoint", "BIFROST_BLOB_CONNECTION", "BIFROST_BLOB_ENDPOINT")
+// Storage returns the Table Storage account (tablesSource). A connection
+// string without a TableEndpoint (a SAS for the blobs only) is a usage
+// error that says what to add to it.
+func (f *Factory) Storage() (azure.StorageAccount, error) {
+	s, err := f.tablesSource()
 	if err != nil {
 		return azure.StorageAccount{}, err
 	}
-	if conn != "" || endpoint != "" {
-		return storageAccount("blob connection", conn, endpoint, false)
-	}
-	a, err := f.Storage()
-	if err == nil && a.BlobEndpoint == "" {
-		err = UsageError(fmt.Errorf("the blob endpoint of the tables account %s cannot be derived: give --blob-endpoint or --blob-connection", a.TableEndpoint))
+	a, err := s.account(true)
+	if err == nil && a.TableEndpoint == "" {
+		err = UsageError(fmt.Errorf("%s has no TableEndpoint, nor an AccountName to derive it from: add TableEndpoint=https://<account>.table.core.windows.net to it", s.from))
 	}
 	return a, err
 }
 
+// BlobStorage returns the Blob Storage account: --blob-connection, or
+// --blob-endpoint (Entra ID), or BIFROST_BLOB_CONNECTION,
+// BIFROST_BLOB_ENDPOINT, or the tables account. A tables account without
+// a blob endpoint (an endpoint that does not say it, a SAS for the tables
+// only) is a usage error that names the settings that give one.
+func (f *Factory) BlobStorage() (azure.StorageAccount, error) {
+	s, err := f.storageSetting(f.Global.BlobConnection, f.Global.BlobEndpoint,
+		"--blob-connection", "--blob-endpoint", "BIFROST_BLOB_CONNECTION", "BIFROST_BLOB_ENDPOINT")
+	if err != nil {
+		return azure.StorageAccount{}, err
+	}
+	if s.from != "" {
+		return s.account(false)
+	}
+	if s, err = f.tablesSource(); err != nil {
+		return azure.StorageAccount{}, err
+	}
+	a, err := s.account(true)
+	switch {
+	case err != nil || a.BlobEndpoint != "":
+		return a, err
+	case s.endpoint != "":
+		return a, UsageError(fmt.Errorf("the blob endpoint of the tables account %s cannot be derived: give --blob-endpoint or --blob-connection", a.TableEndpoint))
+	}
+	return a, UsageError(fmt.Errorf("%s has no BlobEndpoint, and blobs use the tables connection unless given their own: "+
+		"give the blob account with --blob-connection or BIFROST_BLOB_CONNECTION (or --blob-endpoint), or add BlobEndpoint=https://<account>.blob.core.windows.net to %s", s.from, s.from))
+}
+
 // Cosmos returns the Cosmos DB account: --cosmos-connection or
 // CosmosDBConnection (with a key); else --cosmos-endpoint or
-// BIFROST_COSMOS_ENDPOINT (Entra ID); else the local emulator.
+// BIFROST_COSMOS_ENDPOINT (Entra ID); else the local emulator. A usage
+// error names the setting at fault.
 func (f *Factory) Cosmos() (azure.CosmosAccount, error) {
-	conn := firstNonEmpty(f.Global.CosmosConnection, f.Getenv("CosmosDBConnection"))
-	endpoint := firstNonEmpty(f.Global.CosmosEndpoint, f.Getenv("BIFROST_COSMOS_ENDPOINT"))
 	if f.Global.CosmosConnection != "" && f.Global.CosmosEndpoint != "" {
 		return azure.CosmosAccount{}, UsageError(errors.New("--cosmos-connection and --cosmos-endpoint exclude each other"))
 	}
 	var (
-		a   azure.CosmosAccount
-		err error
+		a    azure.CosmosAccount
+		err  error
+		from string
 	)
 	switch {
 	case f.Global.CosmosEndpoint != "":
+		from = "--cosmos-endpoint"
 		a, err = azure.CosmosEndpoint(f.Global.CosmosEndpoint)
-	case conn != "":
-		a, err = azure.ParseCosmosConnection(conn)
-	case endpoint != "":
-		a, err = azure.CosmosEndpoint(endpoint)
+	case f.Global.CosmosConnection != "":
+		from = "--cosmos-connection"
+		a, err = azure.ParseCosmosConnection(f.Global.CosmosConnection)
+	case f.Getenv("CosmosDBConnection") != "":
+		from = "CosmosDBConnection"
+		a, err = azure.ParseCosmosConnection(f.Getenv("CosmosDBConnection"))
+	case f.Getenv("BIFROST_COSMOS_ENDPOINT") != "":
+		from = "BIFROST_COSMOS_ENDPOINT"
+		a, err = azure.CosmosEndpoint(f.Getenv("BIFROST_COSMOS_ENDPOINT"))
 	default:
 		a, err = azure.ParseCosmosConnection(azure.EmulatorCosmosConnection)
 	}
 	if err != nil {
-		return a, UsageError(fmt.Errorf("cosmos connection: %w", err))
+		return a, UsageError(fmt.Errorf("%s: %w", from, err))
 	}
 	return a, nil
 }
@@ -252,11 +302,17 @@ func firstNonEmpty(ss ...string) string {
 
 // joinAnd joins "a", "a and b", "a, b and c" (for sentences that name
 // several accounts or options).
-func joinAnd(parts []string) string {
+func joinAnd(parts []string) string { return joinWith(parts, "and") }
+
+// joinOr joins "a", "a or b", "a, b or c" (for the values a flag takes).
+func joinOr(parts []string) string { return joinWith(parts, "or") }
+
+// joinWith joins parts with commas and conj before the last.
+func joinWith(parts []string, conj string) string {
 	if len(parts) <= 1 {
 		return strings.Join(parts, "")
 	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	return strings.Join(parts[:len(parts)-1], ", ") + " " + conj + " " + parts[len(parts)-1]
 }
 
 // NewRootCmd builds the command tree.
@@ -284,10 +340,13 @@ emulators (Azurite and the Cosmos DB emulator).`,
 			switch f.Global.Output {
 			case "text", "json":
 			default:
-				return UsageError(fmt.Errorf("--output must be text or json, not %q", f.Global.Output))
+				return badValue("--output", f.Global.Output, "text or json")
+			}
+			if !provision.ValidID(f.Global.Database) {
+				return badValue("--database", f.Global.Database, "a database id of "+provision.IDRule)
 			}
 			if f.Global.RetryTimeout <= 0 {
-				return UsageError(fmt.Errorf("--retry-timeout must be positive, got %s", f.Global.RetryTimeout))
+				return badValue("--retry-timeout", f.Global.RetryTimeout, "a positive duration such as 30s or 2m")
 			}
 			if f.Global.Quiet && f.Global.Verbose {
 				return UsageError(errors.New("--quiet and --verbose exclude each other"))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/version"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/verify"
@@ -79,15 +80,19 @@ func (v verifyFlags) bind(fl *pflag.FlagSet) {
 
 func (v verifyFlags) validate() error {
 	if !(v.o.Sample > 0 && v.o.Sample <= 1) {
-		return UsageError(fmt.Errorf("--sample must be in (0, 1], got %g", v.o.Sample))
+		return badValue("--sample", v.o.Sample, "a fraction F with 0 < F <= 1")
 	}
 	switch v.o.ReportFormat {
 	case "", reportJSON, reportHTML:
 	default:
-		return UsageError(fmt.Errorf("--report-format: %q is not json or html", v.o.ReportFormat))
+		return badValue("--report-format", v.o.ReportFormat, "json or html")
 	}
 	if v.o.ReportFormat != "" && v.o.ReportFile == "" {
 		return UsageError(errors.New("--report-format needs --report FILE"))
+	}
+	if v.o.ReportFile != "" && v.o.ReportFormat == "" && formatByName(v.o.ReportFile) == "" {
+		// Before any work: x.pdf would get JSON, which is not what was asked.
+		return badValue("--report", v.o.ReportFile, "a name ending in .json, .html or .htm, or the format given with --report-format json or html")
 	}
 	return nil
 }
@@ -99,16 +104,25 @@ const (
 )
 
 // reportFormat is the format of the --report file: --report-format, else
-// html for a name ending in .html or .htm, else json.
+// the one its name says (formatByName).
 func (o *VerifyOptions) reportFormat() string {
 	if o.ReportFormat != "" {
 		return o.ReportFormat
 	}
-	switch strings.ToLower(filepath.Ext(o.ReportFile)) {
+	return formatByName(o.ReportFile)
+}
+
+// formatByName is the report format a file name says: html for a name
+// ending in .html or .htm, json for .json or no extension (/dev/stdout),
+// "" for any other extension (.pdf, .txt), which verify refuses.
+func formatByName(name string) string {
+	switch strings.ToLower(filepath.Ext(name)) {
 	case ".html", ".htm":
 		return reportHTML
+	case ".json", "":
+		return reportJSON
 	}
-	return reportJSON
+	return ""
 }
 
 // NewCmdVerify builds `bifrost-migrate verify`. runF replaces the command's
@@ -219,7 +233,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	} else if !errors.Is(serr, fs.ErrNotExist) {
 		o.warning("%s cannot be read: %v", r.DeadLetterFile, unwrapPath(serr))
 	}
-	o.status("%d rows in %.1fs (%.0f rows/s)", r.Totals.Rows, r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9))
+	o.status("%s in %.1fs (%.0f rows/s)", words.Count(int64(r.Totals.Rows), "row", "rows"), r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9))
 	if !opts.Quiet && !o.json() {
 		// With --output json, the summary's "ru" says the same.
 		ru.writeText(prefixed{opts.ErrOut, "verify: "})
