@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/azure"
-	"github.com/bifrost/bifrost-migrate/internal/numfmt"
 	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
@@ -185,7 +184,7 @@ func thousands(v float64) string {
 	if v != math.Trunc(v) {
 		return fmt.Sprintf("%g", v)
 	}
-	return numfmt.Count(int64(v))
+	return words.Thousands(int64(v))
 }
 
 // prefixed writes each line with a prefix ("verify: "); lines must come

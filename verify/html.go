@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bifrost/bifrost-migrate/internal/numfmt"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 )
 
 // RatePoint is one sample of a run's throughput, for the HTML report's
@@ -354,7 +354,7 @@ func newHTMLView(r *Report, f HTMLFacts) htmlView {
 	s := r.Settings
 	sample := "every row"
 	if s.Sample > 0 && s.Sample < 1 {
-		sample = numfmt.Percent(s.Sample) + " of the rows (by a hash of their keys)"
+		sample = words.Percent(s.Sample) + " of the rows (by a hash of their keys)"
 	}
 	v.Settings = []fact{
 		{"Database", s.Database},

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/bifrost/bifrost-migrate/internal/numfmt"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 )
 
 // Counts are the verify counters of one table and kind, or of all of them.
@@ -306,7 +306,7 @@ func first[T any](s []T, n int) []T {
 // orphans and differences.
 func (r *Report) WriteText(w io.Writer) error {
 	if r.Settings.Sample > 0 && r.Settings.Sample < 1 {
-		fmt.Fprintf(w, "sample: %s of the rows (chosen by a hash of their keys)\n", numfmt.Percent(r.Settings.Sample))
+		fmt.Fprintf(w, "sample: %s of the rows (chosen by a hash of their keys)\n", words.Percent(r.Settings.Sample))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TABLE\tKIND\tROWS\tEXPECTED\tMATCHED\tMISSING\tDIFFERENT\tORPHANS\tDROPPED-INDEX\tKEPT-IN-TABLES\tEXPIRED\tDEAD-LETTER")

@@ -1,10 +1,13 @@
 // Package words says values and counts in the tool's messages: a value
 // the user gave, quoted and cut short (Quote), and a count with its noun
-// in agreement (Count). It is a leaf: cmd, init and migrate use it.
+// in agreement (Count), a count with thousands separators (Thousands)
+// and a fraction as a percentage (Percent). It is a leaf: cmd, init,
+// migrate and verify use it.
 package words
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -46,4 +49,31 @@ func Count(n int64, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.FormatInt(n, 10) + " " + many
+}
+
+// Thousands writes n with a comma between each group of three digits:
+// "20,000", "-1,234", "7".
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	sign := ""
+	if n < 0 {
+		sign, s = "-", s[1:]
+	}
+	var b strings.Builder
+	b.WriteString(sign)
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// Percent writes the fraction f as a percentage to six significant
+// digits, with no trailing zeros, no exponent and a space before the
+// sign: 0.01 is "1 %", 0.005 "0.5 %", 0.07 "7 %" (not 7.000000000000001).
+func Percent(f float64) string {
+	p, _ := strconv.ParseFloat(strconv.FormatFloat(f*100, 'g', 6, 64), 64)
+	return strconv.FormatFloat(p, 'f', -1, 64) + " %"
 }
