@@ -3,7 +3,6 @@ package migrate
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -322,96 +321,6 @@ func fixedFlow(n int) *Flow {
 	f.bound(n)
 	return f
 }
-
-// writeRule is how an engine takes the answers to one kind of its writes:
-// the few real differences between the writes of run, replay, reverse and
-// the prunes, as options of the one function that acts on an answer
-// (settle). The rules of the engines' writes are the rule* values below.
-type writeRule struct {
-	// refusal begins the dead letter's reason when the service refuses
-	// the item for good; the fault's status and reason follow.
-	refusal string
-	// conditional: the write carries a condition (create-only, If-Match),
-	// so a 409, 412 or 404 says that the item changed meanwhile: read and
-	// decide again. An unconditional write (run's upsert, a read) never
-	// expects one: it stops the engine.
-	conditional bool
-	// goneIsDone: a 404 means what the write wanted is done already (a
-	// delete, a sync recorded on a doc deleted since).
-	goneIsDone bool
-}
-
-// The writes of the engines and how each takes its answers.
-var (
-	// run's upsert of a doc.
-	ruleUpsert = writeRule{refusal: "Cosmos DB rejected the doc"}
-	// replay's read of a doc before it decides.
-	ruleReadDoc = writeRule{refusal: "Cosmos DB refused to read the doc"}
-	// replay's create or replace of a doc.
-	ruleWriteDoc = writeRule{refusal: "Cosmos DB rejected the doc", conditional: true}
-	// replay's prune: the delete of a doc whose row is gone.
-	rulePruneDoc = writeRule{refusal: "prune: Cosmos DB refused to delete the doc", conditional: true, goneIsDone: true}
-	// reverse's insert or replace of a row.
-	ruleWriteRow = writeRule{refusal: "Table Storage refused the row", conditional: true}
-	// reverse's delete of a stale index row.
-	ruleRemoveRow = writeRule{refusal: "Table Storage refused the row", conditional: true, goneIsDone: true}
-	// reverse's record of the sync on the doc (its _migration).
-	ruleRecordSync = writeRule{refusal: "Cosmos DB refused to record the sync on the doc, whose rows are written", conditional: true, goneIsDone: true}
-	// reverse's prune: the delete of a row whose doc is gone.
-	rulePruneRow = writeRule{refusal: "prune: Table Storage refused to delete the row", conditional: true}
-)
-
-// answer is what settle makes of the answer to a write.
-type answer int
-
-const (
-	answerWritten answer = iota // the write happened
-	answerGone                  // a 404 that goneIsDone takes for done: nothing left to do
-	answerAgain                 // a 409, 412 or 404 to a conditional write: read and decide again
-	answerRefused               // the service refuses the item for good: a dead letter
-	answerFailed                // anything else: the engine stops with the error
-)
-
-// settle is the one function that acts on the answer to a write — its
-// error, nil when the write happened — for every engine and the prunes
-// (docs/engine.md, "Faults"): it reads the answer's fault kind
-// (store.KindOf) and returns what it means, the dead letter's reason for
-// a refusal (item, when not empty, names the item first: "replace
-// Entities GLOBAL/x: "), and the error that stops the engine for a
-// failure (a retryable fault the adapter gave up on, Auth, Fatal, or an
-// outcome the write does not expect).
-func (w writeRule) settle(err error, item string) (a answer, deadLetter string, stop error) {
-	switch k := store.KindOf(err); {
-	case k == store.NoFault:
-		return answerWritten, "", nil
-	case k == store.NotFound && w.goneIsDone:
-		return answerGone, "", nil
-	case (k == store.Exists || k == store.Changed || k == store.NotFound) && w.conditional:
-		return answerAgain, "", nil
-	case k == store.Refused:
-		f := store.FaultOf(err)
-		return answerRefused, fmt.Sprintf("%s%s (%d): %s", item, w.refusal, f.Status, f.Error()), nil
-	}
-	return answerFailed, "", err
-}
-
-// startOvers counts the answers that made an engine read and decide
-// again, by kind.
-type startOvers struct{ exists, changed, gone int64 }
-
-// add counts err, the answer settle took for answerAgain (or answerGone).
-func (s *startOvers) add(err error) {
-	switch store.KindOf(err) {
-	case store.Exists:
-		s.exists++
-	case store.Changed:
-		s.changed++
-	case store.NotFound:
-		s.gone++
-	}
-}
-
-func (s startOvers) total() int64 { return s.exists + s.changed + s.gone }
 
 // attempts runs try at most n times while it asks to start over (again),
 // checking ctx before each. It returns try's error, or exhausted when

@@ -87,8 +87,8 @@ type prunedRow struct {
 func (r *reverser) pruneRow(ctx context.Context, it *prunedRow) error {
 	row, o, res := it.row, it.out, &it.res
 	_, _, found, _, err := r.docs.Read(ctx, o.Container, o.Scope, o.ID)
-	if err != nil || found {
-		return err
+	if next, err := ruleReadDoc.settle(err, "read "+o.Container+"/"+o.Scope+"/"+o.ID+": ", &res.fate); next != stepOn || found {
+		return err // a refusal is the row's dead letter; a doc there: the row stays
 	}
 	if o.Kind == "execution" {
 		back, err := transform.ReverseDoc(o.Doc, &row, r.topts)
@@ -107,12 +107,13 @@ func (r *reverser) pruneRow(ctx context.Context, it *prunedRow) error {
 		}
 	}
 	err = r.rows.Delete(ctx, r.opts.TablePrefix+row.Table, store.Key{PartitionKey: row.PartitionKey, RowKey: row.RowKey}, row.ETag)
-	switch a, err := settleRow(rulePruneRow, err, "prune", transform.RowRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}, res); a {
-	case answerAgain:
-		res.counts.StartOvers++
-		return nil // changed or deleted meanwhile: leave it to the next prune
-	case answerRefused, answerFailed:
-		return err // a refusal is the row's dead letter
+	item := rowItem("prune", transform.RowRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey})
+	next, err := rulePruneRow.settle(err, item+": ", &res.fate)
+	if next == stepAgain {
+		res.counts.StartOvers++ // changed or deleted meanwhile: left to the next prune
+	}
+	if next != stepOn {
+		return wrapIf(err, item) // a refusal is the row's dead letter
 	}
 	res.counts.Pruned++
 	res.plan = append([]PlannedWrite{{Action: "delete", Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}}, res.plan...)

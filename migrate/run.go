@@ -469,10 +469,10 @@ type item struct {
 	docSize int
 	// Set by the writer; read by the committer after the page's writes
 	// are all done.
-	deadLetter string
-	blobs      int64
-	blobBytes  int64
-	ru         float64
+	fate      fate
+	blobs     int64
+	blobBytes int64
+	ru        float64
 	// err is why the item could not be decided: its write returns it,
 	// which stops the run before its page is committed.
 	err error
@@ -503,26 +503,22 @@ func (r *runner) process(ctx context.Context, table string, ts *TableState, rd *
 	return err
 }
 
-// write uploads the blobs a doc needs, then upserts the doc. A
-// conflicting blob or a permanent write error dead-letters the row; other
-// errors are returned, naming the row.
+// write uploads the blobs a doc needs, then upserts the doc, each answer
+// taken by its rule (settle): a refusal dead-letters the row (in it.fate);
+// an error that stops the run is returned, naming the row.
 func (r *runner) write(ctx context.Context, table string, it *item) error {
 	if it.err != nil {
 		return fmt.Errorf("%s %s/%s: %w", table, it.row.PartitionKey, it.row.RowKey, it.err)
 	}
 	o := &it.out
+	var s step
 	var err error
-	if it.blobs, it.blobBytes, it.deadLetter, err = uploadBlobs(ctx, r.blobs, it.row, o.Uploads); err != nil || it.deadLetter != "" {
+	if it.blobs, it.blobBytes, s, err = uploadBlobs(ctx, r.blobs, it.row, o.Uploads, &it.fate); s != stepOn {
 		return err
 	}
 	res, err := r.docs.Upsert(ctx, o.Container, o.Scope, o.ID, o.DocJSON)
-	a, dl, err := ruleUpsert.settle(err, "")
-	switch a {
-	case answerRefused:
-		it.deadLetter = dl
-		return nil
-	case answerFailed:
-		return fmt.Errorf("%s %s/%s: write %s/%s: %w", table, it.row.PartitionKey, it.row.RowKey, o.Container, o.ID, err)
+	if s, err := ruleUpsert.settle(err, "", &it.fate); s != stepOn {
+		return wrapIf(err, fmt.Sprintf("%s %s/%s: write %s/%s", table, it.row.PartitionKey, it.row.RowKey, o.Container, o.ID))
 	}
 	it.ru = res.RequestCharge
 	// The bytes are no longer needed; the page may wait for others.
@@ -606,9 +602,9 @@ func (r *runner) countPage(table string, b *batch[item]) (Counts, []DeadLetter) 
 	for i := range b.items {
 		it := &b.items[i]
 		d := string(it.out.Disposition)
-		if it.deadLetter != "" {
+		if it.fate.deadLetter != "" {
 			d = string(transform.DispositionDeadLetter)
-			dls = append(dls, newDeadLetter(it.row, table, it.deadLetter))
+			dls = append(dls, newDeadLetter(it.row, table, it.fate.deadLetter))
 		} else if it.out.Disposition == transform.DispositionDeadLetter {
 			dls = append(dls, newDeadLetter(it.row, table, it.out.DeadLetter))
 		}
