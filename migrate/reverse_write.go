@@ -16,14 +16,14 @@ import (
 
 // revResult is what reverse did with one doc.
 type revResult struct {
-	kind       string
-	scope, id  string    // the doc's
-	ts         time.Time // the doc's _ts
-	unchanged  bool
-	wrote      bool // rows were written by an attempt on this doc
-	synced     bool
-	forced     bool
-	conflict   *ReverseConflict
+	kind      string
+	scope, id string    // the doc's
+	ts        time.Time // the doc's _ts
+	unchanged bool
+	wrote     bool // rows were written by an attempt on this doc
+	synced    bool
+	forced    bool
+	conflict  *ReverseConflict
 	// fate is what the answers made of the doc: its dead letter (its
 	// start-overs are counted in counts, by attempt).
 	fate
