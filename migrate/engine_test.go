@@ -118,41 +118,48 @@ func TestPoolFirstErrorStops(t *testing.T) {
 	}
 }
 
-// TestPipelineCommitsInOrder: batches are committed in the source's order
-// whatever order their writes end in, and nothing is committed from the
-// first batch with a failed write on.
-func TestPipelineCommitsInOrder(t *testing.T) {
+// TestCommitInOrder: pages are committed in read order whatever order
+// their writes (through the pool) end in, and nothing is committed from
+// the first page with a failed write on.
+func TestCommitInOrder(t *testing.T) {
 	for _, failAt := range []int{-1, 2} {
 		var committed []int
 		fail := errors.New("write failed")
-		p := pipeline[int]{
-			flow:   fixedFlow(8),
-			writes: func(it *int) bool { return *it%2 == 0 },
-			write: func(ctx context.Context, it *int) error {
-				if *it/10 == failAt {
-					return fail
-				}
+		pool := newPool(context.Background(), fixedFlow(8))
+		pages := make(chan *page, pagesInFlight)
+		done := make(chan error, 1)
+		go func() {
+			done <- commitInOrder(pages, func(p *page) error {
+				committed = append(committed, p.items[0].docSize/10)
 				return nil
-			},
-			commit: func(b *batch[int]) error {
-				committed = append(committed, b.items[0]/10)
-				return nil
-			},
-		}
-		err := p.run(context.Background(), func(ctx context.Context, emit func(*batch[int]) error) error {
-			for i := range 5 {
-				if err := emit(&batch[int]{items: []int{i * 10, i*10 + 1, i*10 + 2}}); err != nil {
-					return err
+			})
+		}()
+		for i := range 5 {
+			p := &page{items: []item{{docSize: i * 10}, {docSize: i*10 + 1}, {docSize: i*10 + 2}}}
+			for j := range p.items {
+				p.pending.Add(1)
+				if err := pool.Go(func(context.Context) error {
+					defer p.pending.Done()
+					runtime.Gosched()
+					if i == failAt && j == 1 {
+						p.failed.Store(true)
+						return fail
+					}
+					return nil
+				}); err != nil {
+					p.pending.Done()
 				}
 			}
-			return nil
-		})
+			pages <- p
+		}
+		close(pages)
+		err := errors.Join(pool.Wait(), <-done)
 		want := []int{0, 1, 2, 3, 4}
 		if failAt >= 0 {
 			want = want[:failAt]
 		}
 		if fmt.Sprint(committed) != fmt.Sprint(want) || (failAt >= 0) != errors.Is(err, fail) {
-			t.Errorf("failing batch %d: committed %v (want %v), error %v", failAt, committed, want, err)
+			t.Errorf("failing page %d: committed %v (want %v), error %v", failAt, committed, want, err)
 		}
 	}
 }

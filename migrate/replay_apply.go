@@ -24,26 +24,32 @@ type docResult struct {
 	ru           float64
 }
 
-// tally sets e's counts (and conflict, warning, blobs, request units)
-// from res. A doc that ended as a dead letter counts only as that.
-func (res docResult) tally(e *entry[ReplayCounts, Conflict]) {
-	e.count = func(c *ReplayCounts) {
-		if res.deadLetter != "" {
-			c.DeadLetters++
-		} else {
-			res.verdict.count(c)
-		}
-		c.PreconditionFailed += res.changes.changed
-		c.CreateConflicts += res.changes.exists
-		c.DocVanished += res.changes.gone
+// counts are what res adds to its table's counts: its verdict's count,
+// or for a doc that ended as a dead letter only that, and its start-overs.
+func (res docResult) counts() ReplayCounts {
+	var c ReplayCounts
+	if res.deadLetter != "" {
+		c.DeadLetters++
+	} else {
+		res.verdict.count(&c)
 	}
-	if res.deadLetter == "" {
-		e.conflict = res.conflict
-	}
+	c.PreconditionFailed += res.changes.changed
+	c.CreateConflicts += res.changes.exists
+	c.DocVanished += res.changes.gone
+	return c
+}
+
+// tally sets e's warning, blobs and request units from res, and returns
+// its conflict (nil for a doc that ended as a dead letter).
+func (res docResult) tally(e *entry) *Conflict {
 	if res.warning != "" {
 		e.warnings = append(e.warnings, res.warning)
 	}
 	e.blobs, e.blobBytes, e.ru = res.blobs, res.bytes, res.ru
+	if res.deadLetter != "" {
+		return nil
+	}
+	return res.conflict
 }
 
 // count adds one doc of verdict v to c.

@@ -54,13 +54,22 @@ func (r *replayer) prune(ctx context.Context) error {
 	}
 	clear(rows)
 	r.progress.Message(fmt.Sprintf("prune: %d migrated doc(s) whose row is gone", len(cands)))
-	p := pipeline[pruneCandidate]{
-		flow:   r.flow,
-		writes: func(*pruneCandidate) bool { return true },
-		write:  r.pruneDoc,
-		record: r.recordPrunedDoc,
+	pool := newPool(ctx, r.flow)
+	for i := range cands {
+		pc := &cands[i]
+		if err := pool.Go(func(ctx context.Context) error { return r.pruneCandidate(ctx, pc) }); err != nil {
+			return pool.end(ctx, err)
+		}
 	}
-	return p.run(ctx, sliceSource(cands))
+	return pool.end(ctx, nil)
+}
+
+// pruneCandidate prunes one candidate doc (pruneDoc) and records it.
+func (r *replayer) pruneCandidate(ctx context.Context, pc *pruneCandidate) error {
+	if err := r.pruneDoc(ctx, pc); err != nil {
+		return err
+	}
+	return r.recordPrunedDoc(pc)
 }
 
 // pruneDoc deletes one candidate doc when its row is still gone and the
@@ -131,18 +140,19 @@ func (r *replayer) judgePrune(ctx context.Context, pc *pruneCandidate, item stri
 	return etag, stepOn, nil
 }
 
-// recordPrunedDoc counts what pruning one candidate doc did (nothing when its row
-// is back or its doc gone, without start-overs or a dead letter).
+// recordPrunedDoc counts what pruning one candidate doc did (nothing
+// when its row is back or its doc gone, without start-overs or a dead
+// letter), and records its dead letter, if any.
 func (r *replayer) recordPrunedDoc(pc *pruneCandidate) error {
 	res := pc.res
 	if res.verdict == verdictNone && res.deadLetter == "" && res.changes.total() == 0 {
 		return nil
 	}
-	e := entry[ReplayCounts, Conflict]{group: pc.table, kind: transform.Kind(pc.rk)}
-	res.tally(&e)
+	var e entry
+	conflict := res.tally(&e)
 	if res.deadLetter != "" {
-		dl := newDeadLetter(transform.Row{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk}, pc.table, res.deadLetter)
-		e.deadLetters = []DeadLetter{dl}
+		e.deadLetters = []DeadLetter{newDeadLetter(transform.Row{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk}, pc.table, res.deadLetter)}
 	}
-	return r.rec.add(e)
+	r.book.add(pc.table, transform.Kind(pc.rk), res.counts(), conflict)
+	return r.ledger.add(e)
 }
