@@ -336,6 +336,11 @@ emulators (Azurite and the Cosmos DB emulator).`,
   bifrost-migrate reverse --since 2026-11-20T14:00:00Z --follow`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Runnable, as fixtures is, so that cobra checks its Args with
+		// ours (rootArgs): `bifrost-migrate bogus` is a usage error.
+		Args:                       rootArgs,
+		SuggestionsMinimumDistance: 2, // cobra's default, which SuggestionsFor does not apply
+		RunE:                       func(c *cobra.Command, _ []string) error { return c.Help() },
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
 			switch f.Global.Output {
 			case "text", "json":
@@ -416,18 +421,23 @@ your shell. Each shell's help says where to put it.`
 			sh.Example = "  bifrost-migrate completion " + sh.Name() + " --help"
 		}
 	}
-	setFlagErrors(root)
+	setUsageErrors(root)
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { writeHelp(c.OutOrStdout(), c) })
 	addCompletions(root, f)
 	return root
 }
 
-// setFlagErrors makes flagError the flag error function of c and of its
-// subcommands (cobra does not inherit it).
-func setFlagErrors(c *cobra.Command) {
+// setUsageErrors makes cobra's errors about the command line usage
+// errors (exit 2), once, where cobra makes them: flagError is the flag
+// error function of c and of its subcommands (cobra does not inherit
+// it), and each one's check of its arguments is wrapped (usageArgs).
+func setUsageErrors(c *cobra.Command) {
 	c.SetFlagErrorFunc(flagError)
+	if c.Args != nil {
+		c.Args = usageArgs(c.Args)
+	}
 	for _, sub := range c.Commands() {
-		setFlagErrors(sub)
+		setUsageErrors(sub)
 	}
 }
 
@@ -485,9 +495,6 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	code := exitCode(err, ctx.Err() != nil)
 	if err == nil {
 		return code
-	}
-	if code == ExitFatal && isCobraUsage(err) {
-		code = ExitUsage
 	}
 	printError(f, err, code, f.Global.JSON() || outputArg(args) == "json")
 	return code
@@ -568,14 +575,6 @@ func errorText(f *Factory, err error, code int) string {
 		fmt.Fprintf(&b, "Run '%s --help' for usage.\n", firstNonEmpty(f.command, "bifrost-migrate"))
 	}
 	return b.String()
-}
-
-// isCobraUsage recognises cobra's own argument errors, which are plain
-// errors (unknown command, wrong number of arguments).
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	return strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
-		strings.Contains(msg, "arg(s)") || strings.HasPrefix(msg, "required flag")
 }
 
 // interruptedSentence is the message of a command SIGINT, SIGTERM or
