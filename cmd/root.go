@@ -551,7 +551,7 @@ func errorMessage(f *Factory, err error, code int) (msg, raw string) {
 	}
 	switch {
 	case code == ExitInterrupted:
-		return interruptedSentence(raw), raw
+		return f.Redact(interruptSentence(err)), raw
 	case explain(err) != "":
 		return f.Redact(explain(err)), raw
 	}
@@ -577,34 +577,43 @@ func errorText(f *Factory, err error, code int) string {
 	return b.String()
 }
 
-// interruptedSentence is the message of a command SIGINT, SIGTERM or
-// SIGHUP stopped (exit 130), from its error's text: "interrupted: " and what to
-// do, without the Go runtime's "context canceled".
-func interruptedSentence(raw string) string {
-	for _, frag := range []string{" (context canceled)", ": context canceled", "context canceled"} {
-		raw = strings.ReplaceAll(raw, frag, "")
-	}
-	if raw = strings.TrimSpace(raw); raw == "" {
+// interruptSentence is the message of a command SIGINT, SIGTERM or
+// SIGHUP stopped (exit 130), by its error's type: "interrupted: " and
+// the command's own message when it made one (interrupted: what was
+// saved, what to run), what to do when the error is the cancellation
+// itself, else the error that came meanwhile. A request cut short is
+// never named: "context canceled" and the request's Go form tell an
+// operator nothing.
+func interruptSentence(err error) string {
+	var ie *interruptError
+	switch {
+	case errors.As(err, &ie):
+		return "interrupted: " + err.Error()
+	case errors.Is(err, context.Canceled):
 		return "interrupted: stopped before it finished; run the same command again"
 	}
-	return "interrupted: " + raw
+	return "interrupted: " + err.Error()
 }
 
-// interrupted is the error a command stopped by SIGINT, SIGTERM or SIGHUP ends
-// with: its sentence msg (what was saved, what to run), wrapping err. The
-// text of err is left out when it is the cancellation itself — a request
-// cut short says nothing an operator can act on.
-func interrupted(msg string, err error) error {
-	if errors.Is(err, context.Canceled) {
-		return &interruptError{msg, err}
-	}
-	return fmt.Errorf("%s (%w)", msg, err)
-}
+// interrupted is the error a command stopped by SIGINT, SIGTERM or SIGHUP
+// ends with: its sentence msg (what was saved, what to run), wrapping
+// err, the error the work stopped with.
+func interrupted(msg string, err error) error { return &interruptError{msg, err} }
 
+// interruptError is an interrupted command's own message and the error
+// its work stopped with.
 type interruptError struct {
 	msg string
 	err error
 }
 
-func (e *interruptError) Error() string { return e.msg }
+// Error is the message, and the error the work stopped with unless that
+// is the cancellation itself (a request cut short).
+func (e *interruptError) Error() string {
+	if e.err == nil || errors.Is(e.err, context.Canceled) {
+		return e.msg
+	}
+	return e.msg + " (" + e.err.Error() + ")"
+}
+
 func (e *interruptError) Unwrap() error { return e.err }

@@ -3,9 +3,13 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bifrost/bifrost-migrate/azure"
 )
 
 // TestCommandLineErrorsAreUsageErrors: cobra's errors about the command
@@ -49,5 +53,31 @@ func TestNoArgumentsIsHelp(t *testing.T) {
 	f, out, errOut := newTestFactory(nil)
 	if code := Execute(context.Background(), f, nil); code != ExitOK || errOut.Len() != 0 || out.Len() == 0 {
 		t.Errorf("exit %d, stderr %q, stdout %d bytes; want exit 0 and the help", code, errOut, out.Len())
+	}
+}
+
+// TestInterruptSentenceByType: the sentence of an interrupted command
+// (exit 130) comes from its error's type: the command's own message
+// (interrupted), what to do for a bare cancellation however it is
+// wrapped, and any other error as it is; no text is cut out of a
+// message.
+func TestInterruptSentenceByType(t *testing.T) {
+	f, _, _ := newTestFactory(nil)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{interrupted("state saved in s; run again to resume", fmt.Errorf("read page: %w", context.Canceled)),
+			"interrupted: state saved in s; run again to resume"},
+		{fmt.Errorf("init: %w", interrupted("nothing was sent, run init again", context.Canceled)),
+			"interrupted: init: nothing was sent, run init again"},
+		{&azure.ResourceError{Resource: configTable, Op: "table Config",
+			Err: &url.Error{Op: "Get", URL: tablesEP + "/Config()", Err: context.Canceled}},
+			"interrupted: stopped before it finished; run the same command again"},
+		{errors.New("state.json: no space left on device"), "interrupted: state.json: no space left on device"},
+	} {
+		if got := errorText(f, tc.err, ExitInterrupted); got != "bifrost-migrate: "+tc.want+"\n" {
+			t.Errorf("%v:\n got %q\nwant %q", tc.err, got, tc.want)
+		}
 	}
 }
