@@ -105,8 +105,10 @@ func exitStatusHelp(ss []exitStatus) string {
 }
 
 // ExitError carries the exit code a command wants. Commands return it (or
-// one of the helpers below); Main is the only place that turns errors into
-// exit codes.
+// one of the helpers below: UsageError, InputError, PartialError,
+// ConflictError); exitCode is the only place that turns errors into exit
+// codes, and errorMessage the only one that turns them into the
+// operator's sentence, scrubbed of secrets.
 type ExitError struct {
 	Code int
 	Err  error
@@ -168,6 +170,88 @@ func exitCode(err error, interrupted bool) int {
 	}
 	return ExitFatal
 }
+
+// errorMessage is the sentence that reports err, which ends the command
+// with exit status code, scrubbed of every secret of the settings: for an
+// error from a service, the sentence explain gives, which says what to
+// do; else the error's own text. raw is the error's own text, scrubbed
+// too, which --verbose prints before the sentence when they differ.
+func errorMessage(f *Factory, err error, code int) (msg, raw string) {
+	raw = f.Redact(err.Error())
+	var cred *azure.CredentialError
+	if errors.As(err, &cred) {
+		// The sentence names the services and what to do; the raw text
+		// is what each credential of the chain answered.
+		raw = f.Redact(azure.ScrubError(cred.Err).Error())
+	}
+	switch {
+	case code == ExitInterrupted:
+		return f.Redact(interruptSentence(err)), raw
+	case explain(err) != "":
+		return f.Redact(explain(err)), raw
+	}
+	return raw, raw
+}
+
+// errorText is what Execute prints on stderr for err, which ends the
+// command with exit status code: lines scrubbed of every secret of the
+// settings, the last one the error's sentence (errorMessage); with
+// --verbose the error's own text, the service's answer included, comes
+// on the line before it. A usage error ends with the hint about --help,
+// unless it is bad input in a file (InputError).
+func errorText(f *Factory, err error, code int) string {
+	var b strings.Builder
+	msg, raw := errorMessage(f, err, code)
+	if f.Global.Verbose && raw != msg && code != ExitInterrupted {
+		fmt.Fprintf(&b, "bifrost-migrate: (--verbose) %s\n", strings.TrimRight(raw, "\n"))
+	}
+	fmt.Fprintf(&b, "bifrost-migrate: %s\n", msg)
+	if code == ExitUsage && !isInputError(err) {
+		fmt.Fprintf(&b, "Run '%s --help' for usage.\n", firstNonEmpty(f.command, "bifrost-migrate"))
+	}
+	return b.String()
+}
+
+// interruptSentence is the message of a command SIGINT, SIGTERM or
+// SIGHUP stopped (exit 130), by its error's type: "interrupted: " and
+// the command's own message when it made one (interrupted: what was
+// saved, what to run), what to do when the error is the cancellation
+// itself, else the error that came meanwhile. A request cut short is
+// never named: "context canceled" and the request's Go form tell an
+// operator nothing.
+func interruptSentence(err error) string {
+	var ie *interruptError
+	switch {
+	case errors.As(err, &ie):
+		return "interrupted: " + err.Error()
+	case errors.Is(err, context.Canceled):
+		return "interrupted: stopped before it finished; run the same command again"
+	}
+	return "interrupted: " + err.Error()
+}
+
+// interrupted is the error a command stopped by SIGINT, SIGTERM or SIGHUP
+// ends with: its sentence msg (what was saved, what to run), wrapping
+// err, the error the work stopped with.
+func interrupted(msg string, err error) error { return &interruptError{msg, err} }
+
+// interruptError is an interrupted command's own message and the error
+// its work stopped with.
+type interruptError struct {
+	msg string
+	err error
+}
+
+// Error is the message, and the error the work stopped with unless that
+// is the cancellation itself (a request cut short).
+func (e *interruptError) Error() string {
+	if e.err == nil || errors.Is(e.err, context.Canceled) {
+		return e.msg
+	}
+	return e.msg + " (" + e.err.Error() + ")"
+}
+
+func (e *interruptError) Unwrap() error { return e.err }
 
 // notProvisionedError says that resources `bifrost-migrate init` creates
 // (the database, its containers, the blob container) do not exist, so the
