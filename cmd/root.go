@@ -24,6 +24,7 @@ import (
 	provision "github.com/bifrost/bifrost-migrate/init"
 	"github.com/bifrost/bifrost-migrate/internal/memlimit"
 	"github.com/bifrost/bifrost-migrate/internal/version"
+	"github.com/bifrost/bifrost-migrate/verify"
 )
 
 // Factory is what every command needs from the outside world. Main fills it
@@ -50,6 +51,9 @@ type Factory struct {
 	// Credential, when not nil, replaces DefaultAzureCredential for the
 	// accounts reached with Entra ID (tests: a token stand-in).
 	Credential azcore.TokenCredential
+	// ReportFormats are the formats verify's --report offers; nil means
+	// verify.Formats() (tests add one).
+	ReportFormats []verify.Format
 
 	Global GlobalOptions
 
@@ -91,6 +95,15 @@ func (f *Factory) serviceNow() time.Time {
 		return f.ServiceNow()
 	}
 	return time.Now()
+}
+
+// reportFormats are the formats verify's --report offers: ReportFormats,
+// else verify.Formats().
+func (f *Factory) reportFormats() []verify.Format {
+	if f.ReportFormats != nil {
+		return f.ReportFormats
+	}
+	return verify.Formats()
 }
 
 // JSON reports whether --output json was chosen.
