@@ -64,6 +64,10 @@ type VerifyOptions struct {
 	// out is the command's output, once verifyRun made it: the start-up
 	// checks say there what they wait for.
 	out *output
+	// migration are the options verify judges with (its transform
+	// options and table prefix: the flags', and the migration's for
+	// those not given), once verifyRun computed them.
+	migration migrationOptions
 }
 
 // verifyServices is what VerifyOptions.Connect returns.
@@ -175,7 +179,7 @@ func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) 
 // connectVerify connects the engine to the accounts of f.
 func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verifyServices, error) {
 	c, err := connect(ctx, f, needs{uses: tablesRead | blobsRead | cosmosRead, database: opts.Database, blobContainer: opts.BlobContainer,
-		probeTable: opts.TablePrefix + firstTable(opts.Tables), pacer: opts.pacer, out: opts.out})
+		probeTable: opts.migration.TablePrefix + firstTable(opts.Tables), pacer: opts.pacer, out: opts.out})
 	return verifyServices{conn: c, deps: &verify.Verifier{Rows: c.rowReader, Docs: c.docReader, Blobs: c.blobStore}}, err
 }
 
@@ -214,14 +218,13 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 			return err
 		}
 	}
-	sayOptions, err := opts.TransformFlags.adopt(o, "verify", opts.StateDir, false)
+	mig, err := opts.TransformFlags.migration("verify", opts.StateDir, opts.TablePrefix, false)
 	if err != nil {
 		return err
 	}
-	topts, err := opts.TransformFlags.options(opts.Now())
-	if err != nil {
-		return err
-	}
+	opts.migration = mig
+	topts := mig.Transform
+	topts.Now = opts.Now().UTC()
 	opts.pacer = opts.RU.pacer()
 	obs, err := opts.Observe.observe(opts.IO, o, "verify", &opts.RU, observeWords{}, "")
 	if err != nil {
@@ -239,14 +242,14 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	}
 	v := svc.deps
 	v.Progress = verifyProgress{o, opts.RU.recent(), obs}
-	if err := ready(ctx, o, svc.conn, svc.conn.rowReader, opts.TablePrefix, opts.Tables); err != nil {
+	if err := ready(ctx, o, svc.conn, svc.conn.rowReader, mig.TablePrefix, opts.Tables); err != nil {
 		return err
 	}
-	sayOptions()
+	mig.say(o)
 	r, err := v.Run(ctx, verify.Options{
 		Transform:   topts,
 		Tables:      opts.Tables,
-		TablePrefix: opts.TablePrefix,
+		TablePrefix: mig.TablePrefix,
 		Sample:      opts.Sample,
 		PageSize:    opts.PageSize,
 		Database:    opts.Database,
@@ -383,7 +386,7 @@ func signOff(r *verify.Report, opts *VerifyOptions, t target, started time.Time)
 		Blobs:  verify.Endpoint{Endpoint: t.blobs.BlobEndpoint, Account: t.blobs.Name, Container: t.blobName, Auth: t.blobs.Auth()},
 		Cosmos: verify.Endpoint{Endpoint: t.cosmos.Endpoint, Database: t.database, Auth: cosmosAuth(t.cosmos)},
 	}
-	// adopt read the same state at the start; a state that cannot be read
+	// migration read the same state at the start; a state that cannot be read
 	// was said then.
 	if st, err := migrate.LoadState(opts.StateDir); err == nil && st != nil {
 		r.RunID = st.RunID
