@@ -1,11 +1,9 @@
 package cmd
 
 import (
-	"bytes"
 	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,19 +15,7 @@ import (
 // stderr.
 func emulatorsScript(t *testing.T, dir, tmp string, args ...string) (int, string, string) {
 	t.Helper()
-	c := exec.Command("../scripts/emulators.sh", args...)
-	c.Env = append(os.Environ(), "BIFROST_EMULATORS_DIR="+dir, "TMPDIR="+tmp)
-	var out, errOut bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errOut
-	err := c.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		return exit.ExitCode(), out.String(), errOut.String()
-	case err != nil:
-		t.Fatalf("scripts/emulators.sh %s: %v", strings.Join(args, " "), err)
-	}
-	return 0, out.String(), errOut.String()
+	return runBinary(t, "../scripts/emulators.sh", append(os.Environ(), "BIFROST_EMULATORS_DIR="+dir, "TMPDIR="+tmp), args...)
 }
 
 // scripts/emulators.sh run on its own: start leaves the emulators
