@@ -83,7 +83,7 @@ func (s replaySummary) window() migrate.WindowSummary { return s.WindowSummary }
 
 func (s replaySummary) tally() tally {
 	c := s.Totals
-	return tally{ran: s.Tables != nil, read: c.Rows, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Writes(), newest: s.Newest}
+	return tally{ran: s.Tables != nil, read: c.Rows, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, unchanged: c.Unchanged, ruDocs: c.Writes(), newest: s.Newest}
 }
 
 func (s replaySummary) text() (summaryText, error) {

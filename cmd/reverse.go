@@ -89,7 +89,7 @@ func (s reverseSummary) window() migrate.WindowSummary { return s.WindowSummary 
 
 func (s reverseSummary) tally() tally {
 	c := s.Totals
-	return tally{ran: s.Containers != nil, read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Synced, newest: s.Newest}
+	return tally{ran: s.Containers != nil, read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, unchanged: c.Unchanged, ruDocs: c.Synced, newest: s.Newest}
 }
 
 func (s reverseSummary) text() (summaryText, error) {

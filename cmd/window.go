@@ -253,6 +253,8 @@ type windowCommand struct {
 	common *migrate.Common
 	o      *output
 	obs    *observer
+	// rec keeps replay.json or reverse.json (status reads it).
+	rec *passRecorder
 }
 
 // begin starts the replay or reverse of words whose engine options are
@@ -271,7 +273,7 @@ func (w *windowOptions) begin(words wayWords, c *migrate.Common) (*windowCommand
 	if w.window.Follow {
 		obs.following(w.window.w.Since)
 	}
-	return &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs}, nil
+	return &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs, rec: newPassRecorder(o, words, c, w.window)}, nil
 }
 
 // ready prints where the command works (c's accounts), then fails when
@@ -307,7 +309,7 @@ func (w *windowCommand) atWork() func() {
 // error the command ends with (windowExit).
 func (w *windowCommand) once(ctx context.Context, pass windowPass) error {
 	p, bars, counted := newProgress(w.o, w.e.ErrIsTerminal, time.Now, w.e.RU.recent(), w.obs)
-	s, err := pass(ctx, w.flags.w.Since, workingProgress{p, w.atWork()}, counted, false)
+	s, err := w.rec.wrap(pass)(ctx, w.flags.w.Since, workingProgress{p, w.atWork()}, counted, false)
 	if bars != nil {
 		bars.finish()
 	}
@@ -326,7 +328,7 @@ func (w *windowCommand) once(ctx context.Context, pass windowPass) error {
 	if err == nil {
 		err = werr
 	}
-	return windowExit(err, ctx.Err() != nil, w.common.DryRun, t, s.window().DeadLetterFile, w.words)
+	return w.rec.end(ctx, windowExit(err, ctx.Err() != nil, w.common.DryRun, t, s.window().DeadLetterFile, w.words))
 }
 
 // follow runs the passes of --follow until ctx ends (SPEC §16), each from
@@ -345,6 +347,7 @@ func (w *windowCommand) follow(ctx context.Context, none windowSummary, pass win
 		p = commandProgress{displays: []counter{w.obs}}
 	}
 	atWork, keep := w.atWork(), false
+	pass = w.rec.wrap(pass)
 	f, err := followPasses(ctx, w.o, w.obs, migrate.FollowOptions{Since: w.flags.w.Since, Interval: w.flags.Interval, Skew: w.flags.Skew},
 		func(pctx context.Context, since time.Time) (followPass, error) {
 			s, err := pass(pctx, since, workingProgress{p, atWork}, false, keep)
@@ -357,11 +360,11 @@ func (w *windowCommand) follow(ctx context.Context, none windowSummary, pass win
 			total = total.plus(s)
 			return newFollowPass(migrate.PassResult{Read: t.read, Applied: t.written, Conflicts: t.conflicts, Newest: deref(t.newest)}, t.deadLetters, s.conflicts()), nil
 		})
-	if err != nil {
-		return err
+	if err == nil {
+		err = followedSummary(w.o, f, total.totals(), w.e.RU.report(sum.ruDocs), fmt.Sprintf(w.words.followed, sum.read, sum.written),
+			w.common.StateDir, w.words.deadLetterFile)
 	}
-	return followedSummary(w.o, f, total.totals(), w.e.RU.report(sum.ruDocs), fmt.Sprintf(w.words.followed, sum.read, sum.written),
-		w.common.StateDir, w.words.deadLetterFile)
+	return w.rec.end(ctx, err)
 }
 
 // followedSummary prints what the passes of --follow did — the totals
@@ -469,8 +472,8 @@ type tally struct {
 	ran bool
 	// read counts the changes read; written the writes (in a dry run:
 	// those it would do); conflicts those left unresolved; deadLetters
-	// what was dead-lettered.
-	read, written, conflicts, deadLetters int64
+	// what was dead-lettered; unchanged what needed no write.
+	read, written, conflicts, deadLetters, unchanged int64
 	// ruDocs are the docs the request units are spread over (ruReport).
 	ruDocs int64
 	// newest is the time of the newest change applied (nil: none).
