@@ -86,6 +86,11 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 			{ExitConflicts, "reverse conflicts left unresolved (with --dry-run: would be)"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM/SIGHUP); run the same reverse again (docs written back are skipped)"},
 		}, true
+	case "bifrost-migrate status":
+		return []exitStatus{{ExitOK, "success: the state directory was read (whatever it says)"},
+			{ExitFatal, "a file of the state directory cannot be read, or with --check an endpoint failed its check"},
+			usage,
+		}, true
 	case "bifrost-migrate fixtures", "bifrost-migrate version", "bifrost-migrate completion",
 		"bifrost-migrate completion bash", "bifrost-migrate completion zsh",
 		"bifrost-migrate completion fish", "bifrost-migrate completion powershell":

@@ -35,6 +35,7 @@ var helpDocs = map[string]string{
 	"verify":   "docs/operations.md (verify) and docs/access-patterns.md",
 	"replay":   "docs/rollback.md",
 	"reverse":  "docs/rollback.md",
+	"status":   "docs/operations.md (Where it stands: status)",
 	"fixtures": "docs/operations.md (a local rehearsal)",
 	"load":     "docs/operations.md (a local rehearsal)",
 }

@@ -331,6 +331,7 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		NewCmdVerify(f, nil),
 		NewCmdReplay(f, nil),
 		NewCmdReverse(f, nil),
+		NewCmdStatus(f, nil),
 		NewCmdFixtures(f),
 		NewCmdVersion(f, nil),
 	)
