@@ -71,11 +71,15 @@ func NewCmdStatus(f *Factory, runF func(context.Context, *StatusOptions) error) 
 }
 
 // runFlagDefaults are the defaults of run's flags and of root's
-// (--database), by name; --tables's is the list of every table, as a
-// run's state names it.
+// (--database), by name, but the hidden ones (tests'); --tables's is the
+// list of every table, as a run's state names it.
 func runFlagDefaults(f *Factory, root *cobra.Command) map[string]string {
 	out := map[string]string{}
-	keep := func(fl *pflag.Flag) { out[fl.Name] = fl.DefValue }
+	keep := func(fl *pflag.Flag) {
+		if !fl.Hidden {
+			out[fl.Name] = fl.DefValue
+		}
+	}
 	root.PersistentFlags().VisitAll(keep)
 	NewCmdRun(f, nil).Flags().VisitAll(keep)
 	out["tables"] = strings.Join(transform.Tables(), ",")

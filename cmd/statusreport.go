@@ -210,7 +210,7 @@ func nextStep(r statusReport) string {
 		return "bifrost-migrate verify" + dir
 	case v.Last.Partial && (v.LastFull == nil || v.LastFull.Ended.Before(lastWrite(r))):
 		return "bifrost-migrate verify" + dir + ": a full check (the last one was partial)"
-	case !v.Last.OK:
+	case !v.Last.OK || v.Last.Partial && !v.LastFull.OK:
 		return "read what verify found (its --report, docs/operations.md, 5. Verify) before cutting over"
 	case wname == "reverse":
 		return "bifrost-migrate replay --since <the time the application went back to the tables>" + dir + " before cutting over again: see docs/rollback.md (3. Replay)"
