@@ -95,6 +95,8 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 		"bifrost-migrate completion bash", "bifrost-migrate completion zsh",
 		"bifrost-migrate completion fish", "bifrost-migrate completion powershell":
 		return []exitStatus{ok, usage}, true
+	case "bifrost-migrate man":
+		return []exitStatus{ok, {ExitFatal, "a page could not be written"}, usage}, true
 	case "bifrost-migrate fixtures load":
 		return []exitStatus{ok, fatal,
 			{ExitUsage, "usage error, or a storage account other than the emulator's without --account"},

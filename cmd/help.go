@@ -108,20 +108,43 @@ func writeHelp(w io.Writer, c *cobra.Command) {
 		fmt.Fprintf(w, "\nExamples:\n%s\n", ex)
 	}
 	writeFlagGroups(w, c)
-	if ss, ok := exitStatuses(c.CommandPath()); ok || c.Runnable() {
-		if !ok {
-			ss, _ = exitStatuses(c.Root().CommandPath())
-		}
+	if ss := commandExitStatuses(c); ss != nil {
 		fmt.Fprintln(w, exitStatusHelp(ss))
 	}
-	if doc, ok := helpDocs[c.Name()]; ok {
-		fmt.Fprintf(w, "\nLearn more: %s, %s\n", doc, docsAt(version.Get()))
-	} else if !c.HasParent() {
-		fmt.Fprintf(w, "\nLearn more: README.md and docs/ (one page per question), %s\n", docsAt(version.Get()))
+	if more := learnMore(c, version.Get()); more != "" {
+		fmt.Fprintf(w, "\nLearn more: %s\n", more)
 	}
 	if c.HasAvailableSubCommands() {
 		fmt.Fprintf(w, "\nUse \"%s <command> --help\" for more about a command.\n", c.CommandPath())
 	}
+}
+
+// commandExitStatuses are the exit codes c's help lists: its own, or
+// for a command that runs and has none of its own, root's; nil for a
+// group of commands that does not run.
+func commandExitStatuses(c *cobra.Command) []exitStatus {
+	ss, ok := exitStatuses(c.CommandPath())
+	switch {
+	case ok:
+		return ss
+	case c.Runnable():
+		ss, _ = exitStatuses(c.Root().CommandPath())
+		return ss
+	}
+	return nil
+}
+
+// learnMore is where the docs of build say more about c: its page
+// (helpDocs) in the repository at the build's tag or commit; "" when
+// none does.
+func learnMore(c *cobra.Command, build version.Info) string {
+	if doc, ok := helpDocs[c.Name()]; ok {
+		return doc + ", " + docsAt(build)
+	}
+	if !c.HasParent() {
+		return "README.md and docs/ (one page per question), " + docsAt(build)
+	}
+	return ""
 }
 
 // docsAt says where the docs of build i are: in the repository at the
@@ -146,9 +169,18 @@ var (
 	pseudoVersion = regexp.MustCompile(`[0-9]{14}-[0-9a-f]{12}$`)
 )
 
-// writeFlagGroups writes c's flags, its own and inherited: its own first
-// ("Flags"), then each of helpGroups that holds one of them.
-func writeFlagGroups(w io.Writer, c *cobra.Command) {
+// flagSection is one group of a command's flags in its help: "Flags"
+// (its own), or one of helpGroups.
+type flagSection struct {
+	title string
+	flags *pflag.FlagSet
+}
+
+// flagSections are c's flags in the sections its help lists them in:
+// its own first ("Flags"), then each of helpGroups that holds one of
+// them; hidden flags, and root's flags c does not use (rootFlagsUsed),
+// are left out. The man pages list the same.
+func flagSections(c *cobra.Command) []flagSection {
 	grouped := map[string]bool{}
 	for _, g := range helpGroups {
 		for _, n := range g.names {
@@ -169,6 +201,7 @@ func writeFlagGroups(w io.Writer, c *cobra.Command) {
 			add(f)
 		}
 	})
+	var out []flagSection
 	section := func(title string, keep func(*pflag.Flag) bool) {
 		fs := pflag.NewFlagSet(title, pflag.ContinueOnError)
 		for _, f := range all {
@@ -177,7 +210,7 @@ func writeFlagGroups(w io.Writer, c *cobra.Command) {
 			}
 		}
 		if fs.HasFlags() {
-			fmt.Fprintf(w, "\n%s:\n%s", title, fs.FlagUsagesWrapped(100))
+			out = append(out, flagSection{title, fs})
 		}
 	}
 	section("Flags", func(f *pflag.Flag) bool { return !grouped[f.Name] })
@@ -188,5 +221,13 @@ func writeFlagGroups(w io.Writer, c *cobra.Command) {
 			title = head + ", " + note + " (" + rest
 		}
 		section(title, func(f *pflag.Flag) bool { return slices.Contains(g.names, f.Name) })
+	}
+	return out
+}
+
+// writeFlagGroups writes c's flags in their sections (flagSections).
+func writeFlagGroups(w io.Writer, c *cobra.Command) {
+	for _, s := range flagSections(c) {
+		fmt.Fprintf(w, "\n%s:\n%s", s.title, s.flags.FlagUsagesWrapped(100))
 	}
 }

@@ -336,6 +336,7 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		NewCmdStatus(f, nil),
 		NewCmdFixtures(f),
 		NewCmdVersion(f, nil),
+		NewCmdMan(f, nil),
 	)
 	// --version prints what `version` prints (cobra adds the flag, and -v).
 	root.Version = version.Get().Text()
