@@ -15,6 +15,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 )
 
 // FixturesLoadOptions are the flags and dependencies of
@@ -109,8 +110,11 @@ func (x *fixturesFlags) bind(fl *pflag.FlagSet) {
 }
 
 func (x *fixturesFlags) validate() error {
-	if x.o.Generate < 0 {
-		return UsageError(fmt.Errorf("--generate must not be negative, got %d", x.o.Generate))
+	switch {
+	case x.o.Generate < 0:
+		return badValue("--generate", x.o.Generate, "a whole number, 0 or more")
+	case x.o.Concurrency < 1:
+		return badValue("--concurrency", x.o.Concurrency, "a whole number, 1 or more")
 	}
 	if x.o.Generate == 0 && (x.fs.Changed("seed") || x.fs.Changed("base-time")) {
 		return UsageError(errors.New("--seed and --base-time need --generate"))
@@ -118,7 +122,7 @@ func (x *fixturesFlags) validate() error {
 	if x.baseTime != "" {
 		t, err := time.Parse(time.RFC3339Nano, x.baseTime)
 		if err != nil {
-			return UsageError(fmt.Errorf("--base-time %q is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)", x.baseTime))
+			return badValue("--base-time", x.baseTime, "an RFC 3339 time such as 2026-11-21T00:00:00Z")
 		}
 		x.o.BaseTime = t
 	}
@@ -164,7 +168,7 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 			base = opts.Now().UTC().Truncate(24 * time.Hour)
 		}
 		sum.Source, sum.Seed, sum.BaseTime = "generated", &opts.Seed, base.UTC().Format(time.RFC3339Nano)
-		o.status("generating %d executions (seed %d, base time %s) into %s", opts.Generate, opts.Seed, sum.BaseTime, where)
+		o.status("generating %s (seed %d, base time %s) into %s", words.Count(int64(opts.Generate), "execution", "executions"), opts.Seed, sum.BaseTime, where)
 		res, err = fixtures.LoadGenerated(ctx, tw, bw, fixtures.GenerateOptions{N: opts.Generate, Seed: opts.Seed, Base: base}, lo)
 	} else {
 		o.status("loading the fixtures into %s", where)
@@ -200,7 +204,8 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 		}
 	}
 	fmt.Fprintf(opts.Out, "%-24s %9d\n", "blobs in "+fixtures.BlobContainer, res.Blobs)
-	fmt.Fprintf(opts.Out, "%d rows and %d blobs (%d bytes) in %s (%.0f rows/s)\n", total, res.Blobs, res.BlobBytes, elapsed.Round(time.Millisecond), sum.RowsPerS)
+	fmt.Fprintf(opts.Out, "%s and %s (%d bytes) in %s (%.0f rows/s)\n", words.Count(int64(total), "row", "rows"), words.Count(int64(res.Blobs), "blob", "blobs"),
+		res.BlobBytes, elapsed.Round(time.Millisecond), sum.RowsPerS)
 	return nil
 }
 
@@ -214,7 +219,7 @@ func fixturesProgress(opts *FixturesLoadOptions, start time.Time) func(fixtures.
 			return
 		}
 		last = now
-		fmt.Fprintf(opts.ErrOut, "  %s, %d blobs, %s\n", fixturesRowCounts(r), r.Blobs, now.Sub(start).Round(time.Second))
+		fmt.Fprintf(opts.ErrOut, "  %s, %s, %s\n", fixturesRowCounts(r), words.Count(int64(r.Blobs), "blob", "blobs"), now.Sub(start).Round(time.Second))
 	}
 }
 

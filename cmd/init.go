@@ -109,12 +109,9 @@ before any request; a second init changes nothing.`,
 func initRun(ctx context.Context, opts *InitOptions) error {
 	o := opts.output("init")
 	opts.out = o
-	layout, err := loadLayout(opts.ContainersFile)
+	layout, err := loadLayout(ctx, opts.ContainersFile)
 	if err != nil {
 		return err
-	}
-	if strings.TrimSpace(opts.Database) == "" {
-		return UsageError(errors.New("--database must not be empty"))
 	}
 	svc, err := opts.Connect(ctx, len(layout.BlobContainers) > 0)
 	if err != nil {
@@ -141,17 +138,19 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 	return writeInitText(opts.Out, plan, opts.DryRun)
 }
 
-// loadLayout reads and validates the definitions: the file, or the
-// embedded defaults. An unreadable file is a usage error (the flag names
-// it); definitions that do not parse or validate are an InputError: both
-// exit 2, nothing was sent, the input must be fixed.
-func loadLayout(file string) (provision.Layout, error) {
+// loadLayout reads and validates the definitions: the file
+// (readContainers), or the embedded defaults. A file that cannot be read
+// is a usage error (the flag names it); one larger than
+// maxContainersFile, or definitions that do not parse or validate, are an
+// InputError: both exit 2, nothing was sent, the input must be fixed. A
+// cancelled ctx (SIGINT) ends a read that waits (a FIFO nobody writes to).
+func loadLayout(ctx context.Context, file string) (provision.Layout, error) {
 	data := provision.DefaultLayoutJSON()
 	name := "built-in definitions"
 	if file != "" {
 		var err error
-		if data, err = os.ReadFile(file); err != nil {
-			return provision.Layout{}, UsageError(fmt.Errorf("--containers %s: %v", file, unwrapPath(err)))
+		if data, err = readContainers(ctx, file); err != nil {
+			return provision.Layout{}, err
 		}
 		name = file
 	}
@@ -163,6 +162,63 @@ func loadLayout(file string) (provision.Layout, error) {
 		return layout, InputError(fmt.Errorf("%s: %w", name, err))
 	}
 	return layout, nil
+}
+
+// maxContainersFile is the most init reads of --containers FILE: a
+// layout is a few kilobytes, and a wrong file (a device such as
+// /dev/zero, a log) must not fill the memory before it is refused.
+const maxContainersFile = 4 << 20
+
+// errTooLarge is readAtMost's error for a file larger than its limit.
+var errTooLarge = errors.New("larger than the limit")
+
+// readContainers reads --containers file, at most maxContainersFile bytes.
+// Opening and reading happen in a goroutine so that a cancelled ctx
+// returns at once even while they wait: open(2) of a FIFO blocks until a
+// writer comes, and a read until it writes, and neither can be
+// interrupted. The goroutine is then left blocked until the process ends,
+// which it does right after (init is one read and a few requests); what
+// it holds is bounded by the limit.
+func readContainers(ctx context.Context, file string) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := readAtMost(file, maxContainersFile)
+		done <- result{data, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, interrupted(fmt.Sprintf("--containers %s was not read to its end; nothing was sent, run init again", file), ctx.Err())
+	case r := <-done:
+		switch {
+		case errors.Is(r.err, errTooLarge):
+			return nil, InputError(fmt.Errorf("--containers %s: larger than %d MiB; give the JSON file of container definitions (a few kilobytes)", file, maxContainersFile>>20))
+		case r.err != nil:
+			return nil, UsageError(fmt.Errorf("--containers %s: %v", file, unwrapPath(r.err)))
+		}
+		return r.data, nil
+	}
+}
+
+// readAtMost returns the content of file, or errTooLarge when it holds
+// more than limit bytes (it reads limit+1 of them to know).
+func readAtMost(file string, limit int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case int64(len(data)) > limit:
+		return nil, errTooLarge
+	}
+	return data, nil
 }
 
 func ttlColumn(c *provision.Container) string {

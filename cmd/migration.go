@@ -89,7 +89,9 @@ func (t *TransformFlags) adopt(o *output, command, dir string, writes bool) (say
 			}
 			continue
 		}
-		if t.fs.Set(key, v) != nil {
+		// The flags given are valid (checked before): a value that is
+		// not is the state's, and must not be said as a flag's.
+		if t.fs.Set(key, v) != nil || t.validate() != nil {
 			return say, fmt.Errorf("%s holds %s, which this version cannot use; give the option as a flag", filepath.Join(dir, migrate.StateFile), optionPhrase(key, v))
 		}
 		if key != "table-prefix" || v != "" {

@@ -42,14 +42,14 @@ func (f *observeFlags) bind(fl *pflag.FlagSet) {
 
 func (f *observeFlags) validate() error {
 	if f.ProgressInterval <= 0 {
-		return UsageError(fmt.Errorf("--progress-interval: %q is not a positive duration such as 10s or 1m", f.ProgressInterval.String()))
+		return badValue("--progress-interval", f.ProgressInterval, "a positive duration such as 10s or 1m")
 	}
 	if f.MetricsAddr == "" {
 		return nil
 	}
 	addr, err := metricsAddr(f.MetricsAddr)
 	if err != nil {
-		return UsageError(err)
+		return err
 	}
 	f.addr = addr
 	return nil
@@ -61,10 +61,10 @@ func (f *observeFlags) validate() error {
 func metricsAddr(s string) (string, error) {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return "", fmt.Errorf("--metrics-addr: %q is not HOST:PORT (such as 127.0.0.1:9464, or 0.0.0.0:9464 to serve beyond this machine)", s)
+		return "", badValue("--metrics-addr", s, "HOST:PORT such as 127.0.0.1:9464 (or 0.0.0.0:9464 to serve beyond this machine)")
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", fmt.Errorf("--metrics-addr: %q is not HOST:PORT: the port must be a number from 0 to 65535", s)
+		return "", badValue("--metrics-addr", s, "HOST:PORT with a port from 0 to 65535")
 	}
 	if host == "" {
 		host = "127.0.0.1"

@@ -440,16 +440,16 @@ func TestReplayUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"replay"}, "bifrost-migrate: --since is required: an RFC 3339 time such as 2025-11-20T14:00:00Z\n"},
-		{[]string{"replay", "--since", "yesterday"}, `bifrost-migrate: --since "yesterday" is not an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
-		{[]string{"replay", "--since", "2025-11-20 14:00:00"}, `bifrost-migrate: --since "2025-11-20 14:00:00" is not an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
-		{[]string{"replay", "--since", "2025-11-20T14:00:00Z", "--tables", "Users"}, `bifrost-migrate: --tables: unknown table "Users" (want Config, Entities, Relationships)` + "\n"},
-		{[]string{"replay", "--since", "2025-11-20T14:00:00Z", "--execution-ttl", "forever"}, `bifrost-migrate: execution ttl mode "forever" is not remaining, full or none` + "\n"},
+		{[]string{"replay", "--since", "yesterday"}, `bifrost-migrate: --since "yesterday": want an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
+		{[]string{"replay", "--since", "2025-11-20 14:00:00"}, `bifrost-migrate: --since "2025-11-20 14:00:00": want an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
+		{[]string{"replay", "--since", "2025-11-20T14:00:00Z", "--tables", "Users"}, `bifrost-migrate: --tables "Users": want Config, Entities or Relationships, comma-separated` + "\n"},
+		{[]string{"replay", "--since", "2025-11-20T14:00:00Z", "--execution-ttl", "forever"}, `bifrost-migrate: --execution-ttl "forever": want remaining, full or none` + "\n"},
 		{[]string{"reverse"}, "bifrost-migrate: --since is required: an RFC 3339 time such as 2025-11-20T14:00:00Z\n"},
-		{[]string{"reverse", "--since", "yesterday"}, `bifrost-migrate: --since "yesterday" is not an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
+		{[]string{"reverse", "--since", "yesterday"}, `bifrost-migrate: --since "yesterday": want an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
 		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--follow", "--prune"}, "bifrost-migrate: --follow cannot be combined with --dry-run or --prune (run them once, before or after following)\n"},
-		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--follow", "--skew", "-1s"}, "bifrost-migrate: --interval must be positive and --skew not negative, got 10s and -1s\n"},
-		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--concurrency", "0"}, "bifrost-migrate: --concurrency must be at least 1, got 0\n"},
-		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--blob-threshold", "0"}, "bifrost-migrate: --blob-threshold must be positive, got 0\n"},
+		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--follow", "--skew", "-1s"}, "bifrost-migrate: --skew \"-1s\": want a duration of 0s or more\n"},
+		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--concurrency", "0"}, "bifrost-migrate: --concurrency \"0\": want a whole number, 1 or more\n"},
+		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--blob-threshold", "0"}, "bifrost-migrate: --blob-threshold \"0\": want a positive number of bytes\n"},
 	} {
 		f, out, errOut := newTestFactory(nil)
 		if code := Execute(context.Background(), f, tc.args); code != ExitUsage {

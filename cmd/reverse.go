@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -102,8 +103,10 @@ func (s reverseSummary) text() (summaryText, error) {
 	if err := writeCountTable(&counts, "CONTAINER", reverseColumns, groups, c); err != nil {
 		return summaryText{}, err
 	}
-	fmt.Fprintf(&writes, "%s: %d (%d rows, %d index rows, %d index rows deleted, %d pruned) in %.1fs\n",
-		whatIsDone(s.DryRun, "rows", "written"), c.Writes(), c.RowsWritten, c.IndexWritten, c.IndexDeleted, c.Pruned, s.ElapsedSeconds)
+	fmt.Fprintf(&writes, "%s: %d (%s, %s, %s, %d pruned) in %.1fs\n",
+		whatIsDone(s.DryRun, "rows", "written"), c.Writes(), words.Count(c.RowsWritten, "row", "rows"),
+		words.Count(c.IndexWritten, "index row", "index rows"), words.Count(c.IndexDeleted, "index row deleted", "index rows deleted"),
+		c.Pruned, s.ElapsedSeconds)
 	fmt.Fprintf(&writes, "%s: %d (%d bytes)\n", whatIsDone(s.DryRun, "blobs", "uploaded"), s.BlobsUploaded, s.BlobBytes)
 	if s.DryRun && len(s.Plan) > 0 {
 		fmt.Fprintf(&plan, "\nwrites a real reverse would do (%d listed):\n", len(s.Plan))

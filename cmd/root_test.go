@@ -116,7 +116,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"run", "--no-such-flag"}, "bifrost-migrate: unknown flag --no-such-flag"},
 		{[]string{"verify", "extra"}, `bifrost-migrate: unknown command "extra" for "bifrost-migrate verify"`},
 		{[]string{"fixtures", "bogus"}, `bifrost-migrate: unknown command "bogus" for "bifrost-migrate fixtures"`},
-		{[]string{"--output", "yaml", "run"}, `bifrost-migrate: --output must be text or json, not "yaml"`},
+		{[]string{"--output", "yaml", "run"}, `bifrost-migrate: --output "yaml": want text or json`},
 	} {
 		f, _, errOut := newTestFactory(nil)
 		if code := Execute(context.Background(), f, tc.args); code != ExitUsage {
@@ -172,12 +172,12 @@ func TestSecretsNeverReachOutput(t *testing.T) {
 		wantErr  string
 	}{
 		{"bad tables flag", []string{"fixtures", "load", "--tables-connection", storageBad}, nil, ExitUsage,
-			"bifrost-migrate: tables connection: invalid connection string: TableEndpoint is not an http(s) URL"},
+			"bifrost-migrate: --tables-connection: invalid connection string: TableEndpoint is not an http(s) URL"},
 		{"bad tables env", []string{"fixtures", "load"}, map[string]string{"BIFROST_TABLES_CONNECTION": storageBad}, ExitUsage,
-			"bifrost-migrate: tables connection: invalid connection string: TableEndpoint is not an http(s) URL"},
+			"bifrost-migrate: BIFROST_TABLES_CONNECTION: invalid connection string: TableEndpoint is not an http(s) URL"},
 		{"tables down", []string{"fixtures", "load", "--tables-connection", storageDown, "--account", "prod"}, nil, ExitFatal, ""},
 		{"bad cosmos", []string{"init", "--cosmos-connection", cosmosBad}, nil, ExitUsage,
-			"bifrost-migrate: cosmos connection: invalid connection string: Cosmos DB endpoint is not an http(s) URL"},
+			"bifrost-migrate: --cosmos-connection: invalid connection string: Cosmos DB endpoint is not an http(s) URL"},
 		{"cosmos down", []string{"init", "--verbose"}, map[string]string{"CosmosDBConnection": cosmosDown, "BIFROST_TABLES_CONNECTION": storageDown}, ExitFatal, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/azure"
-	"github.com/bifrost/bifrost-migrate/internal/numfmt"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -36,7 +36,7 @@ func (r *ruFlags) bind(fl *pflag.FlagSet) {
 // validate rejects a --max-ru that is given but not positive.
 func (r *ruFlags) validate() error {
 	if r.fs != nil && r.fs.Changed("max-ru") && !(r.MaxRU > 0 && !math.IsInf(r.MaxRU, 1)) {
-		return UsageError(fmt.Errorf("--max-ru must be a positive number of request units per second, got %g", r.MaxRU))
+		return badValue("--max-ru", r.MaxRU, "a positive number of request units per second")
 	}
 	return nil
 }
@@ -149,7 +149,7 @@ func (r ruReport) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "request units this session: %.2f (%s); mean %.0f RU/s over %.1fs (%s); %.2f RU per doc\n",
 		r.RequestUnits, strings.Join(parts, ", "), r.MeanRUPerSecond, r.Seconds, limit, r.RUPerDoc)
-	fmt.Fprintf(w, "throttled (429): %d of %d requests (%.1f %%)\n", r.Throttled, r.Requests, 100*r.ThrottledShare)
+	fmt.Fprintf(w, "throttled (429): %d of %s (%.1f %%)\n", r.Throttled, words.Count(r.Requests, "request", "requests"), 100*r.ThrottledShare)
 	if r.Bound != "" {
 		fmt.Fprintf(w, "bounded by %s (requests in flight up to %d; median latency %.0f ms)\n", r.Bound, r.MaxInFlight, r.LatencyP50Ms)
 	}
@@ -184,7 +184,7 @@ func thousands(v float64) string {
 	if v != math.Trunc(v) {
 		return fmt.Sprintf("%g", v)
 	}
-	return numfmt.Count(int64(v))
+	return words.Thousands(int64(v))
 }
 
 // prefixed writes each line with a prefix ("verify: "); lines must come

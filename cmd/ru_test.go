@@ -32,7 +32,7 @@ func TestMaxRUMustBePositive(t *testing.T) {
 	for _, v := range []string{"0", "-5", "+Inf"} {
 		f, _, errOut := newTestFactory(nil)
 		code := Execute(context.Background(), f, []string{"run", "--max-ru", v})
-		want := "bifrost-migrate: --max-ru must be a positive number of request units per second, got "
+		want := "bifrost-migrate: --max-ru \"" + v + "\": want a positive number of request units per second\n"
 		if code != ExitUsage || !strings.HasPrefix(errOut.String(), want) {
 			t.Errorf("--max-ru %s: exit %d, stderr %q; want 2 and %q…", v, code, errOut, want)
 		}

@@ -50,9 +50,9 @@ func (r runFlags) validate() error {
 	m := r.m
 	switch {
 	case m.MaxErrors < 0:
-		return UsageError(fmt.Errorf("--max-errors must not be negative, got %d", m.MaxErrors))
+		return badValue("--max-errors", m.MaxErrors, "a whole number, 0 or more (0: never stop)")
 	case m.Show < 0:
-		return UsageError(fmt.Errorf("--show must not be negative, got %d", m.Show))
+		return badValue("--show", m.Show, "a whole number, 0 or more")
 	case m.Show > 0 && !m.DryRun:
 		return UsageError(errors.New("--show needs --dry-run"))
 	case m.DryRun && m.Restart:

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -60,8 +59,13 @@ func (t *TransformFlags) validate() error {
 // options returns the transform options at now, or a usage error naming
 // the flag that is wrong.
 func (t TransformFlags) options(now time.Time) (transform.Options, error) {
-	if t.BlobThreshold <= 0 {
-		return transform.Options{}, UsageError(fmt.Errorf("--blob-threshold must be positive, got %d", t.BlobThreshold))
+	switch ttl, rel := transform.TTLMode(t.ExecutionTTL), transform.RelationshipsMode(t.Relationships); {
+	case t.BlobThreshold <= 0:
+		return transform.Options{}, badValue("--blob-threshold", t.BlobThreshold, "a positive number of bytes")
+	case !ttl.Valid():
+		return transform.Options{}, badValue("--execution-ttl", t.ExecutionTTL, joinOr(names(transform.TTLModes())))
+	case !rel.Valid():
+		return transform.Options{}, badValue("--relationships", t.Relationships, joinOr(names(transform.RelationshipsModes())))
 	}
 	o := transform.Options{
 		Now:           now.UTC(),
@@ -70,8 +74,18 @@ func (t TransformFlags) options(now time.Time) (transform.Options, error) {
 		Relationships: transform.RelationshipsMode(t.Relationships),
 		Strict:        t.Strict,
 	}
+	// What else Validate checks (the clock) is the command's, not a flag's.
 	if err := o.Validate(); err != nil {
-		return transform.Options{}, UsageError(err)
+		return transform.Options{}, err
 	}
 	return o, nil
+}
+
+// names returns the names of modes, for a sentence.
+func names[S ~string](modes []S) []string {
+	out := make([]string, len(modes))
+	for i, m := range modes {
+		out[i] = string(m)
+	}
+	return out
 }

@@ -668,11 +668,11 @@ func TestVerifyUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"verify", "--sample", "0"}, "bifrost-migrate: --sample must be in (0, 1], got 0"},
-		{[]string{"verify", "--sample", "1.5"}, "bifrost-migrate: --sample must be in (0, 1], got 1.5"},
-		{[]string{"verify", "--tables", "Users"}, `bifrost-migrate: --tables: unknown table "Users" (want Config, Entities, Relationships)`},
-		{[]string{"verify", "--execution-ttl", "forever"}, "bifrost-migrate: "},
-		{[]string{"verify", "--blob-threshold", "0"}, "bifrost-migrate: --blob-threshold must be positive, got 0\n"},
+		{[]string{"verify", "--sample", "0"}, `bifrost-migrate: --sample "0": want a fraction F with 0 < F <= 1`},
+		{[]string{"verify", "--sample", "1.5"}, `bifrost-migrate: --sample "1.5": want a fraction F with 0 < F <= 1`},
+		{[]string{"verify", "--tables", "Users"}, `bifrost-migrate: --tables "Users": want Config, Entities or Relationships, comma-separated`},
+		{[]string{"verify", "--execution-ttl", "forever"}, `bifrost-migrate: --execution-ttl "forever": want remaining, full or none`},
+		{[]string{"verify", "--blob-threshold", "0"}, "bifrost-migrate: --blob-threshold \"0\": want a positive number of bytes\n"},
 	} {
 		f, _, errOut := newTestFactory(nil)
 		if code := Execute(context.Background(), f, tc.args); code != ExitUsage {

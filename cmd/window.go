@@ -123,7 +123,7 @@ func (w *windowFlags) bind(fl *pflag.FlagSet) {
 func (w *windowFlags) validate() error {
 	since, err := parseSince(w.Since)
 	if err != nil {
-		return UsageError(err)
+		return err
 	}
 	w.w.Since = since
 	now := w.now().UTC()
@@ -132,8 +132,10 @@ func (w *windowFlags) validate() error {
 		return UsageError(futureSince(w.Since, since, now))
 	case w.Follow && (*w.dryRun || w.w.Prune):
 		return UsageError(errors.New("--follow cannot be combined with --dry-run or --prune (run them once, before or after following)"))
-	case w.Follow && (w.Interval <= 0 || w.Skew < 0):
-		return UsageError(fmt.Errorf("--interval must be positive and --skew not negative, got %s and %s", w.Interval, w.Skew))
+	case w.Follow && w.Interval <= 0:
+		return badValue("--interval", w.Interval, "a positive duration such as 10s or 1m")
+	case w.Follow && w.Skew < 0:
+		return badValue("--skew", w.Skew, "a duration of 0s or more")
 	}
 	return nil
 }
@@ -141,11 +143,11 @@ func (w *windowFlags) validate() error {
 // parseSince parses --since.
 func parseSince(s string) (time.Time, error) {
 	if strings.TrimSpace(s) == "" {
-		return time.Time{}, fmt.Errorf("--since is required: an RFC 3339 time such as %s", sinceExample)
+		return time.Time{}, UsageError(fmt.Errorf("--since is required: an RFC 3339 time such as %s", sinceExample))
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--since %q is not an RFC 3339 time such as %s", s, sinceExample)
+		return time.Time{}, badValue("--since", s, "an RFC 3339 time such as "+sinceExample)
 	}
 	return t.UTC(), nil
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -267,7 +268,8 @@ func (r *runner) resume(st *State) (*Summary, error) {
 		for _, ts := range st.Tables {
 			done += ts.Rows
 		}
-		r.progress.Message(fmt.Sprintf("resuming run %s from its checkpoint of %s (%d rows done); use --restart to start over", st.RunID, st.Updated.UTC().Format(time.RFC3339), done))
+		r.progress.Message(fmt.Sprintf("resuming run %s from its checkpoint of %s (%s done); use --restart to start over",
+			st.RunID, st.Updated.UTC().Format(time.RFC3339), words.Count(done, "row", "rows")))
 	default:
 		st = r.newState()
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bifrost/bifrost-migrate/internal/numfmt"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -84,9 +84,9 @@ func (s Scope) what() string {
 	}
 	switch {
 	case s.Sample < 1 && w != "":
-		return "a " + numfmt.Percent(s.Sample) + " sample of " + w
+		return "a " + words.Percent(s.Sample) + " sample of " + w
 	case s.Sample < 1:
-		return "a " + numfmt.Percent(s.Sample) + " sample"
+		return "a " + words.Percent(s.Sample) + " sample"
 	case w == "":
 		return "every row"
 	}
@@ -99,7 +99,7 @@ func (s Scope) judged() string {
 	if s.RowsRead == 0 {
 		return "no rows to judge"
 	}
-	return fmt.Sprintf("%s of %s rows judged", numfmt.Count(int64(s.RowsJudged)), numfmt.Count(int64(s.RowsRead)))
+	return fmt.Sprintf("%s of %s rows judged", words.Thousands(int64(s.RowsJudged)), words.Thousands(int64(s.RowsRead)))
 }
 
 // VerdictLine is the last line of the text output: "verify: OK" for a
