@@ -42,6 +42,8 @@ func TestNextStep(t *testing.T) {
 		r    statusReport
 		want string
 	}{
+		{"the lock held by a process that has not recorded itself", statusReport{Run: complete, Lock: lockStatus{Held: true}},
+			"wait: another process holds the state directory; status again shows how far it got"},
 		{"the lock held", statusReport{Run: complete, Lock: lockStatus{Held: true, PID: 7, Command: "replay"}},
 			"wait: bifrost-migrate replay (PID 7) holds the state directory; status again shows how far it got"},
 		{"no run", statusReport{Run: runStatus{State: phaseNone}},
@@ -272,4 +274,27 @@ func TestStatusOfAMigration(t *testing.T) {
 			t.Errorf("--output json: replay %v", m["replay"])
 		}
 	})
+}
+
+// The text of a state directory with nothing readable in it, and of a
+// lock held by a process that recorded nothing: each says so.
+func TestStatusTextOfLittle(t *testing.T) {
+	var b strings.Builder
+	r := statusReport{StateDir: "s", Run: runStatus{State: phaseUnreadable}, Lock: lockStatus{Held: true},
+		Unreadable: []string{migrate.StateFile, VerifyRecordFile, migrate.ReplayRecordFile}}
+	r.Next = nextStep(r)
+	if err := writeStatusText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	want := `state directory: s
+run: state.json cannot be read (see the error)
+verify: verify.json cannot be read (see the error)
+replay: replay.json cannot be read (see the error)
+reverse: none recorded
+lock: held by a process that has not recorded itself
+next: wait: another process holds the state directory; status again shows how far it got
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
 }

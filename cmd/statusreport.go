@@ -192,6 +192,8 @@ func nextStep(r statusReport) string {
 	w, wname := latestWindow(r)
 	v := r.Verify
 	switch {
+	case r.Lock.Held && r.Lock.PID == 0:
+		return "wait: another process holds the state directory; status again shows how far it got"
 	case r.Lock.Held:
 		return fmt.Sprintf("wait: bifrost-migrate %s (PID %d) holds the state directory; status again shows how far it got", r.Lock.Command, r.Lock.PID)
 	case r.Run.State == phaseUnreadable:
@@ -264,6 +266,14 @@ func timePtr(t time.Time) *time.Time {
 // stamp is t in UTC to the second.
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
+// stampOf is stamp(*t), or "an unknown time" for nil.
+func stampOf(t *time.Time) string {
+	if t == nil {
+		return "an unknown time"
+	}
+	return stamp(*t)
+}
+
 // writeStatusText prints r as text.
 func writeStatusText(w io.Writer, r statusReport) error {
 	fmt.Fprintf(w, "state directory: %s\n", r.StateDir)
@@ -276,10 +286,12 @@ func writeStatusText(w io.Writer, r statusReport) error {
 	switch l := r.Lock; {
 	case r.unreadable(migrate.LockFile):
 		fmt.Fprintln(w, "lock: cannot tell (see the error)")
+	case l.Held && l.PID == 0:
+		fmt.Fprintln(w, "lock: held by a process that has not recorded itself")
 	case l.Held:
-		fmt.Fprintf(w, "lock: held by bifrost-migrate %s (PID %d, since %s)\n", l.Command, l.PID, stamp(*l.Since))
+		fmt.Fprintf(w, "lock: held by bifrost-migrate %s (PID %d, since %s)\n", l.Command, l.PID, stampOf(l.Since))
 	case l.PID > 0:
-		fmt.Fprintf(w, "lock: not held (last held by bifrost-migrate %s, PID %d, since %s)\n", l.Command, l.PID, stamp(*l.Since))
+		fmt.Fprintf(w, "lock: not held (last held by bifrost-migrate %s, PID %d, since %s)\n", l.Command, l.PID, stampOf(l.Since))
 	default:
 		fmt.Fprintln(w, "lock: not held")
 	}

@@ -96,8 +96,11 @@ func LoadPassRecord(dir, file string) (*PassRecord, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s is not valid (%v)", path, err)
 	}
-	if r.Version != passRecordVersion {
+	switch {
+	case r.Version != passRecordVersion:
 		return nil, fmt.Errorf("%s has version %d, this bifrost-migrate reads %d", path, r.Version, passRecordVersion)
+	case (r.Ended == nil) != (r.ExitCode == nil):
+		return nil, fmt.Errorf("%s is not valid (ended and exitCode are set together)", path)
 	}
 	return &r, nil
 }

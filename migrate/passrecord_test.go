@@ -33,8 +33,9 @@ func TestPassRecordRoundTrip(t *testing.T) {
 		t.Errorf("temporary files left: %v", leftovers)
 	}
 	for content, wantErr := range map[string]string{
-		`{"version":2}`: "has version 2, this bifrost-migrate reads 1",
-		`{`:             "is not valid",
+		`{"version":2}`:              "has version 2, this bifrost-migrate reads 1",
+		`{`:                          "is not valid",
+		`{"version":1,"exitCode":0}`: "is not valid (ended and exitCode are set together)",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, ReverseRecordFile), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
