@@ -2,8 +2,6 @@ package cmd_test
 
 import (
 	"fmt"
-	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,14 +13,6 @@ import (
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
-
-// failRequests is a transport that fails the test on any request.
-type failRequests struct{ t *testing.T }
-
-func (f failRequests) RoundTrip(r *http.Request) (*http.Response, error) {
-	f.t.Errorf("status sent a request: %s %s", r.Method, r.URL)
-	return nil, fmt.Errorf("no request expected")
-}
 
 // A run SIGKILLed after its first checkpoint reads as interrupted: not
 // complete, no process holds the lock (the last holder named), and the
@@ -50,20 +40,12 @@ func TestStatusOfAKilledRun(t *testing.T) {
 		t.Fatalf("lock after the kill: %+v, %v", lock, err)
 	}
 
-	closed := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().String()
-	}
 	env := map[string]string{
 		"BIFROST_TABLES_CONNECTION": "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + azure.DevStorageKey +
-			";TableEndpoint=http://" + closed() + "/devstoreaccount1;BlobEndpoint=http://" + closed() + "/devstoreaccount1;",
-		"CosmosDBConnection": "AccountEndpoint=http://" + closed() + "/;AccountKey=" + azure.EmulatorCosmosKey + ";",
+			";TableEndpoint=http://" + testenv.ClosedPort(t) + "/devstoreaccount1;BlobEndpoint=http://" + testenv.ClosedPort(t) + "/devstoreaccount1;",
+		"CosmosDBConnection": "AccountEndpoint=http://" + testenv.ClosedPort(t) + "/;AccountKey=" + azure.EmulatorCosmosKey + ";",
 	}
-	code, out, errOut := resExecute(env, failRequests{t}, "status", "--state-dir", dir)
+	code, out, errOut := resExecute(env, testenv.NoRequests{T: t}, "status", "--state-dir", dir)
 	if code != 0 {
 		t.Fatalf("status: exit %d: %s", code, errOut)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -100,14 +100,6 @@ func TestStatusResumeFlags(t *testing.T) {
 	}
 }
 
-// noRequests is a transport that fails the test on any request.
-type noRequests struct{ t *testing.T }
-
-func (n noRequests) RoundTrip(r *http.Request) (*http.Response, error) {
-	n.t.Errorf("status sent a request: %s %s", r.Method, r.URL)
-	return nil, fmt.Errorf("no request expected")
-}
-
 // statusOffline runs status with args in-process, every service at a
 // closed port and a transport that fails the test on any request; it
 // returns the exit status, stdout and stderr.
@@ -118,7 +110,7 @@ func statusOffline(t *testing.T, args ...string) (int, string, string) {
 		"BIFROST_TABLES_CONNECTION": storageAt(tables, blobs),
 		"CosmosDBConnection":        "AccountEndpoint=http://" + cosmos + "/;AccountKey=" + azure.EmulatorCosmosKey + ";",
 	})
-	f.Transport = noRequests{t}
+	f.Transport = testenv.NoRequests{T: t}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Now()
