@@ -92,7 +92,7 @@ func replayFollow(ctx context.Context, w *windowCommand, m migrate.ReplayOptions
 	f, fo := w.follow()
 	var total migrate.ReplayCounts
 	err := migrate.Follow(ctx, fo, func(ctx context.Context, since time.Time) (migrate.PassResult, error) {
-		f.started()
+		f.started(since)
 		m.Since, m.KeepDeadLetters, deps.Progress = since, f.keep, f.progress
 		s, err := migrate.Replay(ctx, m, deps)
 		if err != nil {
@@ -101,7 +101,7 @@ func replayFollow(ctx context.Context, w *windowCommand, m migrate.ReplayOptions
 		total.Add(s.Totals)
 		return f.passed(replayReport(s)), nil
 	}, f.ended)
-	return f.summary(err, total)
+	return f.summary(ctx, err, total)
 }
 
 // replayColumns are the count columns of the text summary; replayCounts
@@ -120,7 +120,7 @@ func replayCounts(c migrate.ReplayCounts) []int64 {
 func replayReport(s migrate.ReplaySummary) windowReport {
 	c := s.Totals
 	r := windowReport{window: s.WindowSummary, summary: s,
-		tally:  tally{ran: s.Tables != nil, read: c.Rows, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Writes(), newest: s.Newest},
+		tally:  tally{ran: s.Tables != nil, read: c.Rows, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, unchanged: c.Unchanged, ruDocs: c.Writes(), newest: s.Newest},
 		counts: countTable{head: "TABLE", names: replayColumns, total: replayCounts(c)},
 		forced: fmt.Sprintf("%d %s with --force", c.Forced+c.ForcedPrunes, would(s.DryRun, "overwritten or deleted")),
 	}

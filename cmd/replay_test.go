@@ -50,6 +50,15 @@ const (
 )
 
 func newReplayEnv(t *testing.T) *replayEnv {
+	e := newMigratedEnv(t)
+	code, stdout, r := e.verify()
+	wantOnlyDeadLetters(t, "verify after run", code, stdout, r)
+	return e
+}
+
+// newMigratedEnv is a replayEnv whose fixtures `run` migrated, before
+// any verify.
+func newMigratedEnv(t *testing.T) *replayEnv {
 	t.Parallel()
 	e := &replayEnv{verifyEnv: newVerifyEnv(t)}
 	var err error
@@ -62,8 +71,6 @@ func newReplayEnv(t *testing.T) *replayEnv {
 		"--state-dir", e.stateDir, "--quiet"); code != ExitPartial {
 		t.Fatalf("run: exit %d, want 3:\n%s\n%s", code, stdout, stderr)
 	}
-	code, stdout, r := e.verify()
-	wantOnlyDeadLetters(t, "verify after run", code, stdout, r)
 	return e
 }
 

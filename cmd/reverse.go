@@ -100,7 +100,7 @@ func reverseFollow(ctx context.Context, w *windowCommand, now func() time.Time, 
 	f, fo := w.follow()
 	var total migrate.ReverseCounts
 	err := migrate.Follow(ctx, fo, func(ctx context.Context, since time.Time) (migrate.PassResult, error) {
-		f.started()
+		f.started(since)
 		m.Transform.Now, m.Since, m.KeepDeadLetters, deps.Progress = now(), since, f.keep, f.progress
 		s, err := migrate.Reverse(ctx, m, deps)
 		if err != nil {
@@ -109,7 +109,7 @@ func reverseFollow(ctx context.Context, w *windowCommand, now func() time.Time, 
 		total.Add(s.Totals)
 		return f.passed(reverseReport(s)), nil
 	}, f.ended)
-	return f.summary(err, total)
+	return f.summary(ctx, err, total)
 }
 
 // reverseColumns are the count columns of the text summary;
@@ -126,7 +126,7 @@ func reverseCounts(c migrate.ReverseCounts) []int64 {
 func reverseReport(s migrate.ReverseSummary) windowReport {
 	c := s.Totals
 	r := windowReport{window: s.WindowSummary, summary: s,
-		tally:  tally{ran: s.Containers != nil, read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Synced, newest: s.Newest},
+		tally:  tally{ran: s.Containers != nil, read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, unchanged: c.Unchanged, ruDocs: c.Synced, newest: s.Newest},
 		counts: countTable{head: "CONTAINER", names: reverseColumns, total: reverseCounts(c)},
 		forced: fmt.Sprintf("%d %s with --force", c.Forced, would(s.DryRun, "written")),
 	}

@@ -386,18 +386,20 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		},
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&f.Global.TablesConnection, "tables-connection", "", "Storage connection string for the tables [$BIFROST_TABLES_CONNECTION, $AzureWebJobsStorage]")
-	pf.StringVar(&f.Global.TablesEndpoint, "tables-endpoint", "", "Table Storage endpoint, authenticated with Microsoft Entra ID [$BIFROST_TABLES_ENDPOINT]")
-	pf.StringVar(&f.Global.BlobConnection, "blob-connection", "", "Storage connection string for blobs [$BIFROST_BLOB_CONNECTION] (default: the tables connection)")
-	pf.StringVar(&f.Global.BlobEndpoint, "blob-endpoint", "", "Blob Storage endpoint, authenticated with Microsoft Entra ID [$BIFROST_BLOB_ENDPOINT] (default: the tables account's)")
-	pf.StringVar(&f.Global.CosmosConnection, "cosmos-connection", "", "Cosmos DB connection string AccountEndpoint=...;AccountKey=...; [$CosmosDBConnection]")
-	pf.StringVar(&f.Global.CosmosEndpoint, "cosmos-endpoint", "", "Cosmos DB endpoint, authenticated with Microsoft Entra ID [$BIFROST_COSMOS_ENDPOINT]")
-	pf.StringVar(&f.Global.Database, "database", "bifrost", "Cosmos DB database")
-	pf.StringVar(&f.Global.Output, "output", "text", "output format: text, or json (stdout: one JSON object per line, each with a \"type\": progress, status, warning, summary, error)")
-	pf.BoolVar(&f.Global.Quiet, "quiet", false, "no progress or status output (warnings, results and errors remain)")
-	pf.DurationVar(&f.Global.RetryTimeout, "retry-timeout", azure.DefaultRetryTimeout, "how long to keep retrying one request that is throttled (429) or fails transiently before giving up, waits included")
-	pf.StringVar(&f.Global.LogFile, "log-file", "", "append a timestamped log of what the command does (pages, retries, dead letters, checkpoints; never secrets) to `FILE`")
-	pf.BoolVar(&f.Global.Verbose, "verbose", false, "print every HTTP request (method, host, path, status; never query strings, headers or bodies) on stderr")
+	// One line each in the help (help.go's groups say the rest):
+	// docs/configuration.md has the whole story.
+	pf.StringVar(&f.Global.TablesConnection, "tables-connection", "", "Table Storage [$BIFROST_TABLES_CONNECTION, $AzureWebJobsStorage]")
+	pf.StringVar(&f.Global.TablesEndpoint, "tables-endpoint", "", "Table Storage [$BIFROST_TABLES_ENDPOINT]")
+	pf.StringVar(&f.Global.BlobConnection, "blob-connection", "", "Blob Storage [$BIFROST_BLOB_CONNECTION] (default: the tables')")
+	pf.StringVar(&f.Global.BlobEndpoint, "blob-endpoint", "", "Blob Storage [$BIFROST_BLOB_ENDPOINT] (default: the tables')")
+	pf.StringVar(&f.Global.CosmosConnection, "cosmos-connection", "", "Cosmos DB [$CosmosDBConnection]")
+	pf.StringVar(&f.Global.CosmosEndpoint, "cosmos-endpoint", "", "Cosmos DB [$BIFROST_COSMOS_ENDPOINT]")
+	pf.StringVar(&f.Global.Database, "database", "bifrost", "the Cosmos DB database")
+	pf.StringVar(&f.Global.Output, "output", "text", "text, or json (a JSON object per line on stdout)")
+	pf.BoolVar(&f.Global.Quiet, "quiet", false, "no progress or status lines (warnings, results, errors remain)")
+	pf.DurationVar(&f.Global.RetryTimeout, "retry-timeout", azure.DefaultRetryTimeout, "how long to retry a throttled or failing request")
+	pf.StringVar(&f.Global.LogFile, "log-file", "", "append a timestamped log of the command to `FILE`")
+	pf.BoolVar(&f.Global.Verbose, "verbose", false, "print every request's method, host, path and status on stderr")
 	root.SetFlagErrorFunc(flagError)
 	root.SetOut(f.Out)
 	root.SetErr(f.ErrOut)
@@ -409,8 +411,10 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		NewCmdVerify(f, nil),
 		NewCmdReplay(f, nil),
 		NewCmdReverse(f, nil),
+		NewCmdStatus(f, nil),
 		NewCmdFixtures(f),
 		NewCmdVersion(f, nil),
+		NewCmdMan(f, nil),
 	)
 	// --version prints what `version` prints (cobra adds the flag, and -v).
 	root.Version = version.Get().Text()
@@ -426,7 +430,8 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		c.Short = "Print the shell completion script: bash, zsh, fish or powershell"
 		c.Long = `Print the script that completes bifrost-migrate's commands, flags and
 values (--output, --execution-ttl, --relationships, --tables, --since) in
-your shell. Each shell's help says where to put it.`
+your shell. bash needs the bash-completion package and zsh compinit;
+each shell's help says where to put the script.`
 		c.Example = `  # bash, this session
   source <(bifrost-migrate completion bash)
   # zsh, every session

@@ -193,6 +193,10 @@ type windowCommand struct {
 	// at work (a command refused at its start, the state directory in
 	// use, prints only its error): how far back --since reaches.
 	atWork func()
+	// rec keeps replay.json or reverse.json (status reads it); started
+	// is when the command began, the start of a pass that runs once.
+	rec     *passRecorder
+	started time.Time
 }
 
 // begin starts the replay or reverse of words whose engine options are
@@ -211,7 +215,8 @@ func (w *windowOptions) begin(words wayWords, c *migrate.Common) (*windowCommand
 	if w.window.Follow {
 		obs.following(w.window.w.Since)
 	}
-	wc := &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs}
+	wc := &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs,
+		rec: newPassRecorder(o, words, c, w.window), started: time.Now()}
 	wc.atWork = sync.OnceFunc(func() { warnReach(o, c.StateDir, w.window.w.Since) })
 	return wc, nil
 }
@@ -252,6 +257,7 @@ func (w *windowCommand) progress() (p migrate.Progress, bars *barProgress, count
 // with (windowExit).
 func (w *windowCommand) ended(ctx context.Context, r windowReport, err error) error {
 	t := r.tally
+	w.rec.passEnded(w.started, w.flags.w.Since, r)
 	ru := w.e.RU.report(t.ruDocs)
 	end := endingOf(err, ctx.Err() != nil)
 	var werr error
@@ -266,7 +272,7 @@ func (w *windowCommand) ended(ctx context.Context, r windowReport, err error) er
 	if err == nil {
 		err = werr
 	}
-	return windowExit(err, ctx.Err() != nil, w.common.DryRun, t, r.window.DeadLetterFile, w.words)
+	return w.rec.end(ctx, windowExit(err, ctx.Err() != nil, w.common.DryRun, t, r.window.DeadLetterFile, w.words))
 }
 
 // following is what the passes of --follow did so far (SPEC §16): each
@@ -281,6 +287,9 @@ type following struct {
 	followed followed
 	last     followPass
 	werr     error
+	// passStart and passSince are the pass at work's start and the time
+	// it reads from, for the pass record.
+	passStart, passSince time.Time
 }
 
 // follow starts following: the options of migrate.Follow, from --since,
@@ -294,13 +303,17 @@ func (w *windowCommand) follow() (*following, migrate.FollowOptions) {
 	return f, migrate.FollowOptions{Since: w.flags.w.Since, Interval: w.flags.Interval, Skew: w.flags.Skew}
 }
 
-// started is said when a pass starts.
-func (f *following) started() { f.w.obs.passStarted() }
+// started is said when a pass that reads from since starts.
+func (f *following) started(since time.Time) {
+	f.passStart, f.passSince = time.Now(), since
+	f.w.obs.passStarted()
+}
 
 // passed counts what a pass did (r) and returns what migrate.Follow
 // takes of it; the passes after it add to the dead-letter file.
 func (f *following) passed(r windowReport) migrate.PassResult {
 	t := r.tally
+	f.w.rec.passEnded(f.passStart, f.passSince, r)
 	f.keep = true
 	f.sum.add(t)
 	f.last = newFollowPass(t.deadLetters, r.conflicts)
@@ -325,16 +338,16 @@ func (f *following) ended(r migrate.PassReport) {
 // conflicts and request units, and returns the error the command ends
 // with: exit 4 when any conflict was left, else 3 when there were dead
 // letters.
-func (f *following) summary(err error, total any) error {
+func (f *following) summary(ctx context.Context, err error, total any) error {
 	if err == nil {
 		err = f.werr
 	}
 	if err != nil {
-		return err
+		return f.w.rec.end(ctx, err)
 	}
 	w := f.w
-	return followedSummary(w.o, f.followed, total, w.e.RU.report(f.sum.ruDocs), fmt.Sprintf(w.words.followed, f.sum.read, f.sum.written),
-		w.common.StateDir, w.words.deadLetterFile)
+	return w.rec.end(ctx, followedSummary(w.o, f.followed, total, w.e.RU.report(f.sum.ruDocs), fmt.Sprintf(w.words.followed, f.sum.read, f.sum.written),
+		w.common.StateDir, w.words.deadLetterFile))
 }
 
 // followedSummary prints what the passes of --follow did — the totals
@@ -445,8 +458,8 @@ type tally struct {
 	ran bool
 	// read counts the changes read; written the writes (in a dry run:
 	// those it would do); conflicts those left unresolved; deadLetters
-	// what was dead-lettered.
-	read, written, conflicts, deadLetters int64
+	// what was dead-lettered; unchanged what needed no write.
+	read, written, conflicts, deadLetters, unchanged int64
 	// ruDocs are the docs the request units are spread over (ruReport).
 	ruDocs int64
 	// newest is the time of the newest change applied (nil: none).
