@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -26,7 +27,7 @@ type passLine struct {
 
 // writePass prints one pass: a line of text on stdout, or with --output
 // json one {"type":"pass"} line.
-func writePass(o *output, r migrate.PassReport, deadLetters int64) error {
+func writePass(o *ui.Output, r migrate.PassReport, deadLetters int64) error {
 	line := passLine{Pass: r.Pass, Started: r.Started.UTC().Format(time.RFC3339Nano), Since: r.Since.UTC().Format(time.RFC3339Nano), Rows: r.Read, Written: r.Applied,
 		Conflicts: r.Conflicts, DeadLetters: deadLetters, Seconds: r.Took.Seconds()}
 	lag := "no change"
@@ -37,11 +38,11 @@ func writePass(o *output, r migrate.PassReport, deadLetters int64) error {
 	}
 	text := fmt.Sprintf("pass %d since %s: %d row(s), %d written, %d conflict(s), %d dead letter(s), %s (%.1fs)",
 		line.Pass, line.Since, line.Rows, line.Written, line.Conflicts, line.DeadLetters, lag, line.Seconds)
-	o.log.Printf("%s: %s", o.name, text)
-	if o.json() {
-		return o.lines.emit(linePass, line)
+	o.Log().Printf("%s: %s", o.Name(), text)
+	if o.JSON() {
+		return o.Lines().Emit(linePass, line)
 	}
-	_, err := fmt.Fprintf(o.out, "%s: %s\n", o.name, text)
+	_, err := fmt.Fprintf(o.Out(), "%s: %s\n", o.Name(), text)
 	return err
 }
 
@@ -90,11 +91,11 @@ func (f followed) exit(deadLetterFile string) error {
 }
 
 // followPasses runs run as the passes of --follow (migrate.Follow) and
-// prints a pass line for each through o; obs hears where each pass
+// prints a pass line for each through o; progress hears where each pass
 // starts and ends. It returns what the passes did once ctx ends (SIGINT,
 // SIGTERM: the pass in progress is finished), or the first error of a
 // pass or of printing.
-func followPasses(ctx context.Context, o *output, obs *observer, fo migrate.FollowOptions,
+func followPasses(ctx context.Context, o *ui.Output, progress *ui.Progress, fo migrate.FollowOptions,
 	run func(ctx context.Context, since time.Time) (followPass, error)) (followed, error) {
 	f := followed{conflicts: map[string]windowConflict{}}
 	var (
@@ -102,7 +103,7 @@ func followPasses(ctx context.Context, o *output, obs *observer, fo migrate.Foll
 		werr error
 	)
 	err := migrate.Follow(ctx, fo, func(pctx context.Context, since time.Time) (migrate.PassResult, error) {
-		obs.passStarted()
+		progress.PassStarted()
 		p, err := run(pctx, since)
 		if err != nil {
 			return migrate.PassResult{}, err
@@ -114,7 +115,7 @@ func followPasses(ctx context.Context, o *output, obs *observer, fo migrate.Foll
 		}
 		return p.result, nil
 	}, func(r migrate.PassReport) {
-		obs.passEnded(r)
+		progress.PassEnded(r)
 		f.passes = r.Pass
 		if err := writePass(o, r, last.deadLetters); err != nil && werr == nil {
 			werr = err

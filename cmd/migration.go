@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -33,15 +34,15 @@ var runOptions = []string{"execution-ttl", "blob-threshold", "relationships", "s
 // used. What it has to say (where the options come from, what differs)
 // is said by say, which the command calls once it is at work, after its
 // start-up line: a command refused before that prints only its error.
-func (t *TransformFlags) adopt(o *output, command, dir string, writes bool) (say func(), err error) {
+func (t *TransformFlags) adopt(o *ui.Output, command, dir string, writes bool) (say func(), err error) {
 	var lines []func()
 	say = func() {
 		for _, l := range lines {
 			l()
 		}
 	}
-	status := func(format string, args ...any) { lines = append(lines, func() { o.status(format, args...) }) }
-	warning := func(format string, args ...any) { lines = append(lines, func() { o.warning(format, args...) }) }
+	status := func(format string, args ...any) { lines = append(lines, func() { o.Status(format, args...) }) }
+	warning := func(format string, args ...any) { lines = append(lines, func() { o.Warning(format, args...) }) }
 	if t.fs == nil {
 		return say, nil // not bound to flags: the options are the caller's
 	}

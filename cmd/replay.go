@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -45,7 +46,7 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	defer w.obs.finish()
+	defer w.obs.Finish()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
@@ -119,7 +120,7 @@ func (s replaySummary) totals() any { return s.Totals }
 // writeReplayText prints the summary table, the totals and the first
 // conflicts, this session's request units, and last a line that says how
 // replay ended.
-func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ruReport, end ending) error {
+func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ui.RUReport, end ending) error {
 	return writeWindowText(w, replayWords, replaySummary{s}, ru, end)
 }
 
@@ -156,8 +157,8 @@ func valueText(v json.RawMessage) string {
 // writeReplayJSON prints the summary as one summary line; "complete" is
 // false when replay stopped before the end (end); "ru" is its request
 // units.
-func writeReplayJSON(lines *jsonLines, s migrate.ReplaySummary, ru ruReport, end ending) error {
-	return lines.emit(lineSummary, windowLine{end == endedDone, replaySummary{s}, ru})
+func writeReplayJSON(lines *ui.JSONLines, s migrate.ReplaySummary, ru ui.RUReport, end ending) error {
+	return lines.Emit(ui.LineSummary, windowLine{end == endedDone, replaySummary{s}, ru})
 }
 
 // replayDoc is the help of `bifrost-migrate replay`.

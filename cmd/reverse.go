@@ -49,7 +49,7 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	if err != nil {
 		return err
 	}
-	defer w.obs.finish()
+	defer w.obs.Finish()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err

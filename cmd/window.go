@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/store"
 )
@@ -169,14 +170,14 @@ func futureSince(given string, since, now time.Time) error {
 // then reaches back further than the migration, which is seldom what was
 // meant. It only reads state.json (no lock, nothing written, in a dry run
 // too), and says so when it cannot.
-func warnReach(o *output, dir string, since time.Time) {
+func warnReach(o *ui.Output, dir string, since time.Time) {
 	st, err := migrate.LoadState(dir)
 	switch {
 	case err != nil:
-		o.warning("%s cannot be read, so --since is not checked against when the migration started", filepath.Join(dir, migrate.StateFile))
+		o.Warning("%s cannot be read, so --since is not checked against when the migration started", filepath.Join(dir, migrate.StateFile))
 	case st == nil || st.Started.IsZero():
 	case st.Started.Sub(since) > 24*time.Hour:
-		o.warning("--since %s reaches %s before the migration started (run %s at %s): every change since then is in the window; check that it is the time you meant",
+		o.Warning("--since %s reaches %s before the migration started (run %s at %s): every change since then is in the window; check that it is the time you meant",
 			since.Format(time.RFC3339Nano), days(st.Started.Sub(since)), st.RunID, st.Started.UTC().Format(time.RFC3339))
 	}
 }
@@ -253,25 +254,25 @@ type windowCommand struct {
 	flags  windowFlags
 	words  wayWords
 	common *migrate.Common
-	o      *output
-	obs    *observer
+	o      *ui.Output
+	obs    *ui.Progress
 }
 
 // begin starts the replay or reverse of words whose engine options are
-// c: the transform options and the pacer (engineOptions.start), then the
-// observer of its progress, which the caller finishes.
+// c: the transform options and the pacer (engineOptions.start), then
+// its progress, which the caller finishes.
 func (w *windowOptions) begin(words wayWords, c *migrate.Common) (*windowCommand, error) {
 	e := &w.engineOptions
 	o, err := e.start(words.name, c)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := e.Observe.observe(e.IO, o, words.name, &e.RU, words.observed, "")
+	obs, err := e.Observe.progress(e.IO, o, words.name, e.RU.meters(), words.observed, "")
 	if err != nil {
 		return nil, err
 	}
 	if w.window.Follow {
-		obs.following(w.window.w.Since)
+		obs.Following(w.window.w.Since)
 	}
 	return &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs}, nil
 }
@@ -279,8 +280,8 @@ func (w *windowOptions) begin(words wayWords, c *migrate.Common) (*windowCommand
 // ready prints where the command works (c's accounts), then fails when
 // the database or containers are missing or the tables cannot be read
 // through rows (prefix before their names; none given: all three).
-func ready(ctx context.Context, o *output, c conn, rows store.PageReader, prefix string, tables []string) error {
-	o.status("%s", c.where())
+func ready(ctx context.Context, o *ui.Output, c conn, rows store.PageReader, prefix string, tables []string) error {
+	o.Status("%s", c.where())
 	if len(c.missing) > 0 {
 		return &notProvisionedError{Missing: c.missing}
 	}
@@ -305,23 +306,22 @@ func (w *windowCommand) atWork() func() {
 	return sync.OnceFunc(func() { warnReach(w.o, w.common.StateDir, w.flags.w.Since) })
 }
 
-// once runs pass once with progress, prints the summary and returns the
-// error the command ends with (windowExit).
+// once runs pass once with progress, prints the summary (interrupted
+// too, once the engine was at work) and returns the error the command
+// ends with (windowExit).
 func (w *windowCommand) once(ctx context.Context, pass windowPass) error {
-	p, bars, counted := newProgress(w.o, w.e.ErrIsTerminal, time.Now, w.e.RU.recent(), w.obs)
-	s, err := pass(ctx, w.flags.w.Since, workingProgress{p, w.atWork()}, counted, false)
-	if bars != nil {
-		bars.finish()
-	}
+	w.obs.OnWork(w.atWork())
+	s, err := pass(ctx, w.flags.w.Since, w.obs, w.obs.WantsTotals(), false)
+	w.obs.Finish()
 	t := s.tally()
 	ru := w.e.RU.report(t.ruDocs)
 	end := endingOf(err, ctx.Err() != nil)
 	var werr error
 	switch {
-	case !t.ran || err != nil && !t.counted():
+	case !t.ran || err != nil && !t.counted() && ctx.Err() == nil:
 		// Nothing was done: the error alone says what happened.
-	case w.o.json():
-		werr = w.o.lines.emit(lineSummary, windowLine{end == endedDone, s, ru})
+	case w.o.JSON():
+		werr = w.o.Lines().Emit(ui.LineSummary, windowLine{end == endedDone, s, ru})
 	default:
 		werr = writeWindowText(w.e.Out, w.words, s, ru, end)
 	}
@@ -335,21 +335,18 @@ func (w *windowCommand) once(ctx context.Context, pass windowPass) error {
 // the previous pass's watermark less --skew, then prints the totals (from
 // none, the summary with no counts) and the conflicts of every pass; exit
 // 4 when any conflict was left, else 3 when there were dead letters. The
-// passes report their rows to the observer only (no bars or progress
-// lines: a pass line ends each).
+// passes report to the progress, which shows no bar and no JSON progress
+// lines while following: a pass line ends each.
 func (w *windowCommand) follow(ctx context.Context, none windowSummary, pass windowPass) error {
 	var (
 		sum   tally
 		total = none
-		p     migrate.Progress
 	)
-	if w.obs.shows() {
-		p = commandProgress{displays: []counter{w.obs}}
-	}
-	atWork, keep := w.atWork(), false
+	w.obs.OnWork(w.atWork())
+	keep := false
 	f, err := followPasses(ctx, w.o, w.obs, migrate.FollowOptions{Since: w.flags.w.Since, Interval: w.flags.Interval, Skew: w.flags.Skew},
 		func(pctx context.Context, since time.Time) (followPass, error) {
-			s, err := pass(pctx, since, workingProgress{p, atWork}, false, keep)
+			s, err := pass(pctx, since, w.obs, false, keep)
 			keep = true // the passes after the first add to the dead-letter file
 			if err != nil {
 				return followPass{}, err
@@ -370,25 +367,25 @@ func (w *windowCommand) follow(ctx context.Context, none windowSummary, pass win
 // (text: the line read), the conflicts and the request units — and
 // returns the error that ends the command: exit 4 when conflicts are
 // left, else 3 when there were dead letters (in stateDir/deadLetters).
-func followedSummary(o *output, f followed, total any, ru ruReport, read string, stateDir, deadLetters string) error {
+func followedSummary(o *ui.Output, f followed, total any, ru ui.RUReport, read string, stateDir, deadLetters string) error {
 	var err error
-	if o.json() {
-		err = o.lines.emit(lineSummary, struct {
+	if o.JSON() {
+		err = o.Lines().Emit(ui.LineSummary, struct {
 			Passes    int              `json:"passes"`
 			Totals    any              `json:"totals"`
 			Conflicts []windowConflict `json:"conflicts"`
-			RU        ruReport         `json:"ru"`
+			RU        ui.RUReport      `json:"ru"`
 		}{f.passes, total, f.listed(), ru})
 	} else {
-		fmt.Fprintf(o.out, "followed for %d pass(es): %s, %d conflict(s), %d dead letter(s)\n", f.passes, read, len(f.conflicts), f.deadLetters)
+		fmt.Fprintf(o.Out(), "followed for %d pass(es): %s, %d conflict(s), %d dead letter(s)\n", f.passes, read, len(f.conflicts), f.deadLetters)
 		for i, c := range f.listed() {
 			if i == maxConflictsShown {
-				fmt.Fprintf(o.out, "  … and %d more\n", len(f.conflicts)-i)
+				fmt.Fprintf(o.Out(), "  … and %d more\n", len(f.conflicts)-i)
 				break
 			}
-			c.writeText(o.out)
+			c.writeText(o.Out())
 		}
-		ru.writeText(o.out)
+		ru.WriteText(o.Out())
 	}
 	if err != nil {
 		return err
@@ -398,7 +395,7 @@ func followedSummary(o *output, f followed, total any, ru ruReport, read string,
 
 // writeWindowText prints the text summary of a replay or reverse s with
 // its request units ru, its last line saying how it ended (end).
-func writeWindowText(w io.Writer, words wayWords, s windowSummary, ru ruReport, end ending) error {
+func writeWindowText(w io.Writer, words wayWords, s windowSummary, ru ui.RUReport, end ending) error {
 	ws, t := s.window(), s.tally()
 	text, err := s.text()
 	if err != nil {
@@ -414,7 +411,7 @@ func writeWindowText(w io.Writer, words wayWords, s windowSummary, ru ruReport, 
 	}
 	fmt.Fprintln(w)
 	io.WriteString(w, text.writes)
-	ru.writeText(w)
+	ru.WriteText(w)
 	if !writeDeadLetterCount(w, t.deadLetters, ws.DeadLetterFile) {
 		for _, dl := range ws.DeadLetters {
 			fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
@@ -428,15 +425,15 @@ func writeWindowText(w io.Writer, words wayWords, s windowSummary, ru ruReport, 
 
 // startStatus prints what a replay or reverse reads (what: "rows" or
 // "docs") and how.
-func (w windowFlags) startStatus(o *output, what string, since time.Time, dryRun bool) {
+func (w windowFlags) startStatus(o *ui.Output, what string, since time.Time, dryRun bool) {
 	if w.Follow {
-		o.status("following %s changed since %s: a pass every %s, each from the newest change read less %s; SIGINT, SIGTERM or SIGHUP stops after the pass in progress",
+		o.Status("following %s changed since %s: a pass every %s, each from the newest change read less %s; SIGINT, SIGTERM or SIGHUP stops after the pass in progress",
 			what, since.Format(time.RFC3339Nano), w.Interval, w.Skew)
 		return
 	}
-	o.status("%s changed since %s", what, since.Format(time.RFC3339Nano))
+	o.Status("%s changed since %s", what, since.Format(time.RFC3339Nano))
 	if dryRun {
-		o.status("dry run: nothing will be written")
+		o.Status("dry run: nothing will be written")
 	}
 }
 
@@ -473,7 +470,7 @@ type tally struct {
 	// those it would do); conflicts those left unresolved; deadLetters
 	// what was dead-lettered.
 	read, written, conflicts, deadLetters int64
-	// ruDocs are the docs the request units are spread over (ruReport).
+	// ruDocs are the docs the request units are spread over (ui.RUReport).
 	ruDocs int64
 	// newest is the time of the newest change applied (nil: none).
 	newest *time.Time
@@ -504,57 +501,7 @@ type wayWords struct {
 	// deadLetterFile is the name of the dead-letter file in --state-dir.
 	deadLetterFile string
 	// observed are the words of its progress lines.
-	observed observeWords
-}
-
-// workingProgress is the progress p (nil: none) of an engine that calls
-// atWork at each report, first: what the command says only once the
-// engine is at work.
-type workingProgress struct {
-	p      migrate.Progress
-	atWork func()
-}
-
-func (w workingProgress) Total(table string, rows int64) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Total(table, rows)
-	}
-}
-
-func (w workingProgress) Resumed(table string, n int64) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Resumed(table, n)
-	}
-}
-
-func (w workingProgress) Advance(table string, n int64) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Advance(table, n)
-	}
-}
-
-func (w workingProgress) TableDone(table string) {
-	w.atWork()
-	if w.p != nil {
-		w.p.TableDone(table)
-	}
-}
-
-func (w workingProgress) Message(msg string) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Message(msg)
-	}
-}
-
-// Outcome passes o on to p when p hears outcomes.
-func (w workingProgress) Outcome(group string, o migrate.Outcome) {
-	if op, ok := w.p.(migrate.OutcomeProgress); ok {
-		op.Outcome(group, o)
-	}
+	observed ui.Words
 }
 
 // windowLine is the summary line of a replay or reverse with --output
@@ -563,7 +510,7 @@ func (w workingProgress) Outcome(group string, o migrate.Outcome) {
 type windowLine struct {
 	complete bool
 	summary  any
-	ru       ruReport
+	ru       ui.RUReport
 }
 
 func (l windowLine) MarshalJSON() ([]byte, error) {
@@ -678,7 +625,7 @@ var replayWords = wayWords{
 	deadLettered:   "row(s)",
 	followed:       "%d row(s) read, %d written",
 	deadLetterFile: migrate.ReplayDeadLetterFile,
-	observed:       rowsToDocs,
+	observed:       ui.RowsToDocs,
 }
 
 // reverseWords are the words of reverse.
@@ -689,5 +636,5 @@ var reverseWords = wayWords{
 	deadLettered:   "doc(s)",
 	followed:       "%d doc(s) read, %d row(s) written",
 	deadLetterFile: migrate.ReverseDeadLetterFile,
-	observed:       docsToRows,
+	observed:       ui.DocsToRows,
 }

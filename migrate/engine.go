@@ -492,6 +492,7 @@ func startClock(now func() time.Time, topts transform.Options) (func() time.Time
 // count and waits for it, so that progress hears nothing after it.
 func precount(ctx context.Context, src RowSource, prefix string, tables []string, q store.Query, progress Progress) (stop func()) {
 	cctx, cancel := context.WithCancel(ctx)
+	progress.Counting(tables)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for _, t := range tables {

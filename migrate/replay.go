@@ -289,7 +289,7 @@ func (r *replayer) record(it *replayItem) error {
 	if !r.opts.DryRun && e.count != nil {
 		var c ReplayCounts
 		e.count(&c)
-		reportOutcome(r.progress, row.Table, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
+		r.progress.Outcome(row.Table, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
 	}
 	return r.rec.add(e)
 }

@@ -391,7 +391,7 @@ func (r *reverser) record(it *reverseItem) error {
 	if !r.opts.DryRun {
 		var c ReverseCounts
 		e.count(&c)
-		reportOutcome(r.progress, it.container, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
+		r.progress.Outcome(it.container, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
 	}
 	return r.rec.add(e)
 }

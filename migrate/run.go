@@ -489,6 +489,7 @@ func (r *runner) process(ctx context.Context, table string, ts *TableState, rd *
 		commit: func(b *batch[item]) error { return r.checkpoint(table, ts, b) },
 	}
 	err := p.run(ctx, readSource(rd, r.log, func(row transform.Row) item {
+		r.progress.Read(table, 1)
 		it := item{row: row}
 		if it.out, it.err = r.decide(row); it.err != nil {
 			return it
@@ -525,6 +526,9 @@ func (r *runner) write(ctx context.Context, table string, it *item) error {
 		return fmt.Errorf("%s %s/%s: write %s/%s: %w", table, it.row.PartitionKey, it.row.RowKey, o.Container, o.ID, err)
 	}
 	it.ru = res.RequestCharge
+	if !r.opts.DryRun {
+		r.progress.Outcome(table, Outcome{Written: 1})
+	}
 	// The bytes are no longer needed; the page may wait for others.
 	o.DocJSON, o.Uploads, it.row.Props = nil, nil, nil
 	return nil
@@ -548,7 +552,6 @@ func (it *item) lighten() {
 // checkpoint records a page whose writes are all acknowledged: its dead
 // letters, its counts, and the new state.
 func (r *runner) checkpoint(table string, ts *TableState, b *batch[item]) error {
-	docsBefore := r.docsWritten
 	c, dls := r.countPage(table, b)
 	if m := int64(r.opts.MaxErrors); m > 0 && len(dls) > 0 && r.deadLetters+int64(len(dls)) >= m {
 		// Record the dead letters up to the limit, but do not checkpoint
@@ -586,7 +589,7 @@ func (r *runner) checkpoint(table string, ts *TableState, b *batch[item]) error 
 	}
 	r.progress.Advance(table, int64(len(b.items)))
 	if !r.opts.DryRun {
-		reportOutcome(r.progress, table, Outcome{Written: r.docsWritten - docsBefore, DeadLetters: int64(len(dls))})
+		r.progress.Outcome(table, Outcome{DeadLetters: int64(len(dls))})
 	}
 	if ts.Done {
 		r.log("table %s: finished: %d rows (%d docs, %d dead letters)", table, ts.Rows,
