@@ -84,8 +84,8 @@ type barField struct {
 	drop int
 }
 
-// The bar's gauge: at least barMin characters between its brackets,
-// at most barMax.
+// The bar's gauge: barMax characters between its brackets when there is
+// room, else halfway to barMin, else barMin.
 const (
 	barMin = 10
 	barMax = 30
@@ -96,7 +96,7 @@ const (
 // percentage when the total is known, done of total, the rows read, the
 // rate, the ETA (or the time a finished table took), the RU/s and the
 // writes in flight. A narrow terminal drops the writes in flight first,
-// then the rows read, the rate, the RU/s, the gauge, the count and the
+// then the rows read, the RU/s, the rate, the gauge, the count and the
 // ETA; it never wraps.
 func renderBar(v barView, width int) string {
 	limit := max(width-1, 1)
@@ -115,16 +115,16 @@ func renderBar(v barView, width int) string {
 	case v.earlier:
 		fields = append(fields, barField{text: "done earlier", drop: 3})
 	case v.finished:
-		fields = append(fields, barField{text: thousands(math.Round(v.rate)) + " " + v.things + "/s", drop: 7})
+		fields = append(fields, barField{text: thousands(math.Round(v.rate)) + " " + v.things + "/s", drop: 6})
 		fields = append(fields, barField{text: "in " + roughSeconds(v.took), drop: 3})
 	default:
-		fields = append(fields, barField{text: thousands(math.Round(v.rate)) + " " + v.things + "/s", drop: 7})
+		fields = append(fields, barField{text: thousands(math.Round(v.rate)) + " " + v.things + "/s", drop: 6})
 		if v.etaKnown {
 			fields = append(fields, barField{text: "ETA " + roughSeconds(v.eta), drop: 3})
 		}
 	}
 	if v.live.hasRU && !v.finished {
-		fields = append(fields, barField{text: thousands(math.Round(v.live.ruPerSecond)) + " RU/s", drop: 6})
+		fields = append(fields, barField{text: thousands(math.Round(v.live.ruPerSecond)) + " RU/s", drop: 7})
 	}
 	if v.live.hasFlow && !v.finished {
 		fields = append(fields, barField{text: fmt.Sprintf("%d in flight", v.live.flow.InFlight), drop: 9})
@@ -178,7 +178,15 @@ func fit(fields []barField, room int, withGauge bool) ([]barField, int) {
 	if !withGauge {
 		return fields, 0
 	}
-	return fields, min(barMax, barMin+room-used())
+	// The gauge keeps one of three widths, so that it does not move with
+	// every change of the figures beside it.
+	left := room - used()
+	for _, inner := range []int{barMax, (barMax + barMin) / 2} {
+		if inner-barMin <= left {
+			return fields, inner
+		}
+	}
+	return fields, barMin
 }
 
 // gauge draws done of total in inner characters between brackets:

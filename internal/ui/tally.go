@@ -64,11 +64,9 @@ func (t *tally) outcome(o migrate.Outcome) {
 	t.conflicts += o.Conflicts
 }
 
-// finish records that table is done: its total is what was done.
+// finish records that table is done.
 func (t *tally) finish(name string, now time.Time) {
-	tt := t.table(name, now)
-	tt.finished = true
-	tt.total = tt.done
+	t.table(name, now).finished = true
 }
 
 // size is the total a display shows for tt: what was done once it is
@@ -106,12 +104,20 @@ func (t *tally) currentTable() string {
 
 // all returns the rows done over every table and their total: -1 until
 // every table's size is known (its pre-count arrived, or it finished), so
-// that a percentage over all of them is never shown on part of them.
+// that a percentage over all of them is never shown on part of them. A
+// finished table counts as done with its count when it ended with fewer
+// rows (rows deleted meanwhile): the total and the percentage over every
+// table never fall.
 func (t *tally) all() (done, total int64) {
 	for _, name := range t.order {
 		tt := t.tables[name]
-		done += tt.done
-		if s := tt.size(); s >= 0 && total >= 0 {
+		s, d := tt.size(), tt.done
+		if tt.finished {
+			s = max(tt.total, tt.done)
+			d = s
+		}
+		done += d
+		if s >= 0 && total >= 0 {
 			total += s
 		} else {
 			total = -1
