@@ -354,8 +354,7 @@ func (p *Progress) PassStarted() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.active = true
-	// A pass reads its window from the start: its tables anew.
-	p.t = newTally()
+	p.t.newPass()
 }
 
 // PassEnded: see PassStarted.

@@ -204,26 +204,37 @@ func TestJSONProgressAfterAResume(t *testing.T) {
 	}
 }
 
-// The passes of --follow show progress lines during passes only, no JSON
-// progress lines and no engine messages; OnWork's function runs once, at
-// the first report.
+// The passes of --follow show progress lines during passes only, with
+// what every pass wrote, and no JSON progress lines and no engine
+// messages; OnWork's function runs once, at the first report.
 func TestProgressWhileFollowing(t *testing.T) {
-	p, out, errOut, clock := testProgress(t, true, false, 0)
+	p, out, errOut, clock := testProgress(t, false, false, 0)
 	p.Following(clock.now())
 	calls := 0
 	p.OnWork(func() { calls++ })
+	p.printLine() // before the first pass: none
 	p.PassStarted()
 	p.Advance("Entities", 3)
+	p.Outcome("Entities", migrate.Outcome{Written: 3})
 	p.Message("prune: listing migrated docs")
+	clock.add(time.Second)
+	p.printLine()
 	p.TableDone("Entities")
 	p.PassEnded(migrate.PassReport{Pass: 1})
+	clock.add(time.Minute)
+	p.printLine() // between passes: none
 	p.PassStarted()
 	p.Advance("Entities", 1)
+	p.Outcome("Entities", migrate.Outcome{Written: 1})
+	clock.add(time.Second)
+	p.printLine()
 	if calls != 1 {
 		t.Errorf("OnWork's function ran %d times, want once", calls)
 	}
-	if out.String() != "" || errOut.String() != "" {
-		t.Errorf("following: stdout %q, stderr %q; want nothing", out.String(), errOut.String())
+	want := "2026-11-21T12:00:01Z run: Entities 3 rows; 3 docs written; 3 rows/s; ETA unknown\n" +
+		"2026-11-21T12:01:02Z run: Entities 1 rows; 4 docs written; 0 rows/s; ETA unknown\n"
+	if out.String() != "" || errOut.String() != want {
+		t.Errorf("following: stdout %q, stderr\n%s\nwant\n%s", out.String(), errOut.String(), want)
 	}
 }
 

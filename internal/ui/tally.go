@@ -39,6 +39,12 @@ type tableTally struct {
 
 func newTally() tally { return tally{tables: map[string]*tableTally{}} }
 
+// newPass forgets the tables, for a pass of --follow that reads its
+// window from the start; the outcomes and the session's rows go on.
+func (t *tally) newPass() {
+	t.tables, t.order, t.current, t.counting = map[string]*tableTally{}, nil, "", false
+}
+
 // table returns the table name, heard of now when it is new.
 func (t *tally) table(name string, now time.Time) *tableTally {
 	tt, ok := t.tables[name]
