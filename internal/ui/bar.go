@@ -84,12 +84,18 @@ type barField struct {
 	drop int
 }
 
-// The bar's gauge: barMax characters between its brackets when there is
-// room, else halfway to barMin, else barMin.
-const (
-	barMin = 10
-	barMax = 30
-)
+// gaugeWidth is the gauge's width between its brackets on a terminal of
+// width columns: the same for every bar there, so that the bars kept as
+// lines line up.
+func gaugeWidth(width int) int {
+	switch {
+	case width >= 140:
+		return 30
+	case width >= 100:
+		return 20
+	}
+	return 10
+}
 
 // renderBar renders v in at most width-1 columns (the last one is left
 // free: writing it makes some terminals wrap): the table, a gauge and the
@@ -129,7 +135,11 @@ func renderBar(v barView, width int) string {
 	if v.live.hasFlow && !v.finished {
 		fields = append(fields, barField{text: fmt.Sprintf("%d in flight", v.live.flow.InFlight), drop: 9})
 	}
-	fields, inner := fit(fields, limit-utf8.RuneCountInString(name), v.total >= 0)
+	inner := 0
+	if v.total >= 0 {
+		inner = gaugeWidth(width)
+	}
+	fields, inner = fit(fields, limit-utf8.RuneCountInString(name), inner)
 	parts := []string{name}
 	if inner > 0 {
 		parts = append(parts, gauge(v.done, v.total, inner))
@@ -144,18 +154,17 @@ func renderBar(v barView, width int) string {
 const gaugeDrop = 5
 
 // fit drops the fields that do not fit in room columns (each after two
-// spaces), highest drop first, the gauge (when withGauge) at gaugeDrop;
-// it returns the fields left and the gauge's inner width (0: none),
-// what room is left, within barMin and barMax.
-func fit(fields []barField, room int, withGauge bool) ([]barField, int) {
-	gaugeWidth := 2 + barMin + 2 // two spaces, the brackets
+// spaces), highest drop first, and the gauge of inner characters (0:
+// none) at gaugeDrop; it returns the fields left and the gauge's width
+// (0: dropped).
+func fit(fields []barField, room, inner int) ([]barField, int) {
 	used := func() int {
 		n := 0
 		for _, f := range fields {
 			n += 2 + utf8.RuneCountInString(f.text)
 		}
-		if withGauge {
-			n += gaugeWidth
+		if inner > 0 {
+			n += 2 + inner + 2 // two spaces, the brackets
 		}
 		return n
 	}
@@ -167,26 +176,15 @@ func fit(fields []barField, room int, withGauge bool) ([]barField, int) {
 			}
 		}
 		switch {
-		case withGauge && gaugeDrop >= worst:
-			withGauge = false
+		case inner > 0 && gaugeDrop >= worst:
+			inner = 0
 		case at >= 0:
 			fields = append(fields[:at:at], fields[at+1:]...)
 		default:
-			return fields, 0 // the rest is cut to the width
+			return fields, inner // the rest is cut to the width
 		}
 	}
-	if !withGauge {
-		return fields, 0
-	}
-	// The gauge keeps one of three widths, so that it does not move with
-	// every change of the figures beside it.
-	left := room - used()
-	for _, inner := range []int{barMax, (barMax + barMin) / 2} {
-		if inner-barMin <= left {
-			return fields, inner
-		}
-	}
-	return fields, barMin
+	return fields, inner
 }
 
 // gauge draws done of total in inner characters between brackets:

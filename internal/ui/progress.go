@@ -447,7 +447,7 @@ func (p *Progress) barView(table string, now time.Time) barView {
 	tt := p.t.tables[table]
 	v := barView{
 		name: table, done: tt.done, total: tt.size(), read: tt.read, things: p.words.Read, rate: tt.rate(now),
-		finished: tt.finished, earlier: tt.finished && tt.done == tt.resumed, took: now.Sub(tt.began), live: p.meters.now(),
+		finished: tt.finished, earlier: tt.finished && tt.resumed > 0 && tt.done == tt.resumed, took: now.Sub(tt.began), live: p.meters.now(),
 	}
 	v.eta, v.etaKnown = p.t.eta(now)
 	return v

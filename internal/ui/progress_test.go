@@ -243,6 +243,10 @@ func TestProgressWhileFollowing(t *testing.T) {
 func TestBarOnATerminal(t *testing.T) {
 	p, _, errOut, clock := testProgress(t, false, true, 80)
 	p.Counting([]string{"Config"})
+	// A table done in an earlier session, and an empty one.
+	p.Resumed("Relationships", 7)
+	p.TableDone("Relationships")
+	p.TableDone("Entities")
 	p.Total("Config", 3000)
 	clock.add(time.Second)
 	p.Advance("Config", 1500)
@@ -252,7 +256,9 @@ func TestBarOnATerminal(t *testing.T) {
 	clock.add(time.Second)
 	p.Advance("Config", 1500)
 	p.TableDone("Config")
-	want := eraseLine + "Config         [=====>    ]   50%  1,500/3,000 rows  750 rows/s  ETA 1s" +
+	want := eraseLine + "Relationships  [==========]  100%  7/7 rows  done earlier\n" +
+		eraseLine + "Entities       [==========]  100%  0/0 rows  0 rows/s  in 0s\n" +
+		eraseLine + "Config         [=====>    ]   50%  1,500/3,000 rows  750 rows/s  ETA 1s" +
 		eraseLine + "run: resuming\n" + "Config         [=====>    ]   50%  1,500/3,000 rows  750 rows/s  ETA 1s" +
 		eraseLine + "Config         [==========]  100%  3,000/3,000 rows  1,000 rows/s  in 3s\n"
 	if got := errOut.String(); got != want {
