@@ -82,7 +82,7 @@ type observeFlags struct {
 }
 
 func (f *observeFlags) bind(fl *pflag.FlagSet) {
-	fl.DurationVar(&f.ProgressInterval, "progress-interval", ui.DefaultProgressInterval, "how often to print a progress line when stderr is not a terminal (and to --log-file)")
+	fl.DurationVar(&f.ProgressInterval, "progress-interval", ui.DefaultProgressInterval, "how often to print a progress line: on stderr when it is not a terminal, on stdout with --output json, and to --log-file")
 	fl.StringVar(&f.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics and /healthz on `HOST:PORT` (no HOST: loopback; port 0 picks one)")
 }
 
