@@ -84,6 +84,18 @@ type barField struct {
 	drop int
 }
 
+// How soon each field of the bar goes when the terminal is too narrow,
+// the last first; the table's name and its percentage stay.
+const (
+	dropETA = iota + 1
+	dropCount
+	dropGauge
+	dropRate
+	dropRU
+	dropRead
+	dropInFlight
+)
+
 // gaugeWidth is the gauge's width between its brackets on a terminal of
 // width columns: the same for every bar there, so that the bars kept as
 // lines line up.
@@ -113,27 +125,26 @@ func renderBar(v barView, width int) string {
 		fields = append(fields, barField{text: fmt.Sprintf("%4s", percent(v.done, v.total))})
 		count = words.Thousands(v.done) + "/" + words.Thousands(v.total) + " " + v.things
 	}
-	fields = append(fields, barField{text: count, drop: 4})
+	fields = append(fields, barField{text: count, drop: dropCount})
 	if !v.finished && v.read > v.done {
-		fields = append(fields, barField{text: words.Thousands(v.read) + " read", drop: 8})
+		fields = append(fields, barField{text: words.Thousands(v.read) + " read", drop: dropRead})
 	}
+	rate := barField{text: thousands(math.Round(v.rate)) + " " + v.things + "/s", drop: dropRate}
 	switch {
 	case v.earlier:
-		fields = append(fields, barField{text: "done earlier", drop: 3})
+		fields = append(fields, barField{text: "done earlier", drop: dropETA})
 	case v.finished:
-		fields = append(fields, barField{text: thousands(math.Round(v.rate)) + " " + v.things + "/s", drop: 6})
-		fields = append(fields, barField{text: "in " + roughSeconds(v.took), drop: 3})
+		fields = append(fields, rate, barField{text: "in " + roughSeconds(v.took), drop: dropETA})
+	case v.etaKnown:
+		fields = append(fields, rate, barField{text: "ETA " + roughSeconds(v.eta), drop: dropETA})
 	default:
-		fields = append(fields, barField{text: thousands(math.Round(v.rate)) + " " + v.things + "/s", drop: 6})
-		if v.etaKnown {
-			fields = append(fields, barField{text: "ETA " + roughSeconds(v.eta), drop: 3})
-		}
+		fields = append(fields, rate)
 	}
 	if v.live.hasRU && !v.finished {
-		fields = append(fields, barField{text: thousands(math.Round(v.live.ruPerSecond)) + " RU/s", drop: 7})
+		fields = append(fields, barField{text: thousands(math.Round(v.live.ruPerSecond)) + " RU/s", drop: dropRU})
 	}
 	if v.live.hasFlow && !v.finished {
-		fields = append(fields, barField{text: fmt.Sprintf("%d in flight", v.live.flow.InFlight), drop: 9})
+		fields = append(fields, barField{text: fmt.Sprintf("%d in flight", v.live.flow.InFlight), drop: dropInFlight})
 	}
 	inner := 0
 	if v.total >= 0 {
@@ -147,15 +158,13 @@ func renderBar(v barView, width int) string {
 	for _, f := range fields {
 		parts = append(parts, f.text)
 	}
-	return cut(strings.Join(parts, "  "), limit)
+	line, _ := words.Cut(strings.Join(parts, "  "), limit)
+	return line
 }
-
-// gaugeDrop is how soon the gauge goes (barField.drop).
-const gaugeDrop = 5
 
 // fit drops the fields that do not fit in room columns (each after two
 // spaces), highest drop first, and the gauge of inner characters (0:
-// none) at gaugeDrop; it returns the fields left and the gauge's width
+// none) at dropGauge; it returns the fields left and the gauge's width
 // (0: dropped).
 func fit(fields []barField, room, inner int) ([]barField, int) {
 	used := func() int {
@@ -176,7 +185,7 @@ func fit(fields []barField, room, inner int) ([]barField, int) {
 			}
 		}
 		switch {
-		case inner > 0 && gaugeDrop >= worst:
+		case inner > 0 && dropGauge >= worst:
 			inner = 0
 		case at >= 0:
 			fields = append(fields[:at:at], fields[at+1:]...)
@@ -199,12 +208,4 @@ func gauge(done, total int64, inner int) string {
 		g += ">" + strings.Repeat(" ", inner-filled-1)
 	}
 	return "[" + g + "]"
-}
-
-// cut cuts s to at most n characters.
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
 }

@@ -103,9 +103,8 @@ type Progress struct {
 // mark is what Progress had seen at a line or a sample, for the rates
 // since.
 type mark struct {
-	at      time.Time
-	rows    int64
-	written int64
+	at   time.Time
+	rows int64
 	// items are the writes the flow saw end: docs as they are written.
 	items     int64
 	ru        float64

@@ -10,7 +10,7 @@ import (
 
 // markAt is what Progress has seen at now (the caller holds mu).
 func (p *Progress) markAt(now time.Time) mark {
-	m := mark{at: now, rows: p.t.session, written: p.t.written}
+	m := mark{at: now, rows: p.t.session}
 	if p.meters.Pacer != nil {
 		s := p.meters.Pacer.Stats()
 		m.ru, m.requests, m.throttled = s.RequestUnits, s.Requests, s.Throttled
