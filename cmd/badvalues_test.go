@@ -16,6 +16,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	provision "github.com/bifrost/bifrost-migrate/init"
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
+	"github.com/bifrost/bifrost-migrate/verify"
 )
 
 // closedAccounts are settings of every account at a port nobody listens
@@ -242,20 +243,26 @@ func TestDatabaseIsCheckedBeforeAnyRequest(t *testing.T) {
 // TestReportFormatByName: the format a --report name says, and the names
 // verify refuses without --report-format ("").
 func TestReportFormatByName(t *testing.T) {
-	for name, want := range map[string]string{
-		"verify.json": reportJSON, "V.JSON": reportJSON, "/dev/stdout": reportJSON, "dir.d/report": reportJSON,
-		"verify.html": reportHTML, "verify.HTM": reportHTML,
+	name := func(f verify.Format) string {
+		if f == nil {
+			return ""
+		}
+		return f.Name()
+	}
+	for file, want := range map[string]string{
+		"verify.json": "json", "V.JSON": "json", "/dev/stdout": "json", "dir.d/report": "json",
+		"verify.html": "html", "verify.HTM": "html",
 		"verify.pdf": "", "verify.txt": "", "verify.json.gz": "", "report.out": "",
 	} {
-		if got := formatByName(name); got != want {
-			t.Errorf("formatByName(%q) = %q, want %q", name, got, want)
+		if got := name(formatByName(verify.Formats(), file)); got != want {
+			t.Errorf("formatByName(%q) = %q, want %q", file, got, want)
 		}
 	}
 	// --report-format chooses for any name.
-	for _, format := range []string{reportJSON, reportHTML} {
-		o := VerifyOptions{Sample: 1, ReportFile: "report.out", ReportFormat: format}
-		if err := (verifyFlags{&o}).validate(); err != nil || o.reportFormat() != format {
-			t.Errorf("--report report.out --report-format %s: %v, format %q", format, err, o.reportFormat())
+	for _, format := range []string{"json", "html"} {
+		o := VerifyOptions{Sample: 1, ReportFile: "report.out", ReportFormat: format, Formats: verify.Formats()}
+		if err := (verifyFlags{&o}).validate(); err != nil || name(o.reportFormat()) != format {
+			t.Errorf("--report report.out --report-format %s: %v, format %q", format, err, name(o.reportFormat()))
 		}
 	}
 }

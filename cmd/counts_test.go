@@ -11,14 +11,14 @@ import (
 // TestCountColumnsNameEveryCount: each summary table has a name for every
 // count it prints, in the same order.
 func TestCountColumnsNameEveryCount(t *testing.T) {
-	if n, c := len(replayColumns.names), len(replayColumns.counts(migrate.ReplayCounts{})); n != c {
+	if n, c := len(replayColumns), len(replayCounts(migrate.ReplayCounts{})); n != c {
 		t.Errorf("replay: %d column names for %d counts", n, c)
 	}
-	if n, c := len(reverseColumns.names), len(reverseColumns.counts(migrate.ReverseCounts{})); n != c {
+	if n, c := len(reverseColumns), len(reverseCounts(migrate.ReverseCounts{})); n != c {
 		t.Errorf("reverse: %d column names for %d counts", n, c)
 	}
 	var b bytes.Buffer
-	if err := writeCountTable(&b, "TABLE", replayColumns, nil, migrate.ReplayCounts{Rows: 7, DeadLetters: 2}); err != nil {
+	if err := writeCountTable(&b, countTable{head: "TABLE", names: replayColumns, total: replayCounts(migrate.ReplayCounts{Rows: 7, DeadLetters: 2})}); err != nil {
 		t.Fatal(err)
 	}
 	want := "TABLE  KIND  ROWS  CREATED  REPLACED  UNCHANGED  CONFLICTS  FORCED  PRUNED  RETRIED-412  RETRIED-409  DROPPED-INDEX  KEPT-IN-TABLES  EXPIRED  DEAD-LETTER  \n" +

@@ -44,7 +44,7 @@ func TestDryRunsSayWouldWrite(t *testing.T) {
 			"\nreplay: 1 row(s) would be dead-lettered\n",
 		}},
 		{"reverse", func(b *bytes.Buffer) error {
-			return writeWindowText(b, reverseWords, reverseSummary{reverse}, ui.RUReport{}, endedDone)
+			return writeWindowText(b, reverseWords, reverseReport(reverse), ui.RUReport{}, endedDone)
 		}, []string{
 			"DRY RUN: nothing was written; the counts say what reverse would do.\n",
 			"\nrows that would be written: 6 (6 rows, 0 index rows, 0 index rows deleted, 0 pruned) in 0.0s\n",

@@ -1,14 +1,10 @@
 package cmd
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/azure"
@@ -52,20 +48,23 @@ func retryLine(service, endpoint string, f *store.Fault) string {
 // "closed the connection without an answer", "reset the connection", or
 // "failed (…)" with the transport's words.
 func attemptWords(f *store.Fault) string {
-	switch {
-	case f == nil:
+	if f == nil {
 		return "failed"
-	case f.Status > 0:
+	}
+	if f.Status > 0 {
 		return fmt.Sprintf("answered %d %s", f.Status, http.StatusText(f.Status))
-	case errors.Is(f, context.DeadlineExceeded):
+	}
+	t := azure.TransportOf(f)
+	switch t.Failure {
+	case azure.TimedOut:
 		return "gave no answer in time"
-	case errors.Is(f, io.EOF), errors.Is(f, io.ErrUnexpectedEOF):
+	case azure.ConnClosed:
 		return "closed the connection without an answer"
-	case errors.Is(f, syscall.ECONNRESET):
+	case azure.ConnReset:
 		return "reset the connection"
 	}
-	if cause := networkCause(f); cause != "" {
-		return "failed (" + cause + ")"
+	if t.Words != "" {
+		return "failed (" + t.Words + ")"
 	}
 	return "failed"
 }

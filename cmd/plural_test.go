@@ -26,7 +26,7 @@ func TestCountsAgreeInNumber(t *testing.T) {
 	} {
 		s := migrate.ReverseSummary{WindowSummary: window, Containers: []migrate.ReverseContainerSummary{{Container: "entities"}}, Totals: tc.counts}
 		var b bytes.Buffer
-		if err := writeWindowText(&b, reverseWords, reverseSummary{s}, ui.RUReport{}, endedDone); err != nil {
+		if err := writeWindowText(&b, reverseWords, reverseReport(s), ui.RUReport{}, endedDone); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(b.String(), tc.want) {

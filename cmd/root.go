@@ -1,6 +1,7 @@
 // Package cmd is the command line of bifrost-migrate: one file per
 // subcommand. Each binds its flags into an Options struct and calls a
-// package that does the work; errors become exit codes in one place (Main).
+// package that does the work; errors become exit codes and sentences in
+// one place (errors.go: exitCode and errorMessage, by the error's type).
 package cmd
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/internal/memlimit"
 	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/internal/version"
+	"github.com/bifrost/bifrost-migrate/verify"
 )
 
 // Factory is what every command needs from the outside world. Main fills it
@@ -52,6 +54,9 @@ type Factory struct {
 	// Credential, when not nil, replaces DefaultAzureCredential for the
 	// accounts reached with Entra ID (tests: a token stand-in).
 	Credential azcore.TokenCredential
+	// ReportFormats are the formats verify's --report offers; nil means
+	// verify.Formats() (tests add one).
+	ReportFormats []verify.Format
 
 	Global GlobalOptions
 
@@ -93,6 +98,15 @@ func (f *Factory) serviceNow() time.Time {
 		return f.ServiceNow()
 	}
 	return time.Now()
+}
+
+// reportFormats are the formats verify's --report offers: ReportFormats,
+// else verify.Formats().
+func (f *Factory) reportFormats() []verify.Format {
+	if f.ReportFormats != nil {
+		return f.ReportFormats
+	}
+	return verify.Formats()
 }
 
 // JSON reports whether --output json was chosen.
@@ -339,6 +353,11 @@ emulators (Azurite and the Cosmos DB emulator).`,
   bifrost-migrate reverse --since 2026-11-20T14:00:00Z --follow`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Runnable, as fixtures is, so that cobra checks its Args with
+		// ours (rootArgs): `bifrost-migrate bogus` is a usage error.
+		Args:                       rootArgs,
+		SuggestionsMinimumDistance: 2, // cobra's default, which SuggestionsFor does not apply
+		RunE:                       func(c *cobra.Command, _ []string) error { return c.Help() },
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
 			switch f.Global.Output {
 			case "text", "json":
@@ -419,18 +438,23 @@ your shell. Each shell's help says where to put it.`
 			sh.Example = "  bifrost-migrate completion " + sh.Name() + " --help"
 		}
 	}
-	setFlagErrors(root)
+	setUsageErrors(root)
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { writeHelp(c.OutOrStdout(), c) })
 	addCompletions(root, f)
 	return root
 }
 
-// setFlagErrors makes flagError the flag error function of c and of its
-// subcommands (cobra does not inherit it).
-func setFlagErrors(c *cobra.Command) {
+// setUsageErrors makes cobra's errors about the command line usage
+// errors (exit 2), once, where cobra makes them: flagError is the flag
+// error function of c and of its subcommands (cobra does not inherit
+// it), and each one's check of its arguments is wrapped (usageArgs).
+func setUsageErrors(c *cobra.Command) {
 	c.SetFlagErrorFunc(flagError)
+	if c.Args != nil {
+		c.Args = usageArgs(c.Args)
+	}
 	for _, sub := range c.Commands() {
-		setFlagErrors(sub)
+		setUsageErrors(sub)
 	}
 }
 
@@ -496,9 +520,6 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	if err == nil {
 		return code
 	}
-	if code == ExitFatal && isCobraUsage(err) {
-		code = ExitUsage
-	}
 	printError(f, err, code, f.Global.JSON() || outputArg(args) == "json")
 	return code
 }
@@ -538,84 +559,3 @@ func redactArgs(args []string) []string {
 	}
 	return out
 }
-
-// errorMessage is the sentence that reports err, which ends the command
-// with exit status code, scrubbed of every secret of the settings: for an
-// error from a service, the sentence explain gives, which says what to
-// do; else the error's own text. raw is the error's own text, scrubbed
-// too, which --verbose prints before the sentence when they differ.
-func errorMessage(f *Factory, err error, code int) (msg, raw string) {
-	raw = f.Redact(err.Error())
-	var cred *azure.CredentialError
-	if errors.As(err, &cred) {
-		// The sentence names the services and what to do; the raw text
-		// is what each credential of the chain answered.
-		raw = f.Redact(azure.ScrubError(cred.Err).Error())
-	}
-	switch {
-	case code == ExitInterrupted:
-		return interruptedSentence(raw), raw
-	case explain(err) != "":
-		return f.Redact(explain(err)), raw
-	}
-	return raw, raw
-}
-
-// errorText is what Execute prints on stderr for err, which ends the
-// command with exit status code: lines scrubbed of every secret of the
-// settings, the last one the error's sentence (errorMessage); with
-// --verbose the error's own text, the service's answer included, comes
-// on the line before it. A usage error ends with the hint about --help,
-// unless it is bad input in a file (InputError).
-func errorText(f *Factory, err error, code int) string {
-	var b strings.Builder
-	msg, raw := errorMessage(f, err, code)
-	if f.Global.Verbose && raw != msg && code != ExitInterrupted {
-		fmt.Fprintf(&b, "bifrost-migrate: (--verbose) %s\n", strings.TrimRight(raw, "\n"))
-	}
-	fmt.Fprintf(&b, "bifrost-migrate: %s\n", msg)
-	if code == ExitUsage && !isInputError(err) {
-		fmt.Fprintf(&b, "Run '%s --help' for usage.\n", firstNonEmpty(f.command, "bifrost-migrate"))
-	}
-	return b.String()
-}
-
-// isCobraUsage recognises cobra's own argument errors, which are plain
-// errors (unknown command, wrong number of arguments).
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	return strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
-		strings.Contains(msg, "arg(s)") || strings.HasPrefix(msg, "required flag")
-}
-
-// interruptedSentence is the message of a command SIGINT, SIGTERM or
-// SIGHUP stopped (exit 130), from its error's text: "interrupted: " and what to
-// do, without the Go runtime's "context canceled".
-func interruptedSentence(raw string) string {
-	for _, frag := range []string{" (context canceled)", ": context canceled", "context canceled"} {
-		raw = strings.ReplaceAll(raw, frag, "")
-	}
-	if raw = strings.TrimSpace(raw); raw == "" {
-		return "interrupted: stopped before it finished; run the same command again"
-	}
-	return "interrupted: " + raw
-}
-
-// interrupted is the error a command stopped by SIGINT, SIGTERM or SIGHUP ends
-// with: its sentence msg (what was saved, what to run), wrapping err. The
-// text of err is left out when it is the cancellation itself — a request
-// cut short says nothing an operator can act on.
-func interrupted(msg string, err error) error {
-	if errors.Is(err, context.Canceled) {
-		return &interruptError{msg, err}
-	}
-	return fmt.Errorf("%s (%w)", msg, err)
-}
-
-type interruptError struct {
-	msg string
-	err error
-}
-
-func (e *interruptError) Error() string { return e.msg }
-func (e *interruptError) Unwrap() error { return e.err }

@@ -2,13 +2,13 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -31,10 +31,13 @@ type VerifyOptions struct {
 	Database string
 	// Sample is the fraction of rows checked (0 < Sample ≤ 1).
 	Sample float64
-	// ReportFile, when not empty, receives the whole report: as JSON, or
-	// as one HTML page (ReportFormat html, or a .html or .htm name).
+	// ReportFile, when not empty, receives the whole report, in the
+	// format ReportFormat names, else the one its name says
+	// (formatByName).
 	ReportFile   string
 	ReportFormat string
+	// Formats are the formats --report offers (Factory.ReportFormats).
+	Formats []verify.Format
 	// commandLine is the command line, connection strings as "***", for
 	// the report.
 	commandLine string
@@ -62,6 +65,10 @@ type VerifyOptions struct {
 	// out is the command's output, once verifyRun made it: the start-up
 	// checks say there what they wait for.
 	out *ui.Output
+	// migration are the options verify judges with (its transform
+	// options and table prefix: the flags', and the migration's for
+	// those not given), once verifyRun computed them.
+	migration migrationOptions
 }
 
 // verifyServices is what VerifyOptions.Connect returns.
@@ -74,7 +81,7 @@ type verifyFlags struct{ o *VerifyOptions }
 func (v verifyFlags) bind(fl *pflag.FlagSet) {
 	fl.Float64Var(&v.o.Sample, "sample", 1, "check only this `fraction` of the rows (0 < F <= 1), chosen by a hash of their keys")
 	fl.StringVar(&v.o.ReportFile, "report", "", "write the whole report to `FILE`: JSON, or one HTML page for a .html name")
-	fl.StringVar(&v.o.ReportFormat, "report-format", "", "the --report file's `format`: json or html (default: by its name)")
+	fl.StringVar(&v.o.ReportFormat, "report-format", "", "the --report file's `format`: "+joinOr(formatNames(v.o.Formats))+" (default: by its name)")
 	fl.IntVar(&v.o.PageSize, "page-size", store.DefaultQueryPageSize, "docs per query page")
 	_ = fl.MarkHidden("page-size")
 }
@@ -83,53 +90,79 @@ func (v verifyFlags) validate() error {
 	if !(v.o.Sample > 0 && v.o.Sample <= 1) {
 		return badValue("--sample", v.o.Sample, "a fraction F with 0 < F <= 1")
 	}
-	switch v.o.ReportFormat {
-	case "", reportJSON, reportHTML:
-	default:
-		return badValue("--report-format", v.o.ReportFormat, "json or html")
+	if v.o.ReportFormat != "" && formatNamed(v.o.Formats, v.o.ReportFormat) == nil {
+		return badValue("--report-format", v.o.ReportFormat, joinOr(formatNames(v.o.Formats)))
 	}
 	if v.o.ReportFormat != "" && v.o.ReportFile == "" {
 		return UsageError(errors.New("--report-format needs --report FILE"))
 	}
-	if v.o.ReportFile != "" && v.o.ReportFormat == "" && formatByName(v.o.ReportFile) == "" {
+	if v.o.ReportFile != "" && v.o.ReportFormat == "" && formatByName(v.o.Formats, v.o.ReportFile) == nil {
 		// Before any work: x.pdf would get JSON, which is not what was asked.
-		return badValue("--report", v.o.ReportFile, "a name ending in .json, .html or .htm, or the format given with --report-format json or html")
+		return badValue("--report", v.o.ReportFile, "a name ending in "+joinOr(formatExts(v.o.Formats))+
+			", or the format given with --report-format "+joinOr(formatNames(v.o.Formats)))
 	}
 	return nil
 }
 
-// The formats of --report.
-const (
-	reportJSON = "json"
-	reportHTML = "html"
-)
-
 // reportFormat is the format of the --report file: --report-format, else
-// the one its name says (formatByName).
-func (o *VerifyOptions) reportFormat() string {
+// the one its name says (formatByName); nil for neither, which validate
+// refuses.
+func (o *VerifyOptions) reportFormat() verify.Format {
 	if o.ReportFormat != "" {
-		return o.ReportFormat
+		return formatNamed(o.Formats, o.ReportFormat)
 	}
-	return formatByName(o.ReportFile)
+	return formatByName(o.Formats, o.ReportFile)
 }
 
-// formatByName is the report format a file name says: html for a name
-// ending in .html or .htm, json for .json or no extension (/dev/stdout),
-// "" for any other extension (.pdf, .txt), which verify refuses.
-func formatByName(name string) string {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".html", ".htm":
-		return reportHTML
-	case ".json", "":
-		return reportJSON
+// formatNamed is the format of formats called name; nil for none.
+func formatNamed(formats []verify.Format, name string) verify.Format {
+	for _, f := range formats {
+		if f.Name() == name {
+			return f
+		}
 	}
-	return ""
+	return nil
+}
+
+// formatByName is the format of formats a file name says by its
+// extension, in any case (.html, .HTM); the first of them for a name
+// without one (/dev/stdout); nil for any other extension (.pdf, .txt),
+// which verify refuses.
+func formatByName(formats []verify.Format, name string) verify.Format {
+	ext := strings.ToLower(filepath.Ext(name))
+	if ext == "" && len(formats) > 0 {
+		return formats[0]
+	}
+	for _, f := range formats {
+		if slices.Contains(f.Exts(), ext) {
+			return f
+		}
+	}
+	return nil
+}
+
+// formatNames are the names of formats, in their order.
+func formatNames(formats []verify.Format) []string {
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = f.Name()
+	}
+	return names
+}
+
+// formatExts are the extensions of formats, in their order.
+func formatExts(formats []verify.Format) []string {
+	var exts []string
+	for _, f := range formats {
+		exts = append(exts, f.Exts()...)
+	}
+	return exts
 }
 
 // NewCmdVerify builds `bifrost-migrate verify`. runF replaces the command's
 // work in tests; nil means verifyRun.
 func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) *cobra.Command {
-	opts := &VerifyOptions{}
+	opts := &VerifyOptions{Formats: f.reportFormats()}
 	opts.testNames.prefix = &opts.TablePrefix
 	opts.Connect = func(ctx context.Context) (verifyServices, error) { return connectVerify(ctx, f, opts) }
 	c := newCommand(verifyDoc, func(c *cobra.Command) error {
@@ -147,7 +180,7 @@ func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) 
 // connectVerify connects the engine to the accounts of f.
 func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verifyServices, error) {
 	c, err := connect(ctx, f, needs{uses: tablesRead | blobsRead | cosmosRead, database: opts.Database, blobContainer: opts.BlobContainer,
-		probeTable: opts.TablePrefix + firstTable(opts.Tables), pacer: opts.pacer, out: opts.out})
+		probeTable: opts.migration.TablePrefix + firstTable(opts.Tables), pacer: opts.pacer, out: opts.out})
 	return verifyServices{conn: c, deps: &verify.Verifier{Rows: c.rowReader, Docs: c.docReader, Blobs: c.blobStore}}, err
 }
 
@@ -165,14 +198,13 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 			return err
 		}
 	}
-	sayOptions, err := opts.TransformFlags.adopt(o, "verify", opts.StateDir, false)
+	mig, err := opts.TransformFlags.migration("verify", opts.StateDir, opts.TablePrefix, false)
 	if err != nil {
 		return err
 	}
-	topts, err := opts.TransformFlags.options(opts.Now())
-	if err != nil {
-		return err
-	}
+	opts.migration = mig
+	topts := mig.Transform
+	topts.Now = opts.Now().UTC()
 	opts.pacer = opts.RU.pacer()
 	p, err := opts.Observe.progress(opts.IO, o, "verify", opts.RU.meters(), ui.Words{}, "")
 	if err != nil {
@@ -192,14 +224,14 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	// Its phases: status lines (--output json: progress lines) and the
 	// progress lines' phase.
 	v.Progress = p
-	if err := ready(ctx, o, svc.conn, svc.conn.rowReader, opts.TablePrefix, opts.Tables); err != nil {
+	if err := ready(ctx, o, svc.conn, svc.conn.rowReader, mig.TablePrefix, opts.Tables); err != nil {
 		return err
 	}
-	sayOptions()
+	mig.say(o)
 	r, err := v.Run(ctx, verify.Options{
 		Transform:   topts,
 		Tables:      opts.Tables,
-		TablePrefix: opts.TablePrefix,
+		TablePrefix: mig.TablePrefix,
 		Sample:      opts.Sample,
 		PageSize:    opts.PageSize,
 		Database:    opts.Database,
@@ -225,7 +257,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	if opts.ReportFile != "" {
-		if err := writeReportFile(opts.ReportFile, opts.reportFormat(), r, func() verify.HTMLFacts { return htmlFacts(o, opts.StateDir, r.RunID) }); err != nil {
+		if err := writeReportFile(opts.ReportFile, opts.reportFormat(), r, reportMeta(o, opts.StateDir, r.RunID)); err != nil {
 			// The verdict is printed: say it again, and that the report
 			// the operator asked for is not there.
 			what := r.VerdictLine()
@@ -248,7 +280,7 @@ func writeVerifySummary(o *ui.Output, out io.Writer, r *verify.Report, ru ui.RUR
 			RU ui.RUReport `json:"ru"`
 		}{r.Summary(), ru})
 	} else {
-		err = r.WriteText(out)
+		err = verify.Text{}.Write(out, r, verify.Meta{})
 	}
 	return err
 }
@@ -336,7 +368,7 @@ func signOff(r *verify.Report, opts *VerifyOptions, t target, started time.Time)
 		Blobs:  verify.Endpoint{Endpoint: t.blobs.BlobEndpoint, Account: t.blobs.Name, Container: t.blobName, Auth: t.blobs.Auth()},
 		Cosmos: verify.Endpoint{Endpoint: t.cosmos.Endpoint, Database: t.database, Auth: cosmosAuth(t.cosmos)},
 	}
-	// adopt read the same state at the start; a state that cannot be read
+	// migration read the same state at the start; a state that cannot be read
 	// was said then.
 	if st, err := migrate.LoadState(opts.StateDir); err == nil && st != nil {
 		r.RunID = st.RunID
@@ -345,47 +377,40 @@ func signOff(r *verify.Report, opts *VerifyOptions, t target, started time.Time)
 	}
 }
 
-// htmlFacts are what the HTML report shows beyond the report: the
-// version, and the throughput samples of run runID in stateDir (a file
-// that cannot be read is a warning, and the charts are left out).
-func htmlFacts(o *ui.Output, stateDir, runID string) verify.HTMLFacts {
-	f := verify.HTMLFacts{ToolVersion: version.String(), RatesFrom: filepath.Join(stateDir, migrate.SamplesFile)}
-	if runID == "" {
-		return f
+// reportMeta is what the report file shows beyond the report: the
+// version, and the throughput samples of run runID in stateDir, read
+// only by a format that charts them (a file that cannot be read is a
+// warning, and the charts are left out).
+func reportMeta(o *ui.Output, stateDir, runID string) verify.Meta {
+	m := verify.Meta{ToolVersion: version.String(), RatesFrom: filepath.Join(stateDir, migrate.SamplesFile)}
+	m.Rates = func() []verify.RatePoint {
+		if runID == "" {
+			return nil
+		}
+		samples, err := migrate.LoadSamples(stateDir, runID)
+		if err != nil {
+			o.Warning("%s cannot be read (%v): the report has no throughput charts", m.RatesFrom, unwrapPath(err))
+			return nil
+		}
+		rates := make([]verify.RatePoint, len(samples))
+		for i, s := range samples {
+			rates[i] = verify.RatePoint{Time: s.Time, RowsPerSecond: s.RowsPerSecond, DocsPerSecond: s.DocsPerSecond, RUPerSecond: s.RUPerSecond}
+		}
+		return rates
 	}
-	samples, err := migrate.LoadSamples(stateDir, runID)
-	if err != nil {
-		o.Warning("%s cannot be read (%v): the report has no throughput charts", f.RatesFrom, unwrapPath(err))
-		return f
-	}
-	for _, s := range samples {
-		f.Rates = append(f.Rates, verify.RatePoint{Time: s.Time, RowsPerSecond: s.RowsPerSecond, DocsPerSecond: s.DocsPerSecond, RUPerSecond: s.RUPerSecond})
-	}
-	return f
+	return m
 }
 
-// writeReportFile writes the report in format (reportJSON: indented
-// JSON; reportHTML: one page with facts), through a temporary file so
-// that a half-written report never replaces a complete one.
-func writeReportFile(name, format string, r *verify.Report, facts func() verify.HTMLFacts) error {
+// writeReportFile writes the report in format, with meta, through a
+// temporary file so that a half-written report never replaces a complete
+// one.
+func writeReportFile(name string, format verify.Format, r *verify.Report, meta verify.Meta) error {
 	tmp := name + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("--report %s: %v", name, unwrapPath(err))
 	}
-	if format == reportHTML {
-		err = r.WriteHTML(f, facts())
-	} else {
-		enc := json.NewEncoder(f)
-		enc.SetIndent("", "  ")
-		// The file is one document, not --output json lines; its "type"
-		// says what it is.
-		err = enc.Encode(struct {
-			Type        string `json:"type"`
-			ToolVersion string `json:"toolVersion"`
-			*verify.Report
-		}{"verify", version.String(), r})
-	}
+	err = format.Write(f, r, meta)
 	if err != nil {
 		f.Close()
 		os.Remove(tmp)

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/internal/ui"
@@ -52,33 +51,6 @@ type windowHelp struct {
 	prune, force string
 }
 
-// windowCommandOptions are the flags and dependencies of a command that
-// applies a window of changes (replay, reverse).
-type windowCommandOptions[O, D any] struct {
-	windowOptions
-	// Engine carries the engine's options: the flags fill them, the
-	// command's run their Transform.
-	Engine O
-
-	// Connect connects to the accounts and returns the engine's services
-	// with where they are and what of init's resources is missing.
-	Connect func(ctx context.Context) (services[D], error)
-}
-
-// ReplayOptions are the flags and dependencies of `bifrost-migrate
-// replay`; ReverseOptions of `bifrost-migrate reverse`.
-type (
-	ReplayOptions  = windowCommandOptions[migrate.ReplayOptions, migrate.ReplayDeps]
-	ReverseOptions = windowCommandOptions[migrate.ReverseOptions, migrate.ReverseDeps]
-)
-
-// replayServices and reverseServices are what their options' Connect
-// returns.
-type (
-	replayServices  = services[migrate.ReplayDeps]
-	reverseServices = services[migrate.ReverseDeps]
-)
-
 // windowOptions are what replay's and reverse's options share: the
 // engine's options and the window's flags.
 type windowOptions struct {
@@ -87,27 +59,14 @@ type windowOptions struct {
 }
 
 // newWindowOptions returns the options of a replay or reverse whose
-// engine options are c and w, with the flags' help.
-func newWindowOptions(c *migrate.Common, w *migrate.WindowOptions, help windowHelp) windowOptions {
+// engine options are c and w, with the flags' help; now is the time the
+// services stamp changes with (--since is checked against it).
+func newWindowOptions(c *migrate.Common, w *migrate.WindowOptions, help windowHelp, now func() time.Time) windowOptions {
 	help.dryRun = "read everything, write nothing, print what would happen"
 	return windowOptions{
 		engineOptions: engineOptions{engineFlags: newEngineFlags(c, help.engineHelp, false)},
-		window:        windowFlags{w: w, dryRun: &c.DryRun, help: help},
+		window:        windowFlags{w: w, dryRun: &c.DryRun, help: help, now: now},
 	}
-}
-
-// newWindowCmd builds the command of a replay or reverse (doc) with the
-// options opts, whose shared part is w: it binds the window's flags,
-// more, then the engine's, and does run (runF in tests) once they are
-// valid.
-func newWindowCmd[O any](f *Factory, opts O, w *windowOptions, doc cmdDoc, runF, run func(context.Context, O) error, more ...flagGroup) *cobra.Command {
-	w.window.now = f.serviceNow
-	c := newCommand(doc, func(c *cobra.Command) error {
-		w.from(f, c.Name())
-		return runWith(c, opts, runF, run)
-	})
-	addFlags(c, append(append([]flagGroup{&w.window}, more...), &w.engineFlags)...)
-	return c
 }
 
 func (w *windowFlags) bind(fl *pflag.FlagSet) {
@@ -195,57 +154,32 @@ func days(d time.Duration) string {
 	return fmt.Sprintf("%d %s %d h", h/24, unit, h%24)
 }
 
-// windowSummary is a replay's or a reverse's summary as the code they
-// share reads it (replaySummary, reverseSummary).
-type windowSummary interface {
+// windowReport is a replay's or a reverse's summary as the steps they
+// share read it: plain values, made by replayReport and reverseReport.
+type windowReport struct {
 	// window is what every window's summary holds: since, a dry run, the
 	// warnings and the dead letters.
-	window() migrate.WindowSummary
-	tally() tally
-	// text are the parts of its text that are its own.
-	text() (summaryText, error)
-	conflicts() []windowConflict
-	// plus returns o's totals added to its own: the totals of the passes
-	// of one --follow, which are all of the same command.
-	plus(o windowSummary) windowSummary
-	// totals are its counts, as --follow's JSON summary lists them.
-	totals() any
-}
-
-// summaryText are the parts of a summary's text that differ between
-// replay and reverse.
-type summaryText struct {
+	window migrate.WindowSummary
+	tally  tally
 	// counts is the table of counts by table or container; writes the
 	// lines that say what was written (in a dry run: would be); forced
 	// the conflicts line's count of what --force wrote ("2 written with
 	// --force"); plan, when not empty, a dry run's writes.
-	counts, writes, forced, plan string
+	counts               countTable
+	writes, forced, plan string
+	conflicts            []listedConflict
+	// summary is the engine's summary: the fields of the JSON summary
+	// line.
+	summary any
 }
 
-// windowConflict is a conflict of a replay or a reverse as the code they
-// share lists it (replayConflict, reverseConflict); --output json lists
-// its fields.
-type windowConflict interface {
-	// doc names the doc it is of: --follow keeps the latest of each doc's.
-	doc() string
-	writeText(w io.Writer)
+// listedConflict is a conflict of a replay or a reverse as the summary
+// lists it: the doc it is of (--follow keeps the latest of each doc's),
+// its lines of text, and its value, whose fields --output json lists.
+type listedConflict struct {
+	doc, text string
+	value     any
 }
-
-// listConflicts lists the conflicts cs of a summary, each as as makes it
-// a windowConflict.
-func listConflicts[C any](cs []C, as func(C) windowConflict) []windowConflict {
-	out := make([]windowConflict, len(cs))
-	for i, c := range cs {
-		out[i] = as(c)
-	}
-	return out
-}
-
-// windowPass runs the engine of a replay or a reverse once, from since,
-// with progress p (counted: p shows totals, which the engine then
-// pre-counts); keep appends to the dead-letter file (the passes of
-// --follow after the first).
-type windowPass func(ctx context.Context, since time.Time, p migrate.Progress, counted, keep bool) (windowSummary, error)
 
 // windowCommand is a replay or a reverse at work, once its flags are
 // valid: what the two share from their start to their last line.
@@ -256,10 +190,14 @@ type windowCommand struct {
 	common *migrate.Common
 	o      *ui.Output
 	obs    *ui.Progress
+	// atWork says, once, what the command says only once its engine is
+	// at work (a command refused at its start, the state directory in
+	// use, prints only its error): how far back --since reaches.
+	atWork func()
 }
 
 // begin starts the replay or reverse of words whose engine options are
-// c: the transform options and the pacer (engineOptions.start), then
+// c: the options it works with and the pacer (engineOptions.start), then
 // its progress, which the caller finishes.
 func (w *windowOptions) begin(words wayWords, c *migrate.Common) (*windowCommand, error) {
 	e := &w.engineOptions
@@ -274,7 +212,9 @@ func (w *windowOptions) begin(words wayWords, c *migrate.Common) (*windowCommand
 	if w.window.Follow {
 		obs.Following(w.window.w.Since)
 	}
-	return &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs}, nil
+	wc := &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs}
+	wc.atWork = sync.OnceFunc(func() { warnReach(o, c.StateDir, w.window.w.Since) })
+	return wc, nil
 }
 
 // ready prints where the command works (c's accounts), then fails when
@@ -294,26 +234,25 @@ func (w *windowCommand) ready(ctx context.Context, c conn, rows store.PageReader
 	if err := ready(ctx, w.o, c, rows, w.common.TablePrefix, tables); err != nil {
 		return err
 	}
-	w.e.sayOptions()
+	w.e.migration.say(w.o)
 	w.flags.startStatus(w.o, w.words.reads, w.flags.w.Since, w.common.DryRun)
 	return nil
 }
 
-// atWork says what the command says only once its engine is at work (a
-// command refused at its start, the state directory in use, prints only
-// its error): how far back --since reaches.
-func (w *windowCommand) atWork() func() {
-	return sync.OnceFunc(func() { warnReach(w.o, w.common.StateDir, w.flags.w.Since) })
+// progress is the progress of a replay or reverse that runs once, whose
+// first report says what the command says once at work; counted: it
+// shows totals, which the engine then pre-counts. The caller finishes
+// it once the engine is done, before the summary.
+func (w *windowCommand) progress() (p *ui.Progress, counted bool) {
+	w.obs.OnWork(w.atWork)
+	return w.obs, w.obs.WantsTotals()
 }
 
-// once runs pass once with progress, prints the summary (interrupted
-// too, once the engine was at work) and returns the error the command
-// ends with (windowExit).
-func (w *windowCommand) once(ctx context.Context, pass windowPass) error {
-	w.obs.OnWork(w.atWork())
-	s, err := pass(ctx, w.flags.w.Since, w.obs, w.obs.WantsTotals(), false)
-	w.obs.Finish()
-	t := s.tally()
+// ended prints the summary r of a replay or reverse that ran once, which
+// its error err stopped (or nil), and returns the error the command ends
+// with (windowExit).
+func (w *windowCommand) ended(ctx context.Context, r windowReport, err error) error {
+	t := r.tally
 	ru := w.e.RU.report(t.ruDocs)
 	end := endingOf(err, ctx.Err() != nil)
 	var werr error
@@ -321,45 +260,78 @@ func (w *windowCommand) once(ctx context.Context, pass windowPass) error {
 	case !t.ran || err != nil && !t.counted() && ctx.Err() == nil:
 		// Nothing was done: the error alone says what happened.
 	case w.o.JSON():
-		werr = w.o.Lines().Emit(ui.LineSummary, windowLine{end == endedDone, s, ru})
+		werr = w.o.Lines().Emit(ui.LineSummary, windowLine{end == endedDone, r.summary, ru})
 	default:
-		werr = writeWindowText(w.e.Out, w.words, s, ru, end)
+		werr = writeWindowText(w.e.Out, w.words, r, ru, end)
 	}
 	if err == nil {
 		err = werr
 	}
-	return windowExit(err, ctx.Err() != nil, w.common.DryRun, t, s.window().DeadLetterFile, w.words)
+	return windowExit(err, ctx.Err() != nil, w.common.DryRun, t, r.window.DeadLetterFile, w.words)
 }
 
-// follow runs the passes of --follow until ctx ends (SPEC §16), each from
-// the previous pass's watermark less --skew, then prints the totals (from
-// none, the summary with no counts) and the conflicts of every pass; exit
-// 4 when any conflict was left, else 3 when there were dead letters. The
-// passes report to the progress, which shows no bar and no JSON progress
-// lines while following: a pass line ends each.
-func (w *windowCommand) follow(ctx context.Context, none windowSummary, pass windowPass) error {
-	var (
-		sum   tally
-		total = none
-	)
-	w.obs.OnWork(w.atWork())
-	keep := false
-	f, err := followPasses(ctx, w.o, w.obs, migrate.FollowOptions{Since: w.flags.w.Since, Interval: w.flags.Interval, Skew: w.flags.Skew},
-		func(pctx context.Context, since time.Time) (followPass, error) {
-			s, err := pass(pctx, since, w.obs, false, keep)
-			keep = true // the passes after the first add to the dead-letter file
-			if err != nil {
-				return followPass{}, err
-			}
-			t := s.tally()
-			sum.add(t)
-			total = total.plus(s)
-			return newFollowPass(migrate.PassResult{Read: t.read, Applied: t.written, Conflicts: t.conflicts, Newest: deref(t.newest)}, t.deadLetters, s.conflicts()), nil
-		})
+// following is what the passes of --follow did so far (SPEC §16): each
+// pass reports to the progress, which shows no bar and no JSON progress
+// lines while following (a pass line ends each), and the passes after
+// the first add to the dead-letter file.
+type following struct {
+	w        *windowCommand
+	progress migrate.Progress
+	keep     bool
+	sum      tally
+	followed followed
+	last     followPass
+	werr     error
+}
+
+// follow starts following: the options of migrate.Follow, from --since,
+// --interval and --skew, and the progress of its passes.
+func (w *windowCommand) follow() (*following, migrate.FollowOptions) {
+	w.obs.OnWork(w.atWork)
+	f := &following{w: w, progress: w.obs, followed: followed{conflicts: map[string]listedConflict{}}}
+	return f, migrate.FollowOptions{Since: w.flags.w.Since, Interval: w.flags.Interval, Skew: w.flags.Skew}
+}
+
+// started is said when a pass starts.
+func (f *following) started() { f.w.obs.PassStarted() }
+
+// passed counts what a pass did (r) and returns what migrate.Follow
+// takes of it; the passes after it add to the dead-letter file.
+func (f *following) passed(r windowReport) migrate.PassResult {
+	t := r.tally
+	f.keep = true
+	f.sum.add(t)
+	f.last = newFollowPass(t.deadLetters, r.conflicts)
+	f.followed.deadLetters += t.deadLetters
+	for k, c := range f.last.conflicts {
+		f.followed.conflicts[k] = c
+	}
+	return migrate.PassResult{Read: t.read, Applied: t.written, Conflicts: t.conflicts, Newest: deref(t.newest)}
+}
+
+// ended prints the line of a pass that ended (migrate.Follow's onPass).
+func (f *following) ended(r migrate.PassReport) {
+	f.w.obs.PassEnded(r)
+	f.followed.passes = r.Pass
+	if err := writePass(f.w.o, r, f.last.deadLetters); err != nil && f.werr == nil {
+		f.werr = err
+	}
+}
+
+// summary prints, once following ended (err: the first error of a pass),
+// the totals of every pass (total: the engine's counts added up), their
+// conflicts and request units, and returns the error the command ends
+// with: exit 4 when any conflict was left, else 3 when there were dead
+// letters.
+func (f *following) summary(err error, total any) error {
+	if err == nil {
+		err = f.werr
+	}
 	if err != nil {
 		return err
 	}
-	return followedSummary(w.o, f, total.totals(), w.e.RU.report(sum.ruDocs), fmt.Sprintf(w.words.followed, sum.read, sum.written),
+	w := f.w
+	return followedSummary(w.o, f.followed, total, w.e.RU.report(f.sum.ruDocs), fmt.Sprintf(w.words.followed, f.sum.read, f.sum.written),
 		w.common.StateDir, w.words.deadLetterFile)
 }
 
@@ -370,12 +342,17 @@ func (w *windowCommand) follow(ctx context.Context, none windowSummary, pass win
 func followedSummary(o *ui.Output, f followed, total any, ru ui.RUReport, read string, stateDir, deadLetters string) error {
 	var err error
 	if o.JSON() {
+		listed := f.listed()
+		values := make([]any, len(listed))
+		for i, c := range listed {
+			values[i] = c.value
+		}
 		err = o.Lines().Emit(ui.LineSummary, struct {
-			Passes    int              `json:"passes"`
-			Totals    any              `json:"totals"`
-			Conflicts []windowConflict `json:"conflicts"`
-			RU        ui.RUReport      `json:"ru"`
-		}{f.passes, total, f.listed(), ru})
+			Passes    int         `json:"passes"`
+			Totals    any         `json:"totals"`
+			Conflicts []any       `json:"conflicts"`
+			RU        ui.RUReport `json:"ru"`
+		}{f.passes, total, values, ru})
 	} else {
 		fmt.Fprintf(o.Out(), "followed for %d pass(es): %s, %d conflict(s), %d dead letter(s)\n", f.passes, read, len(f.conflicts), f.deadLetters)
 		for i, c := range f.listed() {
@@ -383,7 +360,7 @@ func followedSummary(o *ui.Output, f followed, total any, ru ui.RUReport, read s
 				fmt.Fprintf(o.Out(), "  … and %d more\n", len(f.conflicts)-i)
 				break
 			}
-			c.writeText(o.Out())
+			io.WriteString(o.Out(), c.text)
 		}
 		ru.WriteText(o.Out())
 	}
@@ -393,33 +370,31 @@ func followedSummary(o *ui.Output, f followed, total any, ru ui.RUReport, read s
 	return f.exit(filepath.Join(stateDir, deadLetters))
 }
 
-// writeWindowText prints the text summary of a replay or reverse s with
+// writeWindowText prints the text summary of a replay or reverse r with
 // its request units ru, its last line saying how it ended (end).
-func writeWindowText(w io.Writer, words wayWords, s windowSummary, ru ui.RUReport, end ending) error {
-	ws, t := s.window(), s.tally()
-	text, err := s.text()
-	if err != nil {
-		return err
-	}
+func writeWindowText(w io.Writer, words wayWords, r windowReport, ru ui.RUReport, end ending) error {
+	ws, t := r.window, r.tally
 	if ws.DryRun {
 		fmt.Fprintf(w, "DRY RUN: nothing was written; the counts say what %s would do.\n", words.name)
 	}
 	fmt.Fprintf(w, "%s of %s changed since %s\n\n", words.name, words.reads, ws.Since)
-	io.WriteString(w, text.counts)
+	if err := writeCountTable(w, r.counts); err != nil {
+		return err
+	}
 	if err := writeWarnings(w, ws.Warnings); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
-	io.WriteString(w, text.writes)
+	io.WriteString(w, r.writes)
 	ru.WriteText(w)
 	if !writeDeadLetterCount(w, t.deadLetters, ws.DeadLetterFile) {
 		for _, dl := range ws.DeadLetters {
 			fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
 		}
 	}
-	fmt.Fprintf(w, "conflicts: %d %s, %s\n", t.conflicts, would(ws.DryRun, "left unresolved"), text.forced)
-	writeConflicts(w, s.conflicts())
-	io.WriteString(w, text.plan)
+	fmt.Fprintf(w, "conflicts: %d %s, %s\n", t.conflicts, would(ws.DryRun, "left unresolved"), r.forced)
+	writeConflicts(w, r.conflicts)
+	io.WriteString(w, r.plan)
 	return writeWindowEnd(w, words, end, t, ws.DryRun)
 }
 
@@ -586,13 +561,13 @@ func whatIsDone(dryRun bool, what, done string) string {
 }
 
 // writeConflicts prints the first maxConflictsShown of conflicts.
-func writeConflicts(w io.Writer, conflicts []windowConflict) {
+func writeConflicts(w io.Writer, conflicts []listedConflict) {
 	for i, c := range conflicts {
 		if i == maxConflictsShown {
 			fmt.Fprintf(w, "  … and %d more (--output json lists up to 1000)\n", len(conflicts)-maxConflictsShown)
 			break
 		}
-		c.writeText(w)
+		io.WriteString(w, c.text)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/store"
-	"github.com/bifrost/bifrost-migrate/transform"
 )
 
 // scan is one table read of a command: the table (its name without the
@@ -80,23 +79,11 @@ func failRest(reads []*tableRead, failed *tableRead) {
 	}
 }
 
-// readSource is the itemSource of a started scan: its pages, each a batch
-// of items decided in read order by decide; a line per page to log.
-func readSource[T any](rd *tableRead, log func(string, ...any), decide func(transform.Row) T) itemSource[T] {
-	return func(ctx context.Context, emit func(*batch[T]) error) error {
-		for p := range rd.pages {
-			logPage(log, rd.table, rd.q, p)
-			b := &batch[T]{next: p.Next, items: make([]T, len(p.Rows))}
-			for i, row := range p.Rows {
-				b.items[i] = decide(row)
-			}
-			if err := emit(b); err != nil {
-				return err
-			}
-		}
-		<-rd.done
-		return rd.err
-	}
+// end waits for the read to end and returns its error (nil: read to the
+// end); the caller has taken its pages, or stopped the read.
+func (rd *tableRead) end() error {
+	<-rd.done
+	return rd.err
 }
 
 // logPage logs a line for a page read.
@@ -108,14 +95,14 @@ func logPage(log func(string, ...any), table string, q store.Query, p store.Page
 	}
 }
 
-// tableSource is the itemSource of one table, read when the source is
-// (startReads of that table alone).
-func tableSource[T any](src store.PageReader, prefix, table string, q store.Query, log func(string, ...any), decide func(transform.Row) T) itemSource[T] {
-	return func(ctx context.Context, emit func(*batch[T]) error) error {
-		ctx, cancel := context.WithCancel(ctx)
-		reads, wait := startReads(ctx, src, prefix, []scan{{table, q}})
-		defer wait()
-		defer cancel()
-		return readSource(reads[0], log, decide)(ctx, emit)
+// readTable starts reading the rows of table that q selects (startReads
+// of that table alone), its pages in rd; stop ends the read and waits for
+// it.
+func readTable(ctx context.Context, src store.PageReader, prefix, table string, q store.Query) (rd *tableRead, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	reads, wait := startReads(ctx, src, prefix, []scan{{table, q}})
+	return reads[0], func() {
+		cancel()
+		wait()
 	}
 }
