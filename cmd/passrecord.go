@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -16,7 +17,7 @@ import (
 // directory in use, a service that cannot be reached). A record that
 // cannot be written is a warning: the command's own work is done.
 type passRecorder struct {
-	o *output
+	o *ui.Output
 	// name is the command; dir/file its record.
 	name, dir, file string
 	now             func() time.Time
@@ -29,7 +30,7 @@ type passRecorder struct {
 
 // newPassRecorder returns the recorder of the replay or reverse of words
 // whose options are c and flags, warning on o.
-func newPassRecorder(o *output, words wayWords, c *migrate.Common, flags windowFlags) *passRecorder {
+func newPassRecorder(o *ui.Output, words wayWords, c *migrate.Common, flags windowFlags) *passRecorder {
 	file := migrate.ReplayRecordFile
 	if words.name == reverseWords.name {
 		file = migrate.ReverseRecordFile
@@ -82,6 +83,6 @@ func (r *passRecorder) end(ctx context.Context, err error) error {
 // write replaces the record, warning when it cannot.
 func (r *passRecorder) write() {
 	if err := migrate.WritePassRecord(r.dir, r.file, r.rec); err != nil {
-		r.o.warning("%v: bifrost-migrate status will not show this %s", err, r.name)
+		r.o.Warning("%v: bifrost-migrate status will not show this %s", err, r.name)
 	}
 }

@@ -68,7 +68,7 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	if err != nil {
 		return err
 	}
-	defer w.obs.finish()
+	defer w.obs.Finish()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
@@ -83,12 +83,10 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	if w.flags.Follow {
 		return reverseFollow(ctx, w, opts.Now, m, svc.deps)
 	}
-	p, bars, _ := w.progress()
+	p, _ := w.progress()
 	m.Transform.Now, svc.deps.Progress = opts.Now(), p // a status row's UpdatedAt is the pass's
 	s, err := migrate.Reverse(ctx, m, svc.deps)
-	if bars != nil {
-		bars.finish()
-	}
+	p.Finish()
 	return w.ended(ctx, reverseReport(s), err)
 }
 

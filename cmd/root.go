@@ -23,6 +23,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	provision "github.com/bifrost/bifrost-migrate/init"
 	"github.com/bifrost/bifrost-migrate/internal/memlimit"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
@@ -34,8 +35,10 @@ type Factory struct {
 	In     io.Reader
 	Out    io.Writer // data: summaries, reports, plans
 	ErrOut io.Writer // status, progress, errors
-	// ErrIsTerminal reports whether ErrOut is a terminal (progress bars).
+	// ErrIsTerminal reports whether ErrOut is a terminal (the progress
+	// bar); ErrWidth, when not nil, its columns now.
 	ErrIsTerminal func() bool
+	ErrWidth      func() int
 	// Now is the command's clock: the time it computes with (ttls, the
 	// start of a run, the UpdatedAt of a status row).
 	Now func() time.Time
@@ -58,10 +61,10 @@ type Factory struct {
 	Global GlobalOptions
 
 	// log is --log-file, open while a command runs; nil without it.
-	log *logFile
+	log *ui.LogFile
 	// metrics, when not nil, count and time every request of the
 	// command's clients (--metrics-addr).
-	metrics *metrics
+	metrics *ui.Metrics
 	// args is the command line Execute runs, for the log; command is the
 	// path of the command it found ("bifrost-migrate run"), whose help a
 	// usage error points at.
@@ -262,10 +265,10 @@ func (f *Factory) Cosmos() (azure.CosmosAccount, error) {
 func (f *Factory) azureOptions() azure.Options {
 	o := azure.Options{Transport: f.Transport, Retry: azure.RetryOptions{Timeout: f.Global.RetryTimeout}, Credential: f.Credential}
 	if f.metrics != nil {
-		o.Transport = f.metrics.transport(f.Transport)
+		o.Transport = f.metrics.Transport(f.Transport)
 	}
 	if f.log != nil {
-		o.Retry.OnRetry = f.log.retried
+		o.Retry.OnRetry = f.log.Retried
 	}
 	return o
 }
@@ -371,12 +374,12 @@ emulators (Azurite and the Cosmos DB emulator).`,
 				return UsageError(errors.New("--quiet and --verbose exclude each other"))
 			}
 			if f.Global.Verbose {
-				f.Transport = &verboseTransport{next: f.Transport, w: f.ErrOut, now: f.Now}
+				f.Transport = &ui.VerboseTransport{Next: f.Transport, W: f.ErrOut, Now: f.Now}
 			}
 			if f.Global.LogFile != "" {
-				l, err := openLogFile(f.Global.LogFile, f.Now, f.Redact)
+				l, err := ui.OpenLogFile(f.Global.LogFile, f.Now, f.Redact)
 				if err != nil {
-					return err
+					return UsageError(fmt.Errorf("--log-file %s: %v", f.Global.LogFile, unwrapPath(err)))
 				}
 				f.log = l
 				l.Printf("start: bifrost-migrate %s", strings.Join(redactArgs(f.args), " "))
@@ -472,8 +475,15 @@ func Main() int {
 		Out:           os.Stdout,
 		ErrOut:        os.Stderr,
 		ErrIsTerminal: func() bool { return term.IsTerminal(int(os.Stderr.Fd())) },
-		Now:           time.Now,
-		Getenv:        os.Getenv,
+		ErrWidth: func() int {
+			w, _, err := term.GetSize(int(os.Stderr.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		},
+		Now:    time.Now,
+		Getenv: os.Getenv,
 	}
 	// The garbage collector's rule (docs/performance.md, "At any size"):
 	// it runs when the heap has grown by the live heap or by 64 MiB,
@@ -529,7 +539,7 @@ func printError(f *Factory, err error, code int, asJSON bool) {
 		return
 	}
 	msg, _ := errorMessage(f, err, code)
-	if jerr := newJSONLines(f.Out).emit(lineError, errorLine{Exit: code, Message: msg}); jerr != nil {
+	if jerr := ui.NewJSONLines(f.Out).Emit(ui.LineError, ui.ErrorLine{Exit: code, Message: msg}); jerr != nil {
 		fmt.Fprintf(f.ErrOut, "bifrost-migrate: %s\n", f.Redact(jerr.Error()))
 	}
 }

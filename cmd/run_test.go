@@ -19,6 +19,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -109,7 +110,7 @@ func summaryOf(t *testing.T, stdout string) migrate.Summary {
 		found int
 	)
 	for _, line := range parseJSONLines(t, stdout) {
-		if line.Type == lineSummary {
+		if line.Type == ui.LineSummary {
 			found++
 			if err := json.Unmarshal([]byte(line.Raw), &s); err != nil {
 				t.Fatal(err)
@@ -587,7 +588,7 @@ func TestRunMissingSourceTable(t *testing.T) {
 		if json {
 			// stdout: the start-up status line and the error line.
 			lines := checkJSONRun(t, "run --output json", code, stdout, stderr, false)
-			if len(lines) != 2 || lines[0].Type != lineStatus || lines[1].str("message") != sentence {
+			if len(lines) != 2 || lines[0].Type != ui.LineStatus || lines[1].str("message") != sentence {
 				t.Errorf("%v: stdout:\n%s", args, stdout)
 			}
 		}

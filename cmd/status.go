@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -115,7 +116,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	}
 	var err error
 	if opts.JSON {
-		err = newJSONLines(opts.Out).emit(lineSummary, r)
+		err = ui.NewJSONLines(opts.Out).Emit(ui.LineSummary, r)
 	} else {
 		err = writeStatusText(opts.Out, r)
 	}
