@@ -210,8 +210,11 @@ func TestReplayFollowMetrics(t *testing.T) {
 		t.Errorf("written_total grew by %v over the passes %v, want %d (the changes)", got, passes, len(rows))
 	}
 	lag, _ := metricSum(after, "bifrost_migrate_follow_lag_seconds")
-	if lag >= interval.Seconds() {
-		t.Errorf("follow lag %.1fs after the pass that applied the changes, want under the interval %s", lag, interval)
+	// The lag was about an hour (--since) before the pass; after it, the
+	// age of the changes it applied: seconds, more on a loaded machine.
+	// The bound tells the two apart; it does not time the pass.
+	if lag >= time.Minute.Seconds() {
+		t.Errorf("follow lag %.1fs after the pass that applied the changes, want the age of those changes (under a minute)", lag)
 	}
 	if code, body := healthz(t, base); code != http.StatusOK || !strings.HasPrefix(body, "ok") {
 		t.Errorf("healthz while following: %d %q, want 200", code, body)
