@@ -533,15 +533,7 @@ func TestReverseAppModelWithoutMigration(t *testing.T) {
 func TestReverseFollowAppModel(t *testing.T) {
 	e := newReverseEnv(t, nil)
 	since := e.since()
-	f, _, errOut := newTestFactory(e.env)
-	out := &syncBuffer{}
-	f.Out = out
-	ctx, interrupt := context.WithCancel(context.Background())
-	defer interrupt()
-	done := make(chan int, 1)
-	go func() {
-		done <- Execute(ctx, f, append(e.reverseArgs(since, "--follow", "--interval", "1s", "--skew", "1ms"), "--output", "json"))
-	}()
+	out, errOut, interrupt, done := startFollowing(t, e.env, append(e.reverseArgs(since, "--follow", "--interval", "1s", "--skew", "1ms"), "--output", "json"))
 	aliceKey, zoeKey := "Entities GLOBAL "+aliceRK, "Entities "+orgID+" "+zoeRK
 	// rowSays waits for the row at key to say name (a hang bound:
 	// followInStep).
@@ -791,15 +783,7 @@ func TestReverseFollow(t *testing.T) {
 	execs := e.executionRows(8)
 	since := e.since()
 
-	f, _, errOut := newTestFactory(e.env)
-	out := &syncBuffer{}
-	f.Out = out
-	ctx, interrupt := context.WithCancel(context.Background())
-	defer interrupt()
-	done := make(chan int, 1)
-	go func() {
-		done <- Execute(ctx, f, append(e.reverseArgs(since, "--follow", "--interval", "2s"), "--output", "json"))
-	}()
+	out, errOut, interrupt, done := startFollowing(t, e.env, append(e.reverseArgs(since, "--follow", "--interval", "2s"), "--output", "json"))
 
 	// The application: a completed execution or a new one every half
 	// second.
