@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 )
 
 // need is a service a command uses, and how; a command's needs are the
@@ -54,7 +55,7 @@ type needs struct {
 	provisions bool
 	// out, when not nil, hears a start-up check that waits for a busy
 	// endpoint (a status line).
-	out *output
+	out *ui.Output
 }
 
 func (n needs) has(u need) bool { return n.uses&u != 0 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -33,7 +34,7 @@ func TestCountColumnsNameEveryCount(t *testing.T) {
 func TestWindowLineIsOneFlatObject(t *testing.T) {
 	var b bytes.Buffer
 	s := migrate.ReplaySummary{WindowSummary: migrate.WindowSummary{Since: "2026-11-20T00:00:00Z", Warnings: map[string]int64{"a<b&c": 1}}}
-	if err := newJSONLines(&b).emit(lineSummary, windowLine{true, s, ruReport{MaxRU: 5}}); err != nil {
+	if err := ui.NewJSONLines(&b).Emit(ui.LineSummary, windowLine{true, s, ui.RUReport{MaxRU: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	got := b.String()
@@ -42,7 +43,7 @@ func TestWindowLineIsOneFlatObject(t *testing.T) {
 			t.Errorf("line %s lacks %s", got, want)
 		}
 	}
-	if err := newJSONLines(&b).emit(lineSummary, windowLine{summary: []int{1}}); err == nil {
+	if err := ui.NewJSONLines(&b).Emit(ui.LineSummary, windowLine{summary: []int{1}}); err == nil {
 		t.Error("a summary that is not an object was written")
 	}
 }

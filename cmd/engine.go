@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -22,7 +23,7 @@ type engineOptions struct {
 	migration migrationOptions
 	// out is the command's output, once start made it: the start-up
 	// checks say there what they wait for.
-	out *output
+	out *ui.Output
 }
 
 // from takes the I/O, the database and the target from f, once the flags
@@ -40,7 +41,7 @@ func (e *engineOptions) from(f *Factory, name string) {
 // given) and puts them in c, the engine's own options (the transform
 // options' Now is the command's clock now); then it makes the pacer of
 // every Cosmos DB request, and the output of the command name.
-func (e *engineOptions) start(name string, c *migrate.Common) (*output, error) {
+func (e *engineOptions) start(name string, c *migrate.Common) (*ui.Output, error) {
 	o := e.output(name)
 	e.out = o
 	if !c.DryRun {
@@ -72,7 +73,7 @@ func (e *engineOptions) connect(ctx context.Context, f *Factory, uses need, tabl
 // requests in flight sized by the pacer's rate × the latency measured
 // (SPEC §14, Latency).
 func (e *engineOptions) env(f *Factory) migrate.Env {
-	return migrate.Env{Now: e.Now, Log: f.log.logf(), Flow: e.RU.flow()}
+	return migrate.Env{Now: e.Now, Log: f.log.Logf(), Flow: e.RU.flow()}
 }
 
 // services are what the Connect of an engine's command returns: the

@@ -81,10 +81,17 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 			{ExitConflicts, "reverse conflicts left unresolved (with --dry-run: would be)"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM/SIGHUP); run the same reverse again (docs written back are skipped)"},
 		}, true
+	case "bifrost-migrate status":
+		return []exitStatus{{ExitOK, "success: the state directory was read (whatever it says)"},
+			{ExitFatal, "a file of the state directory cannot be read, or with --check an endpoint failed its check"},
+			usage,
+		}, true
 	case "bifrost-migrate fixtures", "bifrost-migrate version", "bifrost-migrate completion",
 		"bifrost-migrate completion bash", "bifrost-migrate completion zsh",
 		"bifrost-migrate completion fish", "bifrost-migrate completion powershell":
 		return []exitStatus{ok, usage}, true
+	case "bifrost-migrate man":
+		return []exitStatus{ok, {ExitFatal, "a page could not be written"}, usage}, true
 	case "bifrost-migrate fixtures load":
 		return []exitStatus{ok, fatal,
 			{ExitUsage, "usage error, or a storage account other than the emulator's without --account"},

@@ -2,11 +2,13 @@ package cmd
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/store"
 )
 
@@ -18,7 +20,7 @@ import (
 // attempt at most probeTimeout, and each retry said on o (when not nil)
 // as a status line, but for a retry for the same reason as the one
 // before it.
-func (p probe) firstContact(deadline time.Time, o *output) azure.FirstContact {
+func (p probe) firstContact(deadline time.Time, o *ui.Output) azure.FirstContact {
 	var (
 		mu   sync.Mutex
 		said string
@@ -30,7 +32,7 @@ func (p probe) firstContact(deadline time.Time, o *output) azure.FirstContact {
 		said = line
 		mu.Unlock()
 		if o != nil && !again {
-			o.status("%s", line)
+			o.Status("%s", line)
 		}
 	}}
 }
@@ -84,4 +86,17 @@ func (p probe) failed(err error) *EndpointError {
 		remedy = "try again later, or check " + p.settings
 	}
 	return &EndpointError{Service: p.service, Endpoint: hostPort(p.endpoint), Cause: probeCause(err), Remedy: remedy, Err: err}
+}
+
+// roughDuration rounds d for people: seconds under 2 minutes, minutes
+// under 2 hours, else hours and minutes.
+func roughDuration(d time.Duration) string {
+	switch {
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%d s", int(math.Ceil(d.Seconds())))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%d min", int(math.Round(d.Minutes())))
+	}
+	h := int(d.Hours())
+	return fmt.Sprintf("%d h %02d min", h, int(math.Round(d.Minutes()))-60*h)
 }

@@ -15,7 +15,9 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/internal/words"
+	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
 // FixturesLoadOptions are the flags and dependencies of
@@ -48,7 +50,7 @@ type FixturesLoadOptions struct {
 	Writers func(ctx context.Context) (fixtures.TableWriter, fixtures.BlobWriter, string, error)
 	// out is the command's output, once fixturesLoadRun made it: the
 	// start-up checks say there what they wait for.
-	out *output
+	out *ui.Output
 }
 
 // NewCmdFixtures builds `bifrost-migrate fixtures` and its `load` subcommand.
@@ -151,15 +153,15 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 	}
 	start := opts.Now()
 	lo := fixtures.LoadOptions{Tables: opts.Tables, TablePrefix: opts.TablePrefix, Concurrency: opts.Concurrency}
-	var jp *jsonProgress
-	switch {
-	case opts.Quiet:
-	case o.json():
-		jp = newJSONProgress(o.lines, opts.Now, nil)
-		lo.Progress = fixturesJSONProgress(jp)
-	default:
-		lo.Progress = fixturesProgress(opts, start)
+	p, err := ui.Start(ui.Config{
+		Name: "fixtures load", Words: ui.Words{Read: "rows", Written: "rows written"}, Out: o, Stamp: opts.Now,
+		Interval: fixturesProgressEvery, Terminal: opts.ErrIsTerminal, Width: opts.ErrWidth,
+	})
+	if err != nil {
+		return err
 	}
+	defer p.Finish()
+	lo.Progress = loadProgress(p)
 	sum := fixturesSummary{Source: "fixtures"}
 	var res fixtures.LoadResult
 	if opts.Generate > 0 {
@@ -168,10 +170,10 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 			base = opts.Now().UTC().Truncate(24 * time.Hour)
 		}
 		sum.Source, sum.Seed, sum.BaseTime = "generated", &opts.Seed, base.UTC().Format(time.RFC3339Nano)
-		o.status("generating %s (seed %d, base time %s) into %s", words.Count(int64(opts.Generate), "execution", "executions"), opts.Seed, sum.BaseTime, where)
+		o.Status("generating %s (seed %d, base time %s) into %s", words.Count(int64(opts.Generate), "execution", "executions"), opts.Seed, sum.BaseTime, where)
 		res, err = fixtures.LoadGenerated(ctx, tw, bw, fixtures.GenerateOptions{N: opts.Generate, Seed: opts.Seed, Base: base}, lo)
 	} else {
-		o.status("loading the fixtures into %s", where)
+		o.Status("loading the fixtures into %s", where)
 		res, err = fixtures.Load(ctx, tw, bw, lo)
 	}
 	if err != nil {
@@ -187,15 +189,14 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 	if elapsed > 0 {
 		sum.RowsPerS = float64(total) / elapsed.Seconds()
 	}
-	if o.json() {
-		if jp != nil {
-			for _, t := range fixtures.Tables() {
-				if _, ok := res.Rows[t]; ok {
-					jp.TableDone(t)
-				}
-			}
+	for _, t := range fixtures.Tables() {
+		if _, ok := res.Rows[t]; ok {
+			p.TableDone(t)
 		}
-		return o.lines.emit(lineSummary, sum)
+	}
+	p.Finish()
+	if o.JSON() {
+		return o.Summary(sum)
 	}
 	fmt.Fprintf(opts.Out, "%-24s %9s\n", "TABLE", "ROWS")
 	for _, t := range fixtures.Tables() {
@@ -209,30 +210,21 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 	return nil
 }
 
-// fixturesProgress returns a LoadOptions.Progress that reports on ErrOut at
-// most every two seconds (text).
-func fixturesProgress(opts *FixturesLoadOptions, start time.Time) func(fixtures.LoadResult) {
-	last := start
-	return func(r fixtures.LoadResult) {
-		now := opts.Now()
-		if now.Sub(last) < 2*time.Second {
-			return
-		}
-		last = now
-		fmt.Fprintf(opts.ErrOut, "  %s, %s, %s\n", fixturesRowCounts(r), words.Count(int64(r.Blobs), "blob", "blobs"), now.Sub(start).Round(time.Second))
-	}
-}
+// fixturesProgressEvery is how often fixtures load prints a progress
+// line when stderr is not a terminal.
+const fixturesProgressEvery = 2 * time.Second
 
-// fixturesJSONProgress returns a LoadOptions.Progress that reports the rows
-// written per table as run does (--output json: tableProgress lines, at
-// most once a second per table, through p). The loader calls it with its
-// totals so far, one call at a time.
-func fixturesJSONProgress(p *jsonProgress) func(fixtures.LoadResult) {
+// loadProgress returns a LoadOptions.Progress that reports the rows
+// written per table to p, as run reports its rows. The loader calls it
+// with its totals so far, one call at a time.
+func loadProgress(p *ui.Progress) func(fixtures.LoadResult) {
 	seen := map[string]int{}
 	return func(r fixtures.LoadResult) {
 		for _, t := range fixtures.Tables() {
-			if n, ok := r.Rows[t]; ok && n != seen[t] {
-				p.Advance(t, int64(n-seen[t]))
+			if n := r.Rows[t]; n != seen[t] {
+				d := int64(n - seen[t])
+				p.Advance(t, d)
+				p.Outcome(t, migrate.Outcome{Written: d})
 				seen[t] = n
 			}
 		}

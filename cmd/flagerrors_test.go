@@ -117,9 +117,10 @@ func TestBadFlagValuesSpeakPlainly(t *testing.T) {
 				if code != ExitOK {
 					msg += out.String()
 				}
-				// version and completion use no account: a connection
-				// setting is not theirs to refuse.
-				offline := path[0] == "version" || path[0] == "completion"
+				// version, completion and status (without --check) use
+				// no account: a connection setting is not theirs to
+				// refuse.
+				offline := path[0] == "version" || path[0] == "completion" || path[0] == "status"
 				if code == ExitOK && (fl.Value.Type() != "string" || !offline) {
 					t.Errorf("%q: exit 0 for a bad value:\n%s", args, msg)
 				}

@@ -191,3 +191,24 @@ func (e *engineFlags) validate() error {
 func (e *engineFlags) stateDir() stateDirFlag {
 	return stateDirFlag{&e.common.StateDir, e.help.stateDir}
 }
+
+// outputArg returns the value of the last --output flag in args, read
+// from the command line itself ("" when there is none): a usage error can
+// stop cobra before it has parsed the flags, and with --output json that
+// error too must come as a JSON line. Nothing after "--" is a flag.
+func outputArg(args []string) string {
+	v := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return v
+		case a == "--output" && i+1 < len(args):
+			v = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--output="):
+			v = strings.TrimPrefix(a, "--output=")
+		}
+	}
+	return v
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -25,7 +26,7 @@ type passLine struct {
 
 // writePass prints one pass: a line of text on stdout, or with --output
 // json one {"type":"pass"} line.
-func writePass(o *output, r migrate.PassReport, deadLetters int64) error {
+func writePass(o *ui.Output, r migrate.PassReport, deadLetters int64) error {
 	line := passLine{Pass: r.Pass, Started: r.Started.UTC().Format(time.RFC3339Nano), Since: r.Since.UTC().Format(time.RFC3339Nano), Rows: r.Read, Written: r.Applied,
 		Conflicts: r.Conflicts, DeadLetters: deadLetters, Seconds: r.Took.Seconds()}
 	lag := "no change"
@@ -36,11 +37,11 @@ func writePass(o *output, r migrate.PassReport, deadLetters int64) error {
 	}
 	text := fmt.Sprintf("pass %d since %s: %d row(s), %d written, %d conflict(s), %d dead letter(s), %s (%.1fs)",
 		line.Pass, line.Since, line.Rows, line.Written, line.Conflicts, line.DeadLetters, lag, line.Seconds)
-	o.log.Printf("%s: %s", o.name, text)
-	if o.json() {
-		return o.lines.emit(linePass, line)
+	o.Log().Printf("%s: %s", o.Name(), text)
+	if o.JSON() {
+		return o.Lines().Emit(linePass, line)
 	}
-	_, err := fmt.Fprintf(o.out, "%s: %s\n", o.name, text)
+	_, err := fmt.Fprintf(o.Out(), "%s: %s\n", o.Name(), text)
 	return err
 }
 

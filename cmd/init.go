@@ -16,6 +16,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	provision "github.com/bifrost/bifrost-migrate/init"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 )
 
 // InitOptions are the flags and dependencies of `bifrost-migrate init`.
@@ -32,7 +33,7 @@ type InitOptions struct {
 	Connect func(ctx context.Context, withBlobs bool) (initServices, error)
 	// out is the command's output, once initRun made it: the start-up
 	// checks say there what they wait for.
-	out *output
+	out *ui.Output
 }
 
 // initServices are what InitOptions.Connect returns: the provisioners and
@@ -72,7 +73,7 @@ func NewCmdInit(f *Factory, runF func(context.Context, *InitOptions) error) *cob
 // connectInit connects to the accounts of f that init provisions: Cosmos
 // DB (database), then, when withBlobs, Blob Storage; the first that fails
 // its check ends it. The checks say on out what they wait for.
-func connectInit(ctx context.Context, f *Factory, database string, withBlobs bool, out *output) (initServices, error) {
+func connectInit(ctx context.Context, f *Factory, database string, withBlobs bool, out *ui.Output) (initServices, error) {
 	c, err := connect(ctx, f, needs{uses: cosmosRead, database: database, provisions: true, out: out})
 	if err != nil {
 		return initServices{}, err
@@ -118,7 +119,7 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 		return err
 	}
 	p := provision.Provisioner{Cosmos: svc.cosmos, Blobs: svc.blobs, Database: opts.Database}
-	o.status("%s", svc.where)
+	o.Status("%s", svc.where)
 
 	plan, err := p.Plan(ctx, layout)
 	if err != nil {
@@ -130,10 +131,10 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 		}
 	}
 	if opts.DryRun {
-		o.status("dry run, nothing was written")
+		o.Status("dry run, nothing was written")
 	}
-	if o.json() {
-		return writeInitJSON(o.lines, plan, opts.DryRun)
+	if o.JSON() {
+		return writeInitJSON(o.Lines(), plan, opts.DryRun)
 	}
 	return writeInitText(opts.Out, plan, opts.DryRun)
 }
@@ -276,7 +277,7 @@ type initResource struct {
 }
 
 // writeInitJSON prints the plan (or what was applied) as one summary line.
-func writeInitJSON(lines *jsonLines, plan *provision.Plan, dryRun bool) error {
+func writeInitJSON(lines *ui.JSONLines, plan *provision.Plan, dryRun bool) error {
 	out := struct {
 		Database  string         `json:"database"`
 		DryRun    bool           `json:"dryRun"`
@@ -294,5 +295,5 @@ func writeInitJSON(lines *jsonLines, plan *provision.Plan, dryRun bool) error {
 		}
 		out.Resources = append(out.Resources, r)
 	}
-	return lines.emit(lineSummary, out)
+	return lines.Emit(ui.LineSummary, out)
 }

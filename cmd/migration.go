@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -47,12 +48,12 @@ type note struct {
 // say says where the options come from and what differs, in one line
 // each; the command calls it once it is at work, after its start-up line:
 // a command refused before that prints only its error.
-func (m migrationOptions) say(o *output) {
+func (m migrationOptions) say(o *ui.Output) {
 	for _, n := range m.notes {
 		if n.warning {
-			o.warning("%s", n.text)
+			o.Warning("%s", n.text)
 		} else {
-			o.status("%s", n.text)
+			o.Status("%s", n.text)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -25,7 +26,7 @@ func TestCountsAgreeInNumber(t *testing.T) {
 	} {
 		s := migrate.ReverseSummary{WindowSummary: window, Containers: []migrate.ReverseContainerSummary{{Container: "entities"}}, Totals: tc.counts}
 		var b bytes.Buffer
-		if err := writeWindowText(&b, reverseWords, reverseReport(s), ruReport{}, endedDone); err != nil {
+		if err := writeWindowText(&b, reverseWords, reverseReport(s), ui.RUReport{}, endedDone); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(b.String(), tc.want) {
@@ -34,7 +35,7 @@ func TestCountsAgreeInNumber(t *testing.T) {
 	}
 
 	var b bytes.Buffer
-	ruReport{Requests: 1}.writeText(&b)
+	ui.RUReport{Requests: 1}.WriteText(&b)
 	if want := "\nthrottled (429): 0 of 1 request (0.0 %)\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("RU report lacks %q:\n%s", want, b.String())
 	}

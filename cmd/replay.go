@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -65,7 +66,7 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	defer w.obs.finish()
+	defer w.obs.Finish()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
@@ -76,12 +77,10 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	if w.flags.Follow {
 		return replayFollow(ctx, w, m, svc.deps)
 	}
-	p, bars, counted := w.progress()
+	p, counted := w.progress()
 	m.CountRows, svc.deps.Progress = counted, p
 	s, err := migrate.Replay(ctx, m, svc.deps)
-	if bars != nil {
-		bars.finish()
-	}
+	p.Finish()
 	return w.ended(ctx, replayReport(s), err)
 }
 
@@ -92,7 +91,7 @@ func replayFollow(ctx context.Context, w *windowCommand, m migrate.ReplayOptions
 	f, fo := w.follow()
 	var total migrate.ReplayCounts
 	err := migrate.Follow(ctx, fo, func(ctx context.Context, since time.Time) (migrate.PassResult, error) {
-		f.started()
+		f.started(since)
 		m.Since, m.KeepDeadLetters, deps.Progress = since, f.keep, f.progress
 		s, err := migrate.Replay(ctx, m, deps)
 		if err != nil {
@@ -101,7 +100,7 @@ func replayFollow(ctx context.Context, w *windowCommand, m migrate.ReplayOptions
 		total.Add(s.Totals)
 		return f.passed(replayReport(s)), nil
 	}, f.ended)
-	return f.summary(err, total)
+	return f.summary(ctx, err, total)
 }
 
 // replayColumns are the count columns of the text summary; replayCounts
@@ -120,7 +119,7 @@ func replayCounts(c migrate.ReplayCounts) []int64 {
 func replayReport(s migrate.ReplaySummary) windowReport {
 	c := s.Totals
 	r := windowReport{window: s.WindowSummary, summary: s,
-		tally:  tally{ran: s.Tables != nil, read: c.Rows, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Writes(), newest: s.Newest},
+		tally:  tally{ran: s.Tables != nil, read: c.Rows, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, unchanged: c.Unchanged, ruDocs: c.Writes(), newest: s.Newest},
 		counts: countTable{head: "TABLE", names: replayColumns, total: replayCounts(c)},
 		forced: fmt.Sprintf("%d %s with --force", c.Forced+c.ForcedPrunes, would(s.DryRun, "overwritten or deleted")),
 	}
@@ -147,7 +146,7 @@ func replayReport(s migrate.ReplaySummary) windowReport {
 // writeReplayText prints the summary table, the totals and the first
 // conflicts, this session's request units, and last a line that says how
 // replay ended.
-func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ruReport, end ending) error {
+func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ui.RUReport, end ending) error {
 	return writeWindowText(w, replayWords, replayReport(s), ru, end)
 }
 
@@ -181,8 +180,8 @@ func valueText(v json.RawMessage) string {
 // writeReplayJSON prints the summary as one summary line; "complete" is
 // false when replay stopped before the end (end); "ru" is its request
 // units.
-func writeReplayJSON(lines *jsonLines, s migrate.ReplaySummary, ru ruReport, end ending) error {
-	return lines.emit(lineSummary, windowLine{end == endedDone, s, ru})
+func writeReplayJSON(lines *ui.JSONLines, s migrate.ReplaySummary, ru ui.RUReport, end ending) error {
+	return lines.Emit(ui.LineSummary, windowLine{end == endedDone, s, ru})
 }
 
 // replayDoc is the help of `bifrost-migrate replay`.

@@ -17,6 +17,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -50,6 +51,15 @@ const (
 )
 
 func newReplayEnv(t *testing.T) *replayEnv {
+	e := newMigratedEnv(t)
+	code, stdout, r := e.verify()
+	wantOnlyDeadLetters(t, "verify after run", code, stdout, r)
+	return e
+}
+
+// newMigratedEnv is a replayEnv whose fixtures `run` migrated, before
+// any verify.
+func newMigratedEnv(t *testing.T) *replayEnv {
 	t.Parallel()
 	e := &replayEnv{verifyEnv: newVerifyEnv(t)}
 	var err error
@@ -62,8 +72,6 @@ func newReplayEnv(t *testing.T) *replayEnv {
 		"--state-dir", e.stateDir, "--quiet"); code != ExitPartial {
 		t.Fatalf("run: exit %d, want 3:\n%s\n%s", code, stdout, stderr)
 	}
-	code, stdout, r := e.verify()
-	wantOnlyDeadLetters(t, "verify after run", code, stdout, r)
 	return e
 }
 
@@ -519,7 +527,7 @@ func TestReplaySummaryLastLine(t *testing.T) {
 		{"interrupted", withConflict, endedInterrupted, "replay: not complete: run it again with the same --since to finish"},
 	} {
 		var b bytes.Buffer
-		if err := writeReplayText(&b, tc.s, ruReport{}, tc.end); err != nil {
+		if err := writeReplayText(&b, tc.s, ui.RUReport{}, tc.end); err != nil {
 			t.Fatal(err)
 		}
 		if got := lastLine(b.String()); got != tc.want {
@@ -529,7 +537,7 @@ func TestReplaySummaryLastLine(t *testing.T) {
 			t.Errorf("%s: says OK:\n%s", tc.name, b.String())
 		}
 		b.Reset()
-		if err := writeReplayJSON(newJSONLines(&b), tc.s, ruReport{}, tc.end); err != nil {
+		if err := writeReplayJSON(ui.NewJSONLines(&b), tc.s, ui.RUReport{}, tc.end); err != nil {
 			t.Fatal(err)
 		}
 		var j struct{ Complete bool }

@@ -68,7 +68,7 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	if err != nil {
 		return err
 	}
-	defer w.obs.finish()
+	defer w.obs.Finish()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
@@ -83,12 +83,10 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	if w.flags.Follow {
 		return reverseFollow(ctx, w, opts.Now, m, svc.deps)
 	}
-	p, bars, _ := w.progress()
+	p, _ := w.progress()
 	m.Transform.Now, svc.deps.Progress = opts.Now(), p // a status row's UpdatedAt is the pass's
 	s, err := migrate.Reverse(ctx, m, svc.deps)
-	if bars != nil {
-		bars.finish()
-	}
+	p.Finish()
 	return w.ended(ctx, reverseReport(s), err)
 }
 
@@ -100,7 +98,7 @@ func reverseFollow(ctx context.Context, w *windowCommand, now func() time.Time, 
 	f, fo := w.follow()
 	var total migrate.ReverseCounts
 	err := migrate.Follow(ctx, fo, func(ctx context.Context, since time.Time) (migrate.PassResult, error) {
-		f.started()
+		f.started(since)
 		m.Transform.Now, m.Since, m.KeepDeadLetters, deps.Progress = now(), since, f.keep, f.progress
 		s, err := migrate.Reverse(ctx, m, deps)
 		if err != nil {
@@ -109,7 +107,7 @@ func reverseFollow(ctx context.Context, w *windowCommand, now func() time.Time, 
 		total.Add(s.Totals)
 		return f.passed(reverseReport(s)), nil
 	}, f.ended)
-	return f.summary(err, total)
+	return f.summary(ctx, err, total)
 }
 
 // reverseColumns are the count columns of the text summary;
@@ -126,7 +124,7 @@ func reverseCounts(c migrate.ReverseCounts) []int64 {
 func reverseReport(s migrate.ReverseSummary) windowReport {
 	c := s.Totals
 	r := windowReport{window: s.WindowSummary, summary: s,
-		tally:  tally{ran: s.Containers != nil, read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Synced, newest: s.Newest},
+		tally:  tally{ran: s.Containers != nil, read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, unchanged: c.Unchanged, ruDocs: c.Synced, newest: s.Newest},
 		counts: countTable{head: "CONTAINER", names: reverseColumns, total: reverseCounts(c)},
 		forced: fmt.Sprintf("%d %s with --force", c.Forced, would(s.DryRun, "written")),
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	provision "github.com/bifrost/bifrost-migrate/init"
 	"github.com/bifrost/bifrost-migrate/internal/memlimit"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
@@ -34,8 +35,10 @@ type Factory struct {
 	In     io.Reader
 	Out    io.Writer // data: summaries, reports, plans
 	ErrOut io.Writer // status, progress, errors
-	// ErrIsTerminal reports whether ErrOut is a terminal (progress bars).
+	// ErrIsTerminal reports whether ErrOut is a terminal (the progress
+	// bar); ErrWidth, when not nil, its columns now.
 	ErrIsTerminal func() bool
+	ErrWidth      func() int
 	// Now is the command's clock: the time it computes with (ttls, the
 	// start of a run, the UpdatedAt of a status row).
 	Now func() time.Time
@@ -58,10 +61,10 @@ type Factory struct {
 	Global GlobalOptions
 
 	// log is --log-file, open while a command runs; nil without it.
-	log *logFile
+	log *ui.LogFile
 	// metrics, when not nil, count and time every request of the
 	// command's clients (--metrics-addr).
-	metrics *metrics
+	metrics *ui.Metrics
 	// args is the command line Execute runs, for the log; command is the
 	// path of the command it found ("bifrost-migrate run"), whose help a
 	// usage error points at.
@@ -262,10 +265,10 @@ func (f *Factory) Cosmos() (azure.CosmosAccount, error) {
 func (f *Factory) azureOptions() azure.Options {
 	o := azure.Options{Transport: f.Transport, Retry: azure.RetryOptions{Timeout: f.Global.RetryTimeout}, Credential: f.Credential}
 	if f.metrics != nil {
-		o.Transport = f.metrics.transport(f.Transport)
+		o.Transport = f.metrics.Transport(f.Transport)
 	}
 	if f.log != nil {
-		o.Retry.OnRetry = f.log.retried
+		o.Retry.OnRetry = f.log.Retried
 	}
 	return o
 }
@@ -371,12 +374,12 @@ emulators (Azurite and the Cosmos DB emulator).`,
 				return UsageError(errors.New("--quiet and --verbose exclude each other"))
 			}
 			if f.Global.Verbose {
-				f.Transport = &verboseTransport{next: f.Transport, w: f.ErrOut, now: f.Now}
+				f.Transport = &ui.VerboseTransport{Next: f.Transport, W: f.ErrOut, Now: f.Now}
 			}
 			if f.Global.LogFile != "" {
-				l, err := openLogFile(f.Global.LogFile, f.Now, f.Redact)
+				l, err := ui.OpenLogFile(f.Global.LogFile, f.Now, f.Redact)
 				if err != nil {
-					return err
+					return UsageError(fmt.Errorf("--log-file %s: %v", f.Global.LogFile, unwrapPath(err)))
 				}
 				f.log = l
 				l.Printf("start: bifrost-migrate %s", strings.Join(redactArgs(f.args), " "))
@@ -386,18 +389,20 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		},
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&f.Global.TablesConnection, "tables-connection", "", "Storage connection string for the tables [$BIFROST_TABLES_CONNECTION, $AzureWebJobsStorage]")
-	pf.StringVar(&f.Global.TablesEndpoint, "tables-endpoint", "", "Table Storage endpoint, authenticated with Microsoft Entra ID [$BIFROST_TABLES_ENDPOINT]")
-	pf.StringVar(&f.Global.BlobConnection, "blob-connection", "", "Storage connection string for blobs [$BIFROST_BLOB_CONNECTION] (default: the tables connection)")
-	pf.StringVar(&f.Global.BlobEndpoint, "blob-endpoint", "", "Blob Storage endpoint, authenticated with Microsoft Entra ID [$BIFROST_BLOB_ENDPOINT] (default: the tables account's)")
-	pf.StringVar(&f.Global.CosmosConnection, "cosmos-connection", "", "Cosmos DB connection string AccountEndpoint=...;AccountKey=...; [$CosmosDBConnection]")
-	pf.StringVar(&f.Global.CosmosEndpoint, "cosmos-endpoint", "", "Cosmos DB endpoint, authenticated with Microsoft Entra ID [$BIFROST_COSMOS_ENDPOINT]")
-	pf.StringVar(&f.Global.Database, "database", "bifrost", "Cosmos DB database")
-	pf.StringVar(&f.Global.Output, "output", "text", "output format: text, or json (stdout: one JSON object per line, each with a \"type\": progress, status, warning, summary, error)")
-	pf.BoolVar(&f.Global.Quiet, "quiet", false, "no progress or status output (warnings, results and errors remain)")
-	pf.DurationVar(&f.Global.RetryTimeout, "retry-timeout", azure.DefaultRetryTimeout, "how long to keep retrying one request that is throttled (429) or fails transiently before giving up, waits included")
-	pf.StringVar(&f.Global.LogFile, "log-file", "", "append a timestamped log of what the command does (pages, retries, dead letters, checkpoints; never secrets) to `FILE`")
-	pf.BoolVar(&f.Global.Verbose, "verbose", false, "print every HTTP request (method, host, path, status; never query strings, headers or bodies) on stderr")
+	// One line each in the help (help.go's groups say the rest):
+	// docs/configuration.md has the whole story.
+	pf.StringVar(&f.Global.TablesConnection, "tables-connection", "", "Table Storage [$BIFROST_TABLES_CONNECTION, $AzureWebJobsStorage]")
+	pf.StringVar(&f.Global.TablesEndpoint, "tables-endpoint", "", "Table Storage [$BIFROST_TABLES_ENDPOINT]")
+	pf.StringVar(&f.Global.BlobConnection, "blob-connection", "", "Blob Storage [$BIFROST_BLOB_CONNECTION] (default: the tables')")
+	pf.StringVar(&f.Global.BlobEndpoint, "blob-endpoint", "", "Blob Storage [$BIFROST_BLOB_ENDPOINT] (default: the tables')")
+	pf.StringVar(&f.Global.CosmosConnection, "cosmos-connection", "", "Cosmos DB [$CosmosDBConnection]")
+	pf.StringVar(&f.Global.CosmosEndpoint, "cosmos-endpoint", "", "Cosmos DB [$BIFROST_COSMOS_ENDPOINT]")
+	pf.StringVar(&f.Global.Database, "database", "bifrost", "the Cosmos DB database")
+	pf.StringVar(&f.Global.Output, "output", "text", "text, or json (a JSON object per line on stdout)")
+	pf.BoolVar(&f.Global.Quiet, "quiet", false, "no progress or status lines (warnings, results, errors remain)")
+	pf.DurationVar(&f.Global.RetryTimeout, "retry-timeout", azure.DefaultRetryTimeout, "how long to retry a throttled or failing request")
+	pf.StringVar(&f.Global.LogFile, "log-file", "", "append a timestamped log of the command to `FILE`")
+	pf.BoolVar(&f.Global.Verbose, "verbose", false, "print every request's method, host, path and status on stderr")
 	root.SetFlagErrorFunc(flagError)
 	root.SetOut(f.Out)
 	root.SetErr(f.ErrOut)
@@ -409,8 +414,10 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		NewCmdVerify(f, nil),
 		NewCmdReplay(f, nil),
 		NewCmdReverse(f, nil),
+		NewCmdStatus(f, nil),
 		NewCmdFixtures(f),
 		NewCmdVersion(f, nil),
+		NewCmdMan(f, nil),
 	)
 	// --version prints what `version` prints (cobra adds the flag, and -v).
 	root.Version = version.Get().Text()
@@ -426,7 +433,8 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		c.Short = "Print the shell completion script: bash, zsh, fish or powershell"
 		c.Long = `Print the script that completes bifrost-migrate's commands, flags and
 values (--output, --execution-ttl, --relationships, --tables, --since) in
-your shell. Each shell's help says where to put it.`
+your shell. bash needs the bash-completion package and zsh compinit;
+each shell's help says where to put the script.`
 		c.Example = `  # bash, this session
   source <(bifrost-migrate completion bash)
   # zsh, every session
@@ -467,8 +475,15 @@ func Main() int {
 		Out:           os.Stdout,
 		ErrOut:        os.Stderr,
 		ErrIsTerminal: func() bool { return term.IsTerminal(int(os.Stderr.Fd())) },
-		Now:           time.Now,
-		Getenv:        os.Getenv,
+		ErrWidth: func() int {
+			w, _, err := term.GetSize(int(os.Stderr.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		},
+		Now:    time.Now,
+		Getenv: os.Getenv,
 	}
 	// The garbage collector's rule (docs/performance.md, "At any size"):
 	// it runs when the heap has grown by the live heap or by 64 MiB,
@@ -524,7 +539,7 @@ func printError(f *Factory, err error, code int, asJSON bool) {
 		return
 	}
 	msg, _ := errorMessage(f, err, code)
-	if jerr := newJSONLines(f.Out).emit(lineError, errorLine{Exit: code, Message: msg}); jerr != nil {
+	if jerr := ui.NewJSONLines(f.Out).Emit(ui.LineError, ui.ErrorLine{Exit: code, Message: msg}); jerr != nil {
 		fmt.Fprintf(f.ErrOut, "bifrost-migrate: %s\n", f.Redact(jerr.Error()))
 	}
 }

@@ -3,10 +3,8 @@ package cmd
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -212,36 +210,6 @@ func TestRedactScrubsKeysOfEverySetting(t *testing.T) {
 	got := f.Redact("x " + leakKey + " y sv=1&sig=SIGNATURE123456 z")
 	if got != "x *** y *** z" {
 		t.Errorf("Redact = %q", got)
-	}
-}
-
-// --verbose prints every request without query strings (a SAS), headers
-// or bodies.
-func TestVerboseTransportPrintsRequestsWithoutSecrets(t *testing.T) {
-	var out bytes.Buffer
-	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	v := &verboseTransport{
-		next: roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodPut {
-				return nil, &url.Error{Op: "Put", URL: req.URL.String(), Err: errors.New("connection refused")}
-			}
-			return &http.Response{StatusCode: 404, Status: "404 Not Found", Body: http.NoBody, Request: req}, nil
-		}),
-		w:   &out,
-		now: func() time.Time { return clock },
-	}
-	for _, m := range []string{http.MethodGet, http.MethodPut} {
-		req, _ := http.NewRequest(m, "https://acct.blob.core.windows.net/execution-data/a%2Fb?sv=2020&sig=SECRETSIG", nil)
-		req.Header.Set("Authorization", "SharedKey acct:SECRETAUTH")
-		resp, _ := v.RoundTrip(req)
-		if resp != nil {
-			resp.Body.Close()
-		}
-	}
-	want := "http: GET https://acct.blob.core.windows.net/execution-data/a%2Fb → 404 Not Found (0s)\n" +
-		"http: PUT https://acct.blob.core.windows.net/execution-data/a%2Fb → error: Put \"https://acct.blob.core.windows.net/execution-data/a%2Fb\": connection refused (0s)\n"
-	if out.String() != want {
-		t.Errorf("verbose output:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -216,7 +217,7 @@ func firstTable(selected []string) string {
 // (saying on o, when not nil, what it waits for). It returns nil, or an
 // error naming every endpoint that could not be reached, refused the
 // credentials or kept failing, with the cause and what to check.
-func checkEndpoints(ctx context.Context, o *output, probes ...probe) error {
+func checkEndpoints(ctx context.Context, o *ui.Output, probes ...probe) error {
 	errs := make([]error, len(probes))
 	deadline := time.Now().Add(startupBudget)
 	var wg sync.WaitGroup

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
@@ -63,7 +64,7 @@ type VerifyOptions struct {
 	Connect func(ctx context.Context) (verifyServices, error)
 	// out is the command's output, once verifyRun made it: the start-up
 	// checks say there what they wait for.
-	out *output
+	out *ui.Output
 	// migration are the options verify judges with (its transform
 	// options and table prefix: the flags', and the migration's for
 	// those not given), once verifyRun computed them.
@@ -183,27 +184,6 @@ func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verify
 	return verifyServices{conn: c, deps: &verify.Verifier{Rows: c.rowReader, Docs: c.docReader, Blobs: c.blobStore}}, err
 }
 
-// verifyProgress reports verify's phases to its output: "verify: step"
-// status lines on stderr, or with --output json stepProgress lines, with
-// the request units per second and the throttled share of the last
-// seconds (none with --quiet, but in --log-file); and to obs, whose
-// progress lines name the phase. It is safe for concurrent use.
-type verifyProgress struct {
-	o   *output
-	ru  ruRecent
-	obs *observer
-}
-
-func (p verifyProgress) Step(msg string) {
-	p.obs.step(msg)
-	if p.o.json() && !p.o.quiet {
-		// A write error is kept by lines and returned by the summary's emit.
-		_ = p.o.lines.emit(lineProgress, stepProgress{Step: msg, ruNow: newRUNow(p.ru)})
-		return
-	}
-	p.o.status("%s", msg)
-}
-
 // verifyRun runs the engine and prints the report; rows not migrated and
 // mismatches return a PartialError (exit 3); a missing table, database or
 // container is an error (exit 1) before anything is compared.
@@ -226,11 +206,11 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	topts := mig.Transform
 	topts.Now = opts.Now().UTC()
 	opts.pacer = opts.RU.pacer()
-	obs, err := opts.Observe.observe(opts.IO, o, "verify", &opts.RU, observeWords{}, "")
+	p, err := opts.Observe.progress(opts.IO, o, "verify", opts.RU.meters(), ui.Words{}, "")
 	if err != nil {
 		return err
 	}
-	defer obs.finish()
+	defer p.Finish()
 	if opts.RU.MaxRU > 0 {
 		// A query page is charged as a whole: keep one page to a small
 		// share of the budget, so that no 5-second window exceeds it.
@@ -241,7 +221,9 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	v := svc.deps
-	v.Progress = verifyProgress{o, opts.RU.recent(), obs}
+	// Its phases: status lines (--output json: progress lines) and the
+	// progress lines' phase.
+	v.Progress = p
 	if err := ready(ctx, o, svc.conn, svc.conn.rowReader, mig.TablePrefix, opts.Tables); err != nil {
 		return err
 	}
@@ -263,12 +245,12 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if _, serr := os.Stat(r.DeadLetterFile); serr == nil {
 		r.DeadLetterFileFound = true
 	} else if !errors.Is(serr, fs.ErrNotExist) {
-		o.warning("%s cannot be read: %v", r.DeadLetterFile, unwrapPath(serr))
+		o.Warning("%s cannot be read: %v", r.DeadLetterFile, unwrapPath(serr))
 	}
-	o.status("%s in %.1fs (%.0f rows/s)", words.Count(int64(r.Totals.Rows), "row", "rows"), r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9))
-	if !opts.Quiet && !o.json() {
+	o.Status("%s in %.1fs (%.0f rows/s)", words.Count(int64(r.Totals.Rows), "row", "rows"), r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9))
+	if !opts.Quiet && !o.JSON() {
 		// With --output json, the summary's "ru" says the same.
-		ru.writeText(prefixed{opts.ErrOut, "verify: "})
+		ru.WriteText(ui.Prefixed{W: opts.ErrOut, Prefix: "verify: "})
 	}
 	verdict := verifyVerdict(r)
 	if err := writeVerifySummary(o, opts.Out, r, ru); err != nil {
@@ -290,12 +272,12 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 
 // writeVerifySummary prints the report: the summary line with ru
 // (--output json), or the text.
-func writeVerifySummary(o *output, out io.Writer, r *verify.Report, ru ruReport) error {
+func writeVerifySummary(o *ui.Output, out io.Writer, r *verify.Report, ru ui.RUReport) error {
 	var err error
-	if o.json() {
-		err = o.lines.emit(lineSummary, struct {
+	if o.JSON() {
+		err = o.Lines().Emit(ui.LineSummary, struct {
 			*verify.Report
-			RU ruReport `json:"ru"`
+			RU ui.RUReport `json:"ru"`
 		}{r.Summary(), ru})
 	} else {
 		err = verify.Text{}.Write(out, r, verify.Meta{})
@@ -399,7 +381,7 @@ func signOff(r *verify.Report, opts *VerifyOptions, t target, started time.Time)
 // version, and the throughput samples of run runID in stateDir, read
 // only by a format that charts them (a file that cannot be read is a
 // warning, and the charts are left out).
-func reportMeta(o *output, stateDir, runID string) verify.Meta {
+func reportMeta(o *ui.Output, stateDir, runID string) verify.Meta {
 	m := verify.Meta{ToolVersion: version.String(), RatesFrom: filepath.Join(stateDir, migrate.SamplesFile)}
 	m.Rates = func() []verify.RatePoint {
 		if runID == "" {
@@ -407,7 +389,7 @@ func reportMeta(o *output, stateDir, runID string) verify.Meta {
 		}
 		samples, err := migrate.LoadSamples(stateDir, runID)
 		if err != nil {
-			o.warning("%s cannot be read (%v): the report has no throughput charts", m.RatesFrom, unwrapPath(err))
+			o.Warning("%s cannot be read (%v): the report has no throughput charts", m.RatesFrom, unwrapPath(err))
 			return nil
 		}
 		rates := make([]verify.RatePoint, len(samples))

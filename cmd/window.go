@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/store"
 )
@@ -128,14 +129,14 @@ func futureSince(given string, since, now time.Time) error {
 // then reaches back further than the migration, which is seldom what was
 // meant. It only reads state.json (no lock, nothing written, in a dry run
 // too), and says so when it cannot.
-func warnReach(o *output, dir string, since time.Time) {
+func warnReach(o *ui.Output, dir string, since time.Time) {
 	st, err := migrate.LoadState(dir)
 	switch {
 	case err != nil:
-		o.warning("%s cannot be read, so --since is not checked against when the migration started", filepath.Join(dir, migrate.StateFile))
+		o.Warning("%s cannot be read, so --since is not checked against when the migration started", filepath.Join(dir, migrate.StateFile))
 	case st == nil || st.Started.IsZero():
 	case st.Started.Sub(since) > 24*time.Hour:
-		o.warning("--since %s reaches %s before the migration started (run %s at %s): every change since then is in the window; check that it is the time you meant",
+		o.Warning("--since %s reaches %s before the migration started (run %s at %s): every change since then is in the window; check that it is the time you meant",
 			since.Format(time.RFC3339Nano), days(st.Started.Sub(since)), st.RunID, st.Started.UTC().Format(time.RFC3339))
 	}
 }
@@ -187,31 +188,36 @@ type windowCommand struct {
 	flags  windowFlags
 	words  wayWords
 	common *migrate.Common
-	o      *output
-	obs    *observer
+	o      *ui.Output
+	obs    *ui.Progress
 	// atWork says, once, what the command says only once its engine is
 	// at work (a command refused at its start, the state directory in
 	// use, prints only its error): how far back --since reaches.
 	atWork func()
+	// rec keeps replay.json or reverse.json (status reads it); started
+	// is when the command began, the start of a pass that runs once.
+	rec     *passRecorder
+	started time.Time
 }
 
 // begin starts the replay or reverse of words whose engine options are
 // c: the options it works with and the pacer (engineOptions.start), then
-// the observer of its progress, which the caller finishes.
+// its progress, which the caller finishes.
 func (w *windowOptions) begin(words wayWords, c *migrate.Common) (*windowCommand, error) {
 	e := &w.engineOptions
 	o, err := e.start(words.name, c)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := e.Observe.observe(e.IO, o, words.name, &e.RU, words.observed, "")
+	obs, err := e.Observe.progress(e.IO, o, words.name, e.RU.meters(), words.observed, "")
 	if err != nil {
 		return nil, err
 	}
 	if w.window.Follow {
-		obs.following(w.window.w.Since)
+		obs.Following(w.window.w.Since)
 	}
-	wc := &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs}
+	wc := &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs,
+		rec: newPassRecorder(o, words, c, w.window), started: time.Now()}
 	wc.atWork = sync.OnceFunc(func() { warnReach(o, c.StateDir, w.window.w.Since) })
 	return wc, nil
 }
@@ -219,8 +225,8 @@ func (w *windowOptions) begin(words wayWords, c *migrate.Common) (*windowCommand
 // ready prints where the command works (c's accounts), then fails when
 // the database or containers are missing or the tables cannot be read
 // through rows (prefix before their names; none given: all three).
-func ready(ctx context.Context, o *output, c conn, rows store.PageReader, prefix string, tables []string) error {
-	o.status("%s", c.where())
+func ready(ctx context.Context, o *ui.Output, c conn, rows store.PageReader, prefix string, tables []string) error {
+	o.Status("%s", c.where())
 	if len(c.missing) > 0 {
 		return &notProvisionedError{Missing: c.missing}
 	}
@@ -238,13 +244,13 @@ func (w *windowCommand) ready(ctx context.Context, c conn, rows store.PageReader
 	return nil
 }
 
-// progress is the progress of a replay or reverse that runs once: bars
-// or progress lines, and the observer (newProgress), each report first
-// saying what the command says once at work; counted: it shows totals,
-// which the engine then pre-counts. The caller finishes bars, if any.
-func (w *windowCommand) progress() (p migrate.Progress, bars *barProgress, counted bool) {
-	p, bars, counted = newProgress(w.o, w.e.ErrIsTerminal, time.Now, w.e.RU.recent(), w.obs)
-	return workingProgress{p, w.atWork}, bars, counted
+// progress is the progress of a replay or reverse that runs once, whose
+// first report says what the command says once at work; counted: it
+// shows totals, which the engine then pre-counts. The caller finishes
+// it once the engine is done, before the summary.
+func (w *windowCommand) progress() (p *ui.Progress, counted bool) {
+	w.obs.OnWork(w.atWork)
+	return w.obs, w.obs.WantsTotals()
 }
 
 // ended prints the summary r of a replay or reverse that ran once, which
@@ -252,27 +258,28 @@ func (w *windowCommand) progress() (p migrate.Progress, bars *barProgress, count
 // with (windowExit).
 func (w *windowCommand) ended(ctx context.Context, r windowReport, err error) error {
 	t := r.tally
+	w.rec.passEnded(w.started, w.flags.w.Since, r)
 	ru := w.e.RU.report(t.ruDocs)
 	end := endingOf(err, ctx.Err() != nil)
 	var werr error
 	switch {
-	case !t.ran || err != nil && !t.counted():
+	case !t.ran || err != nil && !t.counted() && ctx.Err() == nil:
 		// Nothing was done: the error alone says what happened.
-	case w.o.json():
-		werr = w.o.lines.emit(lineSummary, windowLine{end == endedDone, r.summary, ru})
+	case w.o.JSON():
+		werr = w.o.Lines().Emit(ui.LineSummary, windowLine{end == endedDone, r.summary, ru})
 	default:
 		werr = writeWindowText(w.e.Out, w.words, r, ru, end)
 	}
 	if err == nil {
 		err = werr
 	}
-	return windowExit(err, ctx.Err() != nil, w.common.DryRun, t, r.window.DeadLetterFile, w.words)
+	return w.rec.end(ctx, windowExit(err, ctx.Err() != nil, w.common.DryRun, t, r.window.DeadLetterFile, w.words))
 }
 
 // following is what the passes of --follow did so far (SPEC §16): each
-// pass reports its rows to the observer only (no bars or progress lines:
-// a pass line ends each), and the passes after the first add to the
-// dead-letter file.
+// pass reports to the progress, which shows no bar and no JSON progress
+// lines while following (a pass line ends each), and the passes after
+// the first add to the dead-letter file.
 type following struct {
 	w        *windowCommand
 	progress migrate.Progress
@@ -281,26 +288,30 @@ type following struct {
 	followed followed
 	last     followPass
 	werr     error
+	// passStart and passSince are the pass at work's start and the time
+	// it reads from, for the pass record.
+	passStart, passSince time.Time
 }
 
 // follow starts following: the options of migrate.Follow, from --since,
 // --interval and --skew, and the progress of its passes.
 func (w *windowCommand) follow() (*following, migrate.FollowOptions) {
-	var p migrate.Progress
-	if w.obs.shows() {
-		p = commandProgress{displays: []counter{w.obs}}
-	}
-	f := &following{w: w, progress: workingProgress{p, w.atWork}, followed: followed{conflicts: map[string]listedConflict{}}}
+	w.obs.OnWork(w.atWork)
+	f := &following{w: w, progress: w.obs, followed: followed{conflicts: map[string]listedConflict{}}}
 	return f, migrate.FollowOptions{Since: w.flags.w.Since, Interval: w.flags.Interval, Skew: w.flags.Skew}
 }
 
-// started is said when a pass starts.
-func (f *following) started() { f.w.obs.passStarted() }
+// started is said when a pass that reads from since starts.
+func (f *following) started(since time.Time) {
+	f.passStart, f.passSince = time.Now(), since
+	f.w.obs.PassStarted()
+}
 
 // passed counts what a pass did (r) and returns what migrate.Follow
 // takes of it; the passes after it add to the dead-letter file.
 func (f *following) passed(r windowReport) migrate.PassResult {
 	t := r.tally
+	f.w.rec.passEnded(f.passStart, f.passSince, r)
 	f.keep = true
 	f.sum.add(t)
 	f.last = newFollowPass(t.deadLetters, r.conflicts)
@@ -313,7 +324,7 @@ func (f *following) passed(r windowReport) migrate.PassResult {
 
 // ended prints the line of a pass that ended (migrate.Follow's onPass).
 func (f *following) ended(r migrate.PassReport) {
-	f.w.obs.passEnded(r)
+	f.w.obs.PassEnded(r)
 	f.followed.passes = r.Pass
 	if err := writePass(f.w.o, r, f.last.deadLetters); err != nil && f.werr == nil {
 		f.werr = err
@@ -325,46 +336,46 @@ func (f *following) ended(r migrate.PassReport) {
 // conflicts and request units, and returns the error the command ends
 // with: exit 4 when any conflict was left, else 3 when there were dead
 // letters.
-func (f *following) summary(err error, total any) error {
+func (f *following) summary(ctx context.Context, err error, total any) error {
 	if err == nil {
 		err = f.werr
 	}
 	if err != nil {
-		return err
+		return f.w.rec.end(ctx, err)
 	}
 	w := f.w
-	return followedSummary(w.o, f.followed, total, w.e.RU.report(f.sum.ruDocs), fmt.Sprintf(w.words.followed, f.sum.read, f.sum.written),
-		w.common.StateDir, w.words.deadLetterFile)
+	return w.rec.end(ctx, followedSummary(w.o, f.followed, total, w.e.RU.report(f.sum.ruDocs), fmt.Sprintf(w.words.followed, f.sum.read, f.sum.written),
+		w.common.StateDir, w.words.deadLetterFile))
 }
 
 // followedSummary prints what the passes of --follow did — the totals
 // (text: the line read), the conflicts and the request units — and
 // returns the error that ends the command: exit 4 when conflicts are
 // left, else 3 when there were dead letters (in stateDir/deadLetters).
-func followedSummary(o *output, f followed, total any, ru ruReport, read string, stateDir, deadLetters string) error {
+func followedSummary(o *ui.Output, f followed, total any, ru ui.RUReport, read string, stateDir, deadLetters string) error {
 	var err error
-	if o.json() {
+	if o.JSON() {
 		listed := f.listed()
 		values := make([]any, len(listed))
 		for i, c := range listed {
 			values[i] = c.value
 		}
-		err = o.lines.emit(lineSummary, struct {
-			Passes    int      `json:"passes"`
-			Totals    any      `json:"totals"`
-			Conflicts []any    `json:"conflicts"`
-			RU        ruReport `json:"ru"`
+		err = o.Lines().Emit(ui.LineSummary, struct {
+			Passes    int         `json:"passes"`
+			Totals    any         `json:"totals"`
+			Conflicts []any       `json:"conflicts"`
+			RU        ui.RUReport `json:"ru"`
 		}{f.passes, total, values, ru})
 	} else {
-		fmt.Fprintf(o.out, "followed for %d pass(es): %s, %d conflict(s), %d dead letter(s)\n", f.passes, read, len(f.conflicts), f.deadLetters)
+		fmt.Fprintf(o.Out(), "followed for %d pass(es): %s, %d conflict(s), %d dead letter(s)\n", f.passes, read, len(f.conflicts), f.deadLetters)
 		for i, c := range f.listed() {
 			if i == maxConflictsShown {
-				fmt.Fprintf(o.out, "  … and %d more\n", len(f.conflicts)-i)
+				fmt.Fprintf(o.Out(), "  … and %d more\n", len(f.conflicts)-i)
 				break
 			}
-			io.WriteString(o.out, c.text)
+			io.WriteString(o.Out(), c.text)
 		}
-		ru.writeText(o.out)
+		ru.WriteText(o.Out())
 	}
 	if err != nil {
 		return err
@@ -374,7 +385,7 @@ func followedSummary(o *output, f followed, total any, ru ruReport, read string,
 
 // writeWindowText prints the text summary of a replay or reverse r with
 // its request units ru, its last line saying how it ended (end).
-func writeWindowText(w io.Writer, words wayWords, r windowReport, ru ruReport, end ending) error {
+func writeWindowText(w io.Writer, words wayWords, r windowReport, ru ui.RUReport, end ending) error {
 	ws, t := r.window, r.tally
 	if ws.DryRun {
 		fmt.Fprintf(w, "DRY RUN: nothing was written; the counts say what %s would do.\n", words.name)
@@ -388,7 +399,7 @@ func writeWindowText(w io.Writer, words wayWords, r windowReport, ru ruReport, e
 	}
 	fmt.Fprintln(w)
 	io.WriteString(w, r.writes)
-	ru.writeText(w)
+	ru.WriteText(w)
 	if !writeDeadLetterCount(w, t.deadLetters, ws.DeadLetterFile) {
 		for _, dl := range ws.DeadLetters {
 			fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
@@ -402,15 +413,15 @@ func writeWindowText(w io.Writer, words wayWords, r windowReport, ru ruReport, e
 
 // startStatus prints what a replay or reverse reads (what: "rows" or
 // "docs") and how.
-func (w windowFlags) startStatus(o *output, what string, since time.Time, dryRun bool) {
+func (w windowFlags) startStatus(o *ui.Output, what string, since time.Time, dryRun bool) {
 	if w.Follow {
-		o.status("following %s changed since %s: a pass every %s, each from the newest change read less %s; SIGINT, SIGTERM or SIGHUP stops after the pass in progress",
+		o.Status("following %s changed since %s: a pass every %s, each from the newest change read less %s; SIGINT, SIGTERM or SIGHUP stops after the pass in progress",
 			what, since.Format(time.RFC3339Nano), w.Interval, w.Skew)
 		return
 	}
-	o.status("%s changed since %s", what, since.Format(time.RFC3339Nano))
+	o.Status("%s changed since %s", what, since.Format(time.RFC3339Nano))
 	if dryRun {
-		o.status("dry run: nothing will be written")
+		o.Status("dry run: nothing will be written")
 	}
 }
 
@@ -445,9 +456,9 @@ type tally struct {
 	ran bool
 	// read counts the changes read; written the writes (in a dry run:
 	// those it would do); conflicts those left unresolved; deadLetters
-	// what was dead-lettered.
-	read, written, conflicts, deadLetters int64
-	// ruDocs are the docs the request units are spread over (ruReport).
+	// what was dead-lettered; unchanged what needed no write.
+	read, written, conflicts, deadLetters, unchanged int64
+	// ruDocs are the docs the request units are spread over (ui.RUReport).
 	ruDocs int64
 	// newest is the time of the newest change applied (nil: none).
 	newest *time.Time
@@ -478,57 +489,7 @@ type wayWords struct {
 	// deadLetterFile is the name of the dead-letter file in --state-dir.
 	deadLetterFile string
 	// observed are the words of its progress lines.
-	observed observeWords
-}
-
-// workingProgress is the progress p (nil: none) of an engine that calls
-// atWork at each report, first: what the command says only once the
-// engine is at work.
-type workingProgress struct {
-	p      migrate.Progress
-	atWork func()
-}
-
-func (w workingProgress) Total(table string, rows int64) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Total(table, rows)
-	}
-}
-
-func (w workingProgress) Resumed(table string, n int64) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Resumed(table, n)
-	}
-}
-
-func (w workingProgress) Advance(table string, n int64) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Advance(table, n)
-	}
-}
-
-func (w workingProgress) TableDone(table string) {
-	w.atWork()
-	if w.p != nil {
-		w.p.TableDone(table)
-	}
-}
-
-func (w workingProgress) Message(msg string) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Message(msg)
-	}
-}
-
-// Outcome passes o on to p when p hears outcomes.
-func (w workingProgress) Outcome(group string, o migrate.Outcome) {
-	if op, ok := w.p.(migrate.OutcomeProgress); ok {
-		op.Outcome(group, o)
-	}
+	observed ui.Words
 }
 
 // windowLine is the summary line of a replay or reverse with --output
@@ -537,7 +498,7 @@ func (w workingProgress) Outcome(group string, o migrate.Outcome) {
 type windowLine struct {
 	complete bool
 	summary  any
-	ru       ruReport
+	ru       ui.RUReport
 }
 
 func (l windowLine) MarshalJSON() ([]byte, error) {
@@ -652,7 +613,7 @@ var replayWords = wayWords{
 	deadLettered:   "row(s)",
 	followed:       "%d row(s) read, %d written",
 	deadLetterFile: migrate.ReplayDeadLetterFile,
-	observed:       rowsToDocs,
+	observed:       ui.RowsToDocs,
 }
 
 // reverseWords are the words of reverse.
@@ -663,5 +624,5 @@ var reverseWords = wayWords{
 	deadLettered:   "doc(s)",
 	followed:       "%d doc(s) read, %d row(s) written",
 	deadLetterFile: migrate.ReverseDeadLetterFile,
-	observed:       docsToRows,
+	observed:       ui.DocsToRows,
 }

@@ -267,6 +267,7 @@ func newEngine(common *Common, env Env) engine {
 // count and waits for it, so that progress hears nothing after it.
 func precount(ctx context.Context, src RowSource, prefix string, tables []string, q store.Query, progress Progress) (stop func()) {
 	cctx, cancel := context.WithCancel(ctx)
+	progress.Counting(tables)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for _, t := range tables {

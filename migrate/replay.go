@@ -352,7 +352,7 @@ func (r *replayer) record(it *replayItem) error {
 	}
 	r.progress.Advance(row.Table, 1)
 	if !r.opts.DryRun {
-		reportOutcome(r.progress, row.Table, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
+		r.progress.Outcome(row.Table, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
 	}
 	r.book.add(row.Table, o.Kind, c, conflict)
 	return r.ledger.add(e)

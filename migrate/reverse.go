@@ -418,7 +418,7 @@ func (r *reverser) record(it *reverseItem) error {
 	}
 	r.progress.Advance(it.container, 1)
 	if !r.opts.DryRun {
-		reportOutcome(r.progress, it.container, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
+		r.progress.Outcome(it.container, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
 	}
 	r.book.add(it.container, res.kind, c, conflict)
 	return r.ledger.add(e)

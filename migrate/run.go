@@ -511,6 +511,7 @@ func (r *runner) commit(table string, ts *TableState, pages <-chan *page, stop c
 func (r *runner) dispatch(pool *pool, table string, rd *tableRead, pages chan<- *page) error {
 	for p := range rd.pages {
 		logPage(r.log, rd.table, rd.q, p)
+		r.progress.Read(table, int64(len(p.Rows)))
 		pg := &page{next: p.Next, items: make([]item, len(p.Rows))}
 		for i, row := range p.Rows {
 			pg.items[i] = r.item(row)
@@ -604,6 +605,9 @@ func (r *runner) write(ctx context.Context, table string, it *item) error {
 		return wrapIf(err, fmt.Sprintf("%s %s/%s: write %s/%s", table, it.row.PartitionKey, it.row.RowKey, o.Container, o.ID))
 	}
 	it.ru = res.RequestCharge
+	if !r.opts.DryRun {
+		r.progress.Outcome(table, Outcome{Written: 1})
+	}
 	// The bytes are no longer needed; the page may wait for others.
 	o.DocJSON, o.Uploads, it.row.Props = nil, nil, nil
 	return nil
@@ -627,7 +631,6 @@ func (it *item) lighten() {
 // checkpoint records a page whose writes are all acknowledged: its dead
 // letters, its counts, and the new state.
 func (r *runner) checkpoint(table string, ts *TableState, b *page) error {
-	docsBefore := r.docsWritten
 	c, dls := r.countPage(table, b)
 	if m := int64(r.opts.MaxErrors); m > 0 && len(dls) > 0 && r.deadLetters+int64(len(dls)) >= m {
 		// Record the dead letters up to the limit, but do not checkpoint
@@ -665,7 +668,7 @@ func (r *runner) checkpoint(table string, ts *TableState, b *page) error {
 	}
 	r.progress.Advance(table, int64(len(b.items)))
 	if !r.opts.DryRun {
-		reportOutcome(r.progress, table, Outcome{Written: r.docsWritten - docsBefore, DeadLetters: int64(len(dls))})
+		r.progress.Outcome(table, Outcome{DeadLetters: int64(len(dls))})
 	}
 	if ts.Done {
 		r.log("table %s: finished: %d rows (%d docs, %d dead letters)", table, ts.Rows,
