@@ -12,10 +12,14 @@
 #     and peak RSS (docs/performance.md, "run");
 #   - TestScaleBenchmark: `run` and `run --dry-run` at 1 and 5 million
 #     rows against services in the test process, beside the SDK alone
-#     (docs/performance.md, "At any size").
+#     (docs/performance.md, "At any size");
+#   - TestPassBenchmark: one `replay --since` pass over 100 changed rows
+#     on 15,000 and 150,000 generated executions, beside one plain scan
+#     per table (docs/performance.md, "A pass"); BIFROST_BENCH_BASE, a
+#     binary built from another commit, adds that binary's pass.
 #
 # Extra arguments go to `go test` (e.g. ./bench.sh -run TestLatencyBenchmark).
-# Takes about 40 minutes on a 2-core machine. BIFROST_BENCH_ONLY=scale runs
+# Takes about 50 minutes on a 2-core machine. BIFROST_BENCH_ONLY=scale runs
 # the scale benchmark alone (about 15 minutes), without the emulators:
 #
 #   BIFROST_BENCH_ONLY=scale ./bench.sh
@@ -39,7 +43,7 @@ start_emulators rates
 export BIFROST_INTEGRATION=1 BIFROST_BENCH=1
 # TestRunBenchmark at the size docs/performance.md's table was measured at.
 export BIFROST_BENCH_N="${BIFROST_BENCH_N:-20000}"
-run=(-run 'TestRunAtLatency|TestWindowAtLatency|TestLatencyBenchmark|TestRunBenchmark|TestScaleBenchmark')
+run=(-run 'TestRunAtLatency|TestWindowAtLatency|TestLatencyBenchmark|TestRunBenchmark|TestScaleBenchmark|TestPassBenchmark')
 for a in "$@"; do
 	case "$a" in -run | -run=*) run=() ;; esac
 done

@@ -243,7 +243,9 @@ type replayer struct {
 }
 
 // work is the replay proper: it lists the blob container once (blob
-// facts), starts the pre-count, replays each table in order, then prunes.
+// facts), starts the pre-count, reads the tables' changes at once (every
+// key range of every table: readTables) and replays each table in order,
+// then prunes.
 func (r *replayer) work(ctx context.Context) error {
 	var err error
 	if r.blobIdx, err = listBlobs(ctx, r.blobs); err != nil {
@@ -252,14 +254,21 @@ func (r *replayer) work(ctx context.Context) error {
 	if r.opts.CountRows {
 		defer precount(ctx, r.src, r.opts.TablePrefix, r.tables, store.Query{Since: r.opts.Since}, r.progress)()
 	}
-	for _, table := range r.tables {
-		r.log("reading %s: started", table)
-		if err := r.pass(ctx, table); err != nil {
+	scans := make([]scan, len(r.tables))
+	for i, table := range r.tables {
+		scans[i] = scan{table, store.Query{Since: r.opts.Since}}
+	}
+	reads, stop := readTables(ctx, r.src, r.opts.TablePrefix, scans)
+	defer stop()
+	for _, rd := range reads {
+		r.log("reading %s: started", rd.table)
+		if err := r.pass(ctx, rd); err != nil {
 			return err
 		}
-		r.log("reading %s: finished", table)
-		r.progress.TableDone(table)
+		r.log("reading %s: finished", rd.table)
+		r.progress.TableDone(rd.table)
 	}
+	stop()
 	if !r.opts.Prune {
 		return nil
 	}
@@ -274,22 +283,20 @@ type replayItem struct {
 	res docResult
 }
 
-// pass replays the rows of table changed since Since: it transforms them
-// in read order (collisions within the window are judged as run judges
-// them), applies their docs through the pool, and records each row.
-func (r *replayer) pass(ctx context.Context, table string) error {
+// pass replays the rows of one table changed since Since, which rd reads:
+// it transforms them in read order (collisions within the window are
+// judged as run judges them), applies their docs through the pool, and
+// records each row.
+func (r *replayer) pass(ctx context.Context, rd *tableRead) error {
 	pool := newPool(ctx, r.flow)
-	rd, stop := readTable(pool.ctx, r.src, r.opts.TablePrefix, table, store.Query{Since: r.opts.Since})
-	err := r.dispatch(pool, rd)
-	stop()
-	return pool.end(ctx, err)
+	return pool.end(ctx, r.dispatch(pool, rd))
 }
 
 // dispatch transforms each row rd reads, in read order: a row with a doc
 // goes to the pool, to be applied and recorded (replayRow); any other is
 // recorded at once.
 func (r *replayer) dispatch(pool *pool, rd *tableRead) error {
-	for p := range rd.pages {
+	return eachPage(pool, rd, func(p store.Page) error {
 		logPage(r.log, rd.table, rd.q, p)
 		for _, row := range p.Rows {
 			it := &replayItem{row: row, out: r.ids.Check(transform.Transform(row, factsOf(r.blobIdx, row), r.topts))}
@@ -303,8 +310,8 @@ func (r *replayer) dispatch(pool *pool, rd *tableRead) error {
 				return err
 			}
 		}
-	}
-	return rd.end()
+		return nil
+	})
 }
 
 // replayRow applies the doc of one row (apply) and records the row.

@@ -19,28 +19,30 @@ type pruneCandidate struct {
 }
 
 // prune deletes unchanged migrated docs whose source row no longer
-// exists. It reads the keys of every selected table into a compact set,
+// exists. It reads the keys of every selected table (every key range of
+// every table at once) into a compact set,
 // lists the migrated docs of both containers in bulk, and for each doc
 // whose row is not in the set checks the row once more (it may have been
 // added since) before deleting the doc with If-Match.
 func (r *replayer) prune(ctx context.Context) error {
 	r.progress.Message("prune: reading the keys of the tables")
 	rows := map[[16]byte]struct{}{}
-	keysOnly := store.Query{Select: []string{"PartitionKey", "RowKey"}}
-	for _, t := range r.tables {
-		err := store.Scan(ctx, r.src, r.opts.TablePrefix, t, keysOnly, store.Cursor{}, func(p store.Page) error {
-			for _, row := range p.Rows {
-				rows[rowKeyHash(t, row.PartitionKey, row.RowKey)] = struct{}{}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
+	spans := make([]store.Span, len(r.tables))
+	for i, t := range r.tables {
+		spans[i] = store.Span{Table: t, Query: store.Query{Select: []string{"PartitionKey", "RowKey"}}, Splits: store.Splits(t)}
+	}
+	err := store.ScanSpans(ctx, r.src, r.opts.TablePrefix, spans, func(_ int, p store.Page) error {
+		for _, row := range p.Rows {
+			rows[rowKeyHash(row.Table, row.PartitionKey, row.RowKey)] = struct{}{}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	r.progress.Message("prune: listing migrated docs")
 	var cands []pruneCandidate
-	err := listMigrated(ctx, r.query, func(c string, src source, scope, id string) {
+	err = listMigrated(ctx, r.query, func(c string, src source, scope, id string) {
 		if !slices.Contains(r.tables, src.table) {
 			return
 		}

@@ -46,30 +46,33 @@ func (r *reverser) prune(ctx context.Context) error {
 		tables = append(tables, transform.TableRelationships)
 	}
 	r.progress.Message("prune: reading the tables")
-	for _, table := range tables {
-		if err := r.pruneTable(ctx, table, skip); err != nil {
+	scans := make([]scan, len(tables))
+	for i, table := range tables {
+		scans[i] = scan{table, store.Query{}}
+	}
+	reads, stop := readTables(ctx, r.rows, r.opts.TablePrefix, scans)
+	defer stop()
+	for _, rd := range reads {
+		if err := r.pruneTable(ctx, rd, skip); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// pruneTable prunes the rows of table: each row read that is a candidate
-// (candidate) goes to the pool, to be pruned and recorded (pruneCandidate).
-func (r *reverser) pruneTable(ctx context.Context, table string, skip map[[16]byte]struct{}) error {
+// pruneTable prunes the rows of one table, which rd reads: each row that
+// is a candidate (candidate) goes to the pool, to be pruned and recorded
+// (pruneCandidate).
+func (r *reverser) pruneTable(ctx context.Context, rd *tableRead, skip map[[16]byte]struct{}) error {
 	pool := newPool(ctx, r.flow)
-	rd, stop := readTable(pool.ctx, r.rows, r.opts.TablePrefix, table, store.Query{})
-	err := r.dispatchPrune(pool, rd, skip)
-	stop()
-	return pool.end(ctx, err)
+	return pool.end(ctx, r.dispatchPrune(pool, rd, skip))
 }
 
 // dispatchPrune hands the candidates among the rows rd reads to the pool.
 func (r *reverser) dispatchPrune(pool *pool, rd *tableRead, skip map[[16]byte]struct{}) error {
-	for p := range rd.pages {
+	return eachPage(pool, rd, func(p store.Page) error {
 		logPage(r.log, rd.table, rd.q, p)
 		for _, row := range p.Rows {
-			row.Table = rd.table
 			it := &prunedRow{row: row}
 			if !r.candidate(it, skip) {
 				continue
@@ -78,8 +81,8 @@ func (r *reverser) dispatchPrune(pool *pool, rd *tableRead, skip map[[16]byte]st
 				return err
 			}
 		}
-	}
-	return rd.end()
+		return nil
+	})
 }
 
 // candidate decides whether the row of it may be one whose doc is gone
