@@ -16,19 +16,32 @@
 # front serves the change feed that reverse reads.
 #
 # Each step is introduced, and long summaries are cut to their totals (the
-# README says how long the output is). It ends by writing verify's HTML
-# report (the page an operator attaches to the change ticket) to
-# $BIFROST_DEMO_REPORT (default: bifrost-migrate-demo-report.html in
-# $TMPDIR or /tmp), kept after the demo; its last line says whether the
-# rehearsal's checks held (exit 0) or which failed (exit 1), and where the
-# report is. Colours only on a terminal. Its temporary folder (the
-# binaries, the run's state, the emulators' logs) is deleted on exit.
+# README says how long the output is). The run is paced (--max-ru) so that
+# it lasts some seconds and the report's charts have several samples to
+# draw. What the demo makes is kept in one folder, $BIFROST_DEMO_DIR
+# (default: a new bifrost-migrate-demo.XXXXXX in $TMPDIR or /tmp; one
+# given must be empty or not exist): the state directory .bifrost-migrate
+# (state.json, dead-letter.jsonl, the throughput samples, reverse.json),
+# verify's HTML report (report.html, the page an operator attaches to the
+# change ticket) and the bifrost-migrate binary it ran, whose `status`
+# reads that state without the emulators. Its last line says whether the
+# rehearsal's checks held (exit 0) or which failed (exit 1), and names
+# that folder. Colours only on a terminal. Its temporary folder (the demo
+# application, the emulators' logs) is deleted on exit.
 set -uo pipefail
 cd "$(dirname "$0")"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bifrost-demo.XXXXXX") || exit 1
-report=${BIFROST_DEMO_REPORT:-${TMPDIR:-/tmp}/bifrost-migrate-demo-report.html}
-case "$report" in /*) ;; *) report="$PWD/$report" ;; esac
+demo=${BIFROST_DEMO_DIR:-}
+if [ -z "$demo" ]; then
+	demo=$(mktemp -d "${TMPDIR:-/tmp}/bifrost-migrate-demo.XXXXXX") || exit 1
+elif [ -n "$(ls -A "$demo" 2>/dev/null)" ]; then
+	echo "demo: BIFROST_DEMO_DIR=$demo is not empty: give a new or empty folder" >&2
+	exit 2
+fi
+mkdir -p "$demo" || exit 1
+demo=$(cd "$demo" && pwd)
+report="$demo/report.html"
 export EMULATOR_LOGS="$tmp/emulator-logs"
 mkdir -p "$EMULATOR_LOGS"
 . scripts/emulators.sh
@@ -45,15 +58,15 @@ start_emulators || exit 1
 export CosmosDBConnection="$BIFROST_COSMOS_FEED_CONNECTION"
 if [ -n "${BIFROST_MIGRATE_BIN:-}" ]; then
 	# A binary already built (a release binary from scripts/release.sh).
-	cp "$BIFROST_MIGRATE_BIN" "$tmp/bifrost-migrate" || exit 1
-	echo "demo: with $BIFROST_MIGRATE_BIN: $("$tmp/bifrost-migrate" version | head -1)"
+	cp "$BIFROST_MIGRATE_BIN" "$demo/bifrost-migrate" || exit 1
+	echo "demo: with $BIFROST_MIGRATE_BIN: $("$demo/bifrost-migrate" version | head -1)"
 else
-	go build -o "$tmp/bifrost-migrate" . || exit 1
+	go build -o "$demo/bifrost-migrate" . || exit 1
 fi
 go build -o "$tmp/demoapp" ./internal/demoapp || exit 1
-# The run's state goes to .bifrost-migrate in the temporary folder, as it
+# The run's state goes to .bifrost-migrate in the demo's folder, as it
 # would in the folder an operator runs from.
-cd "$tmp" || exit 1
+cd "$demo" || exit 1
 
 # say prints an explanation, one line per argument, after an empty line.
 say() {
@@ -108,7 +121,7 @@ step() {
 	-l) filter=(last) && shift ;;
 	esac
 	printf '%s$ bifrost-migrate %s%s\n' "$bold" "$*" "$reset"
-	"$tmp/bifrost-migrate" "$@" 2>&1 | tee "$tmp/out" | "${filter[@]}"
+	"$demo/bifrost-migrate" "$@" 2>&1 | tee "$tmp/out" | "${filter[@]}"
 	code=${PIPESTATUS[0]}
 	printf '%s(exit %d)%s\n' "$dim" "$code" "$reset"
 	if [ "$code" = 130 ]; then
@@ -150,11 +163,13 @@ say "3. Dry run: read and transform every row, write nothing. Rows per table and
 step -s --quiet run --dry-run --execution-ttl full
 say "Exit 3 predicts dead letters: the deliberately bad rows listed above."
 
-say "4. The run: the same rows, written to Cosmos DB and Blob Storage."
-step -S --quiet run --execution-ttl full
+say "4. The run: the same rows, written to Cosmos DB and Blob Storage, at most" \
+	"   15 request units a second (--max-ru), so that it takes some seconds and" \
+	"   the report's charts have several samples to draw."
+step -S --quiet run --execution-ttl full --max-ru 15
 say "Exit 3: the bad rows were dead-lettered and everything else was migrated." \
-	"Each dead letter is a line of .bifrost-migrate/dead-letter.jsonl: its table," \
-	"keys, reason, and the row with secret values as \"***\"."
+	"Each dead letter is a line of $demo/.bifrost-migrate/dead-letter.jsonl:" \
+	"its table, keys, reason, and the row with secret values as \"***\"."
 
 say "5. Verify: compare every row with what Cosmos DB and Blob Storage hold now." \
 	"   The bad rows are not there (DEAD-LETTER); every other row must match its" \
@@ -199,7 +214,16 @@ say "10. The report to sign the cutover off with: one HTML page (verdict, rows p
 step -l --quiet verify --execution-ttl full --report "$report"
 [ "$code" = 3 ] && grep -q '<svg' "$report"
 check "verify did not write the HTML report"
+# The throughput chart ("Docs written") draws one point per sample; one
+# sample alone is drawn as two, a flat line.
+points=$(sed -n '/aria-label="Docs written over time"/,/<polyline/s/.*<polyline points="\([^"]*\)".*/\1/p' "$report" | wc -w)
+[ "$points" -gt 2 ]
+check "the report's throughput chart has $points point(s), not a curve of several samples"
 
+say "The state, the dead letters and the report are kept in $demo:" \
+	"  .bifrost-migrate/   state.json, dead-letter.jsonl, samples.jsonl, reverse.json" \
+	"  report.html         verify's report" \
+	"  bifrost-migrate     the binary; \`./bifrost-migrate status\` there reads the state (no emulator needed)"
 printf '\n'
 if [ ${#failed[@]} -gt 0 ]; then
 	sep='Rehearsal FAILED: '
@@ -207,8 +231,8 @@ if [ ${#failed[@]} -gt 0 ]; then
 		printf '%s%s' "$sep" "$f"
 		sep='; '
 	done
-	printf '. Report: %s\n' "$report"
+	printf '. State, dead letters and report in %s\n' "$demo"
 	exit 1
 fi
-printf '%s\n' "Rollback rehearsal checked: the completion is back in the tables (Success, no longer indexed as Running), and verify agrees. Report: $report"
+printf '%s\n' "Rollback rehearsal checked: the completion is back in the tables (Success, no longer indexed as Running), and verify agrees. State, dead letters and report in $demo"
 

@@ -32,6 +32,9 @@ const (
 // errors say which part is wrong and never include the string itself.
 var ErrBadConnection = errors.New("invalid connection string")
 
+// ErrBadEndpoint is wrapped by StorageEndpoints' errors.
+var ErrBadEndpoint = errors.New("invalid endpoint")
+
 // StorageAccount is a parsed Azure Storage connection string.
 type StorageAccount struct {
 	Name string
@@ -68,20 +71,19 @@ func (a StorageAccount) Auth() string {
 // https://acct.blob.core.windows.net) and stays empty otherwise. The
 // account's name is the first label of the host, or, for an
 // emulator-style URL (http://127.0.0.1:10002/devstoreaccount1), its path.
-// Errors wrap ErrBadConnection.
+// Errors wrap ErrBadEndpoint.
 func StorageEndpoints(table, blob string) (StorageAccount, error) {
 	a := StorageAccount{TableEndpoint: strings.TrimRight(table, "/"), BlobEndpoint: strings.TrimRight(blob, "/")}
 	if a.TableEndpoint == "" && a.BlobEndpoint == "" {
-		return StorageAccount{}, fmt.Errorf("%w: no storage endpoint", ErrBadConnection)
+		return StorageAccount{}, fmt.Errorf("%w: no storage endpoint", ErrBadEndpoint)
 	}
-	for _, e := range []struct{ name, ep string }{{"--tables-endpoint", a.TableEndpoint}, {"--blob-endpoint", a.BlobEndpoint}} {
-		name, ep := e.name, e.ep
+	for _, ep := range []string{a.TableEndpoint, a.BlobEndpoint} {
 		if ep == "" {
 			continue
 		}
 		u, err := url.Parse(ep)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.RawQuery != "" {
-			return StorageAccount{}, fmt.Errorf("%w: %s is not an http(s) URL without a query", ErrBadConnection, name)
+			return StorageAccount{}, fmt.Errorf("%w: not an http(s) URL without a query", ErrBadEndpoint)
 		}
 		if a.Name == "" {
 			a.Name = accountName(u)
@@ -107,7 +109,11 @@ func accountName(u *url.URL) string {
 }
 
 // ParseStorageConnection parses an Azure Storage connection string, expanding
-// UseDevelopmentStorage=true to the Azurite settings. Errors wrap
+// UseDevelopmentStorage=true to the Azurite settings. An endpoint the
+// string neither gives nor can derive (no AccountName: a SAS for one
+// service, TableEndpoint=…;SharedAccessSignature=…) stays empty, and the
+// account's Name is then the one its endpoint names; a string that gives
+// neither endpoint nor an AccountName is an error. Errors wrap
 // ErrBadConnection and never contain the connection string.
 func ParseStorageConnection(s string) (StorageAccount, error) {
 	kv, err := parseKV(s)
@@ -144,21 +150,27 @@ func ParseStorageConnection(s string) (StorageAccount, error) {
 	if suffix == "" {
 		suffix = "core.windows.net"
 	}
-	if a.TableEndpoint == "" {
-		if a.Name == "" {
-			return StorageAccount{}, fmt.Errorf("%w: storage connection string has no TableEndpoint and no AccountName", ErrBadConnection)
+	if a.Name != "" {
+		if a.TableEndpoint == "" {
+			a.TableEndpoint = fmt.Sprintf("%s://%s.table.%s", proto, a.Name, suffix)
 		}
-		a.TableEndpoint = fmt.Sprintf("%s://%s.table.%s", proto, a.Name, suffix)
-	}
-	if a.BlobEndpoint == "" {
-		if a.Name == "" {
-			return StorageAccount{}, fmt.Errorf("%w: storage connection string has no BlobEndpoint and no AccountName", ErrBadConnection)
+		if a.BlobEndpoint == "" {
+			a.BlobEndpoint = fmt.Sprintf("%s://%s.blob.%s", proto, a.Name, suffix)
 		}
-		a.BlobEndpoint = fmt.Sprintf("%s://%s.blob.%s", proto, a.Name, suffix)
 	}
-	for name, ep := range map[string]string{"TableEndpoint": a.TableEndpoint, "BlobEndpoint": a.BlobEndpoint} {
-		if u, err := url.Parse(ep); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return StorageAccount{}, fmt.Errorf("%w: %s is not an http(s) URL", ErrBadConnection, name)
+	if a.TableEndpoint == "" && a.BlobEndpoint == "" {
+		return StorageAccount{}, fmt.Errorf("%w: storage connection string has no TableEndpoint, BlobEndpoint or AccountName", ErrBadConnection)
+	}
+	for _, e := range []struct{ name, ep string }{{"TableEndpoint", a.TableEndpoint}, {"BlobEndpoint", a.BlobEndpoint}} {
+		if e.ep == "" {
+			continue
+		}
+		u, err := url.Parse(e.ep)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return StorageAccount{}, fmt.Errorf("%w: %s is not an http(s) URL", ErrBadConnection, e.name)
+		}
+		if a.Name == "" {
+			a.Name = accountName(u)
 		}
 	}
 	return a, nil

@@ -26,8 +26,14 @@ func TestParseStorageConnection(t *testing.T) {
 			Name: "gov", Key: "a2V5",
 			TableEndpoint: "https://gov.table.core.usgovcloudapi.net", BlobEndpoint: "https://gov.blob.core.usgovcloudapi.net"}},
 		{"SAS with explicit endpoints", "TableEndpoint=https://x.table.core.windows.net/;BlobEndpoint=https://x.blob.core.windows.net/;SharedAccessSignature=sv=2020-08-04&sig=abc%3D", StorageAccount{
-			SAS:           "sv=2020-08-04&sig=abc%3D",
+			Name: "x", SAS: "sv=2020-08-04&sig=abc%3D",
 			TableEndpoint: "https://x.table.core.windows.net", BlobEndpoint: "https://x.blob.core.windows.net"}},
+		// A SAS for one service names only its endpoint: the other
+		// stays empty, for the command to say which setting gives it.
+		{"SAS for the tables only", "TableEndpoint=https://x.table.core.windows.net;SharedAccessSignature=sv=2020-08-04&ss=t&sig=abc", StorageAccount{
+			Name: "x", SAS: "sv=2020-08-04&ss=t&sig=abc", TableEndpoint: "https://x.table.core.windows.net"}},
+		{"SAS for the blobs only, Azurite", "BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;SharedAccessSignature=sv=1&sig=abc", StorageAccount{
+			Name: "devstoreaccount1", SAS: "sv=1&sig=abc", BlobEndpoint: "http://127.0.0.1:10000/devstoreaccount1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseStorageConnection(tc.in)
@@ -50,6 +56,8 @@ func TestParseConnectionErrorsNeverContainTheString(t *testing.T) {
 		{"AccountName=prod;SECRETKEY123", "invalid connection string: segment 2 is not Key=Value"},
 		{"AccountName=prod;SharedKey=" + secretKey, "invalid connection string: storage connection string has neither AccountKey nor SharedAccessSignature"},
 		{"AccountKey=" + secretKey, "invalid connection string: storage connection string has AccountKey but no AccountName"},
+		{"SharedAccessSignature=sv=1&sig=" + secretKey, "invalid connection string: storage connection string has no TableEndpoint, BlobEndpoint or AccountName"},
+		{"SharedAccessSignature=sv=1&sig=" + secretKey + ";TableEndpoint=x.table.core.windows.net", "invalid connection string: TableEndpoint is not an http(s) URL"},
 	} {
 		_, err := ParseStorageConnection(tc.in)
 		if err == nil || err.Error() != tc.want || !errors.Is(err, ErrBadConnection) {

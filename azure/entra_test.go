@@ -103,9 +103,10 @@ func TestStorageEndpoints(t *testing.T) {
 		{"https://a.table.core.chinacloudapi.cn", "https://b.blob.core.chinacloudapi.cn", "a", "https://b.blob.core.chinacloudapi.cn", ""},
 		{"http://127.0.0.1:10002/devstoreaccount1", "", "devstoreaccount1", "", ""},
 		{"", "https://b.blob.core.windows.net", "b", "https://b.blob.core.windows.net", ""},
-		{"https://a.table.core.windows.net/?sv=1&sig=x", "", "", "", "invalid connection string: --tables-endpoint is not an http(s) URL without a query"},
-		{"ftp://a", "", "", "", "invalid connection string: --tables-endpoint is not an http(s) URL without a query"},
-		{"", "", "", "", "invalid connection string: no storage endpoint"},
+		{"https://a.table.core.windows.net/?sv=1&sig=x", "", "", "", "invalid endpoint: not an http(s) URL without a query"},
+		{"ftp://a", "", "", "", "invalid endpoint: not an http(s) URL without a query"},
+		{"", "https://b.blob.core.windows.net/?sv=1", "", "", "invalid endpoint: not an http(s) URL without a query"},
+		{"", "", "", "", "invalid endpoint: no storage endpoint"},
 	} {
 		a, err := azure.StorageEndpoints(c.table, c.blob)
 		if c.err != "" {

@@ -2,22 +2,56 @@ package azure
 
 import (
 	"errors"
+	"net"
 	"net/url"
 	"path"
 	"strings"
 )
 
-// ScrubError removes the query string from URL errors, which can carry a
-// shared access signature. Other errors are returned as they are.
+// ScrubError returns err with the query string, which can carry a
+// shared access signature, removed from the URL of the first *url.Error
+// in its chain; an error without one, or whose URL has no query, is
+// returned as it is. It wraps err, not rebuilds it: errors.Is and
+// errors.As still see all of err's chain (store.ErrRetriesExhausted, the
+// *store.Fault), while its text, and the *url.Error (or net.Error)
+// errors.As finds, are the scrubbed ones.
 func ScrubError(err error) error {
 	var ue *url.Error
-	if errors.As(err, &ue) {
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			u.RawQuery = ""
-			return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
-		}
+	if !errors.As(err, &ue) {
+		return err
 	}
-	return err
+	u, perr := url.Parse(ue.URL)
+	if perr != nil || u.RawQuery == "" {
+		return err
+	}
+	u.RawQuery = ""
+	clean := &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
+	msg := strings.ReplaceAll(err.Error(), ue.Error(), clean.Error())
+	return &scrubbedError{err: err, url: clean, msg: strings.ReplaceAll(msg, ue.URL, clean.URL)}
+}
+
+// scrubbedError is an error whose URL error's query string is removed
+// (ScrubError): its text, and the URL error errors.As finds through it.
+type scrubbedError struct {
+	err error
+	url *url.Error
+	msg string
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// As finds the scrubbed URL error before the one in the chain it wraps.
+func (e *scrubbedError) As(target any) bool {
+	switch t := target.(type) {
+	case **url.Error:
+		*t = e.url
+	case *net.Error:
+		*t = e.url
+	default:
+		return false
+	}
+	return true
 }
 
 // Service is one of the Azure services the tool talks to.

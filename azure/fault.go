@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"syscall"
@@ -24,7 +26,13 @@ import (
 // pacer, the writers and the wrappers of every failed request read it;
 // nothing else in the tool makes a fault kind of a status code. (The
 // existence checks — a 404 to "does this table exist?" — read an answer
-// as a fact, not a fault.)
+// as a fact, not a fault.) It is also where the rest of what a failed
+// request says is read, for the sentences package cmd words from it:
+// how the transport failed (TransportOf), the service's error code
+// (ErrorCode), a resource that does not exist (ResourceError.Missing)
+// and an answer in no form the tool knows (Unreadable). No other
+// package reads a status code, a network error or a decoder's error to
+// decide what to say.
 
 // FaultOf returns err as a fault: the *store.Fault in its chain when an
 // adapter set one already, else one made of the answer or the transport
@@ -96,18 +104,101 @@ func resourceGone(code string) bool {
 
 // transportKind is the kind of a request that got no answer.
 func transportKind(err error) store.FaultKind {
-	var dns *net.DNSError
-	var ne net.Error
+	t := TransportOf(err)
 	switch {
-	case errors.Is(err, context.DeadlineExceeded): // an attempt's own timeout: the caller's ended context is checked first
+	case t.Failure == TimedOut: // an attempt's own timeout: the caller's ended context is checked first
 		return store.Transient
-	case errors.Is(err, syscall.ECONNREFUSED), errors.As(err, &dns), tlsFailure(err) != store.NoTLSFailure:
+	case t.Failure == ConnRefused, t.Failure == NoSuchHost, tlsFailure(err) != store.NoTLSFailure:
 		return store.Unreachable
-	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE):
+	case t.Failure != NoTransportFailure:
 		return store.Transient
 	}
 	return store.Fatal
+}
+
+// TransportFailure is how a request that got no answer failed, as the
+// transport reported it: what a message says of the attempt (the fault's
+// kind says what to do about it).
+type TransportFailure uint8
+
+// The ways a request gets no answer.
+const (
+	// NoTransportFailure: an answer came, or the error is none of the
+	// transport's (the tool's own, a cancelled context).
+	NoTransportFailure TransportFailure = iota
+	// TimedOut: the attempt's own time ran out.
+	TimedOut
+	// ConnRefused: nothing listens at the endpoint's port.
+	ConnRefused
+	// NoSuchHost: the endpoint's host name does not resolve.
+	NoSuchHost
+	// ConnClosed: the connection closed without an answer.
+	ConnClosed
+	// ConnReset: the endpoint reset the connection.
+	ConnReset
+	// OtherTransportFailure: any other network error (a broken pipe, an
+	// i/o timeout, no route to the host); Transport.Words says it.
+	OtherTransportFailure
+)
+
+// Transport is what the transport said of a request that got no answer.
+type Transport struct {
+	Failure TransportFailure
+	// Host is the host name that did not resolve (NoSuchHost).
+	Host string
+	// Words are the transport's own ("connect: connection refused",
+	// "i/o timeout"), never a URL; "" when it said nothing.
+	Words string
+}
+
+// TransportOf returns what the transport said of the request err failed:
+// the zero Transport when err got an answer or is none of the
+// transport's. It is the one reading of a network error: the fault kind
+// (transportKind) and every message that words an attempt read it.
+func TransportOf(err error) Transport {
+	var (
+		dns *net.DNSError
+		ne  net.Error
+	)
+	t := Transport{Words: transportWords(err)}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		t.Failure = TimedOut
+	case errors.Is(err, syscall.ECONNREFUSED):
+		t.Failure = ConnRefused
+	case errors.As(err, &dns):
+		t.Failure, t.Host = NoSuchHost, dns.Name
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		t.Failure = ConnClosed
+	case errors.Is(err, syscall.ECONNRESET):
+		t.Failure = ConnReset
+	case errors.As(err, &ne), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE):
+		t.Failure = OtherTransportFailure
+	}
+	return t
+}
+
+// transportWords are the words of the network error in err's chain
+// ("connect: connection refused", "lookup host: no such host", "i/o
+// timeout"), without the URL; "" when it holds none.
+func transportWords(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.Error()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return ne.Error()
+	}
+	return ""
 }
 
 // tlsFailure is how the TLS handshake of a request that got no answer
@@ -160,13 +251,38 @@ func withFault(err error) error {
 	return FaultOf(err)
 }
 
-// errorCode is the service's error code of the answer err carries, if any.
-func errorCode(err error) string {
+// ErrorCode is the service's error code of the answer err carries
+// (x-ms-error-code: "TableNotFound"), if any.
+func ErrorCode(err error) string {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
 		return re.ErrorCode
 	}
 	return ""
+}
+
+// Missing reports whether the request failed because its resource itself
+// does not exist: a 404 about a table, a database or a container, or
+// about a blob container but for a blob's own (BlobNotFound).
+func (e *ResourceError) Missing() bool {
+	if f := FaultOf(e.Err); f == nil || f.Status != http.StatusNotFound {
+		return false
+	}
+	switch e.Kind {
+	case KindTable, KindDatabase, KindContainer:
+		return true
+	case KindBlobContainer:
+		return ErrorCode(e.Err) != "BlobNotFound"
+	}
+	return false
+}
+
+// Unreadable reports whether err is an answer in a form that is not the
+// service's: the error of a Go decoder, whose text names Go types.
+func Unreadable(err error) bool {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	return errors.As(err, &syntax) || errors.As(err, &typ)
 }
 
 // retryAfter is the wait a service asks for: x-ms-retry-after-ms (Cosmos

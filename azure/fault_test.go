@@ -125,6 +125,61 @@ func TestTLSFailure(t *testing.T) {
 	}
 }
 
+// TestTransportOf: how a request that got no answer failed, and the
+// transport's own words, read once for every message that words an
+// attempt; an answer, or an error of the tool's own, is none.
+func TestTransportOf(t *testing.T) {
+	urlErr := func(err error) error { return &url.Error{Op: "Get", URL: "http://127.0.0.1:1/x?sig=s", Err: err} }
+	opErr := func(op string, err error) error {
+		return urlErr(&net.OpError{Op: op, Net: "tcp", Err: os.NewSyscallError(op, err)})
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want Transport
+	}{
+		{"refused", opErr("connect", syscall.ECONNREFUSED), Transport{ConnRefused, "", "connect: connection refused"}},
+		{"no such host", urlErr(&net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}),
+			Transport{NoSuchHost, "x.invalid", "lookup x.invalid: no such host"}},
+		{"EOF", urlErr(io.EOF), Transport{ConnClosed, "", "EOF"}},
+		{"reset", opErr("read", syscall.ECONNRESET), Transport{ConnReset, "", "read: connection reset by peer"}},
+		{"attempt timeout", fmt.Errorf("attempt: %w", context.DeadlineExceeded), Transport{TimedOut, "", "context deadline exceeded"}},
+		{"broken pipe", opErr("write", syscall.EPIPE), Transport{OtherTransportFailure, "", "write: broken pipe"}},
+		{"another URL error", urlErr(errors.New("proxyconnect tcp: refused by policy")), Transport{OtherTransportFailure, "", "proxyconnect tcp: refused by policy"}},
+		{"503", respErr(503), Transport{}},
+		{"the tool's own", errors.New("failed to marshal"), Transport{}},
+	} {
+		if got := TransportOf(c.err); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestMissing: a 404 about a table, database or container says it does
+// not exist; a blob's own 404 does not say its container is missing.
+func TestMissing(t *testing.T) {
+	in := func(kind string, err error) *ResourceError {
+		return &ResourceError{Resource: Resource{Kind: kind, Name: "x"}, Err: FaultOf(err)}
+	}
+	for _, c := range []struct {
+		name string
+		err  *ResourceError
+		want bool
+	}{
+		{"table", in(KindTable, answerErr(404, "TableNotFound")), true},
+		{"database", in(KindDatabase, answerErr(404, "NotFound")), true},
+		{"container", in(KindContainer, answerErr(404, "NotFound")), true},
+		{"blob container", in(KindBlobContainer, answerErr(404, "ContainerNotFound")), true},
+		{"a blob", in(KindBlobContainer, answerErr(404, "BlobNotFound")), false},
+		{"refused access", in(KindTable, answerErr(403, "AuthorizationFailure")), false},
+		{"no answer", in(KindTable, &url.Error{Op: "Get", URL: "http://127.0.0.1:1/", Err: syscall.ECONNREFUSED}), false},
+	} {
+		if got := c.err.Missing(); got != c.want {
+			t.Errorf("%s: Missing %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 // TestExpect: the outcomes a request does not expect are refusals of its
 // item; the rest are left as they are.
 func TestExpect(t *testing.T) {

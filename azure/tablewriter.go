@@ -235,7 +235,7 @@ func (w *TableWriter) rowError(table string, key store.Key, op string, err error
 		return w.fail(table, where, err)
 	}
 	f.Reason = fmt.Sprintf("%d %s", f.Status, http.StatusText(f.Status))
-	if code := errorCode(err); code != "" {
+	if code := ErrorCode(err); code != "" {
 		f.Reason += " (" + code + ")"
 	}
 	f.Reason += ": " + what

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
+	"github.com/bifrost/bifrost-migrate/verify"
 )
 
 // A shell completes the values of these flags (cobra's `completion`
@@ -31,7 +32,8 @@ var enumCompletions = map[string][]string{
 
 // addCompletions registers, on the command of root's tree that defines
 // each flag, what a shell completes for it: the choices of the enum
-// flags, the tables for --tables, directories for --state-dir, and for
+// flags, the formats of verify's --report for --report-format (f's),
+// the tables for --tables, directories for --state-dir, and for
 // --since the start of the migration in the state directory and now
 // (f's clock). Other flags complete file names, cobra's default.
 func addCompletions(root *cobra.Command, f *Factory) {
@@ -41,6 +43,9 @@ func addCompletions(root *cobra.Command, f *Factory) {
 			if c.LocalFlags().Lookup(name) != nil {
 				_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(choices, cobra.ShellCompDirectiveNoFileComp))
 			}
+		}
+		if c.LocalFlags().Lookup("report-format") != nil {
+			_ = c.RegisterFlagCompletionFunc("report-format", cobra.FixedCompletions(formatChoices(f.reportFormats()), cobra.ShellCompDirectiveNoFileComp))
 		}
 		if c.LocalFlags().Lookup("tables") != nil {
 			_ = c.RegisterFlagCompletionFunc("tables", completeTables)
@@ -64,6 +69,19 @@ func addCompletions(root *cobra.Command, f *Factory) {
 		}
 	}
 	walk(root)
+}
+
+// formatChoices are the completions of --report-format: each format's
+// name, and the extensions that choose it.
+func formatChoices(formats []verify.Format) []string {
+	out := make([]string, len(formats))
+	for i, f := range formats {
+		out[i] = f.Name()
+		if exts := f.Exts(); len(exts) > 0 {
+			out[i] += "\tthe format of a name ending in " + joinOr(exts)
+		}
+	}
+	return out
 }
 
 // sinceCompletions are the times --since is usually given: when the

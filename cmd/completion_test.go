@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 )
 
 // completeValues runs cobra's __complete for args (the last one is the
@@ -108,5 +110,46 @@ func TestCompletionValues(t *testing.T) {
 		if want := []string{now}; !slices.Equal(got, want) {
 			t.Errorf("%s --since without a state: %q, want %q", cmd, got, want)
 		}
+	}
+}
+
+// bashCompletionPackage is where Debian's bash-completion package puts
+// the functions cobra's bash script calls (_get_comp_words_by_ref).
+const bashCompletionPackage = "/usr/share/bash-completion/bash_completion"
+
+// The bash script completes in a bash that loaded the bash-completion
+// package, as docs/install.md says it must: a command, and the values of
+// --execution-ttl; without the package it fails as docs/install.md says
+// (`_get_comp_words_by_ref: command not found`).
+func TestBashCompletionNeedsTheBashCompletionPackage(t *testing.T) {
+	if _, err := os.Stat(bashCompletionPackage); err != nil {
+		t.Skipf("%s: install the bash-completion package (Debian: apt-get install bash-completion) to run this test", err)
+	}
+	bin := testenv.Build(t)
+	complete := `[ "$1" = with ] && . ` + bashCompletionPackage + `
+source <(bifrost-migrate completion bash)
+COMP_WORDS=(bifrost-migrate st); COMP_CWORD=1; COMP_LINE="bifrost-migrate st"; COMP_POINT=${#COMP_LINE}
+err=$(mktemp)
+__start_bifrost-migrate bifrost-migrate st bifrost-migrate 2>"$err"
+grep -o '_get_comp_words_by_ref: command not found' "$err" | head -1
+rm -f "$err"
+echo "commands: ${COMPREPLY[*]}"
+COMP_WORDS=(bifrost-migrate run --execution-ttl ""); COMP_CWORD=3; COMP_LINE="bifrost-migrate run --execution-ttl "; COMP_POINT=${#COMP_LINE}
+__start_bifrost-migrate bifrost-migrate "" --execution-ttl 2>/dev/null
+echo "ttl: ${COMPREPLY[*]}"`
+	run := func(with string) string {
+		c := exec.Command("bash", "-c", complete, "bash", with)
+		c.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("bash: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if got, want := run("with"), "commands: status\nttl: remaining full none\n"; got != want {
+		t.Errorf("with bash-completion: got\n%s\nwant\n%s", got, want)
+	}
+	if got := run("without"); !strings.HasPrefix(got, "_get_comp_words_by_ref: command not found\n") {
+		t.Errorf("without bash-completion: got\n%s\nwant the error docs/install.md quotes", got)
 	}
 }

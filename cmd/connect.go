@@ -2,10 +2,9 @@ package cmd
 
 import (
 	"context"
-	"errors"
-	"strings"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 )
 
 // need is a service a command uses, and how; a command's needs are the
@@ -56,7 +55,7 @@ type needs struct {
 	provisions bool
 	// out, when not nil, hears a start-up check that waits for a busy
 	// endpoint (a status line).
-	out *output
+	out *ui.Output
 }
 
 func (n needs) has(u need) bool { return n.uses&u != 0 }
@@ -86,7 +85,8 @@ type conn struct {
 // (checkEndpoints: a busy one is waited for a while), builds the clients
 // of n's needs and, with a Cosmos DB need, finds what of init's
 // resources is missing. It returns the first
-// error: a usage error for a bad setting (an empty --database included),
+// error: a usage error for a bad setting (--database is checked with the
+// flags, before any command runs),
 // the endpoints that failed their check, or a client constructor's or
 // the check's error.
 func connect(ctx context.Context, f *Factory, n needs) (conn, error) {
@@ -111,9 +111,6 @@ func connect(ctx context.Context, f *Factory, n needs) (conn, error) {
 func resolve(f *Factory, n needs) (conn, error) {
 	c := conn{target: target{database: n.database, blobName: n.blobContainer, azopts: f.azureOptions()}}
 	c.azopts.Pacer = n.pacer
-	if n.has(anyCosmos) && strings.TrimSpace(n.database) == "" {
-		return c, UsageError(errors.New("--database must not be empty"))
-	}
 	var err error
 	if n.has(anyTables) {
 		if c.tables, err = f.Storage(); err != nil {

@@ -4,20 +4,21 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
 // TestCountColumnsNameEveryCount: each summary table has a name for every
 // count it prints, in the same order.
 func TestCountColumnsNameEveryCount(t *testing.T) {
-	if n, c := len(replayColumns.names), len(replayColumns.counts(migrate.ReplayCounts{})); n != c {
+	if n, c := len(replayColumns), len(replayCounts(migrate.ReplayCounts{})); n != c {
 		t.Errorf("replay: %d column names for %d counts", n, c)
 	}
-	if n, c := len(reverseColumns.names), len(reverseColumns.counts(migrate.ReverseCounts{})); n != c {
+	if n, c := len(reverseColumns), len(reverseCounts(migrate.ReverseCounts{})); n != c {
 		t.Errorf("reverse: %d column names for %d counts", n, c)
 	}
 	var b bytes.Buffer
-	if err := writeCountTable(&b, "TABLE", replayColumns, nil, migrate.ReplayCounts{Rows: 7, DeadLetters: 2}); err != nil {
+	if err := writeCountTable(&b, countTable{head: "TABLE", names: replayColumns, total: replayCounts(migrate.ReplayCounts{Rows: 7, DeadLetters: 2})}); err != nil {
 		t.Fatal(err)
 	}
 	want := "TABLE  KIND  ROWS  CREATED  REPLACED  UNCHANGED  CONFLICTS  FORCED  PRUNED  RETRIED-412  RETRIED-409  DROPPED-INDEX  KEPT-IN-TABLES  EXPIRED  DEAD-LETTER  \n" +
@@ -33,7 +34,7 @@ func TestCountColumnsNameEveryCount(t *testing.T) {
 func TestWindowLineIsOneFlatObject(t *testing.T) {
 	var b bytes.Buffer
 	s := migrate.ReplaySummary{WindowSummary: migrate.WindowSummary{Since: "2026-11-20T00:00:00Z", Warnings: map[string]int64{"a<b&c": 1}}}
-	if err := newJSONLines(&b).emit(lineSummary, windowLine{true, s, ruReport{MaxRU: 5}}); err != nil {
+	if err := ui.NewJSONLines(&b).Emit(ui.LineSummary, windowLine{true, s, ui.RUReport{MaxRU: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	got := b.String()
@@ -42,7 +43,7 @@ func TestWindowLineIsOneFlatObject(t *testing.T) {
 			t.Errorf("line %s lacks %s", got, want)
 		}
 	}
-	if err := newJSONLines(&b).emit(lineSummary, windowLine{summary: []int{1}}); err == nil {
+	if err := ui.NewJSONLines(&b).Emit(ui.LineSummary, windowLine{summary: []int{1}}); err == nil {
 		t.Error("a summary that is not an object was written")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -32,18 +33,18 @@ func TestDryRunsSayWouldWrite(t *testing.T) {
 		write func(*bytes.Buffer) error
 		want  []string
 	}{
-		{"replay", func(b *bytes.Buffer) error { return writeReplayText(b, replay, ruReport{}, endedDone) }, []string{
+		{"replay", func(b *bytes.Buffer) error { return writeReplayText(b, replay, ui.RUReport{}, endedDone) }, []string{
 			"DRY RUN: nothing was written; the counts say what replay would do.\n",
 			"\nblobs that would be uploaded: 1 (10 bytes)\n",
 			"\ndocs that would be written: 2 (created 1, replaced 1, forced 0, pruned 0) in 0.0s\n",
 			"\nconflicts: 1 would be left unresolved, 0 would be overwritten or deleted with --force\n",
 			"\nreplay: 1 conflict(s) would be left unresolved\n",
 		}},
-		{"replay, dead letters", func(b *bytes.Buffer) error { return writeReplayText(b, replayDead, ruReport{}, endedDone) }, []string{
+		{"replay, dead letters", func(b *bytes.Buffer) error { return writeReplayText(b, replayDead, ui.RUReport{}, endedDone) }, []string{
 			"\nreplay: 1 row(s) would be dead-lettered\n",
 		}},
 		{"reverse", func(b *bytes.Buffer) error {
-			return writeWindowText(b, reverseWords, reverseSummary{reverse}, ruReport{}, endedDone)
+			return writeWindowText(b, reverseWords, reverseReport(reverse), ui.RUReport{}, endedDone)
 		}, []string{
 			"DRY RUN: nothing was written; the counts say what reverse would do.\n",
 			"\nrows that would be written: 6 (6 rows, 0 index rows, 0 index rows deleted, 0 pruned) in 0.0s\n",
@@ -69,13 +70,13 @@ func TestDryRunsSayWouldWrite(t *testing.T) {
 		}
 	}
 
-	for name, emit := range map[string]func(*jsonLines) error{
-		"replay":  func(l *jsonLines) error { return writeReplayJSON(l, replay, ruReport{}, endedDone) },
-		"reverse": func(l *jsonLines) error { return l.emit(lineSummary, windowLine{true, reverse, ruReport{}}) },
-		"run":     func(l *jsonLines) error { return writeRunJSON(l, run, nil) },
+	for name, emit := range map[string]func(*ui.JSONLines) error{
+		"replay":  func(l *ui.JSONLines) error { return writeReplayJSON(l, replay, ui.RUReport{}, endedDone) },
+		"reverse": func(l *ui.JSONLines) error { return l.Emit(ui.LineSummary, windowLine{true, reverse, ui.RUReport{}}) },
+		"run":     func(l *ui.JSONLines) error { return writeRunJSON(l, run, nil) },
 	} {
 		var b bytes.Buffer
-		if err := emit(newJSONLines(&b)); err != nil || !strings.Contains(b.String(), `"dryRun":true`) {
+		if err := emit(ui.NewJSONLines(&b)); err != nil || !strings.Contains(b.String(), `"dryRun":true`) {
 			t.Errorf("%s: JSON summary %s (%v), want \"dryRun\":true", name, b.String(), err)
 		}
 	}

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,18 +15,8 @@ import (
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
 )
 
-// closedPort returns 127.0.0.1:PORT where nothing listens (a port that was
-// free a moment ago).
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+// closedPort returns 127.0.0.1:PORT where nothing listens.
+func closedPort(t *testing.T) string { return testenv.ClosedPort(t) }
 
 // storageAt is a connection string of the emulator's account with its
 // table and blob endpoints at the given host:ports.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -15,12 +16,14 @@ type engineOptions struct {
 	Database string
 	engineFlags
 	pacer *azure.Pacer
-	// sayOptions says where the transform options came from (adopt), once
-	// the command is at work.
-	sayOptions func()
+	// migration are the options the command works with (its transform
+	// options and table prefix), once start computed them from the flags
+	// (and the migration's state): it says where they came from once the
+	// command is at work.
+	migration migrationOptions
 	// out is the command's output, once start made it: the start-up
 	// checks say there what they wait for.
-	out *output
+	out *ui.Output
 }
 
 // from takes the I/O, the database and the target from f, once the flags
@@ -33,13 +36,14 @@ func (e *engineOptions) from(f *Factory, name string) {
 }
 
 // start is what the engine's commands do first, once the flags are
-// valid: replay and reverse take the migration's options (adopt), then
-// the transform options at now go into c, the pacer of every Cosmos DB
-// request is made, and the output of the command name.
-func (e *engineOptions) start(name string, c *migrate.Common) (*output, error) {
+// valid: it computes the options the command works with once (migration:
+// the flags', and for replay and reverse the migration's for those not
+// given) and puts them in c, the engine's own options (the transform
+// options' Now is the command's clock now); then it makes the pacer of
+// every Cosmos DB request, and the output of the command name.
+func (e *engineOptions) start(name string, c *migrate.Common) (*ui.Output, error) {
 	o := e.output(name)
 	e.out = o
-	e.sayOptions = func() {}
 	if !c.DryRun {
 		// It will hold the lock, the state and the dead letters: a folder
 		// that cannot be written is said before any request.
@@ -47,16 +51,13 @@ func (e *engineOptions) start(name string, c *migrate.Common) (*output, error) {
 			return nil, err
 		}
 	}
-	if !e.TransformFlags.forRun {
-		var err error
-		if e.sayOptions, err = e.TransformFlags.adopt(o, name, c.StateDir, true); err != nil {
-			return nil, err
-		}
-	}
-	var err error
-	if c.Transform, err = e.TransformFlags.options(e.Now()); err != nil {
+	m, err := e.TransformFlags.migration(name, c.StateDir, c.TablePrefix, true)
+	if err != nil {
 		return nil, err
 	}
+	e.migration = m
+	c.Transform, c.TablePrefix = m.Transform, m.TablePrefix
+	c.Transform.Now = e.Now().UTC()
 	e.pacer = e.RU.pacer()
 	return o, nil
 }
@@ -65,14 +66,14 @@ func (e *engineOptions) start(name string, c *migrate.Common) (*output, error) {
 // the start-up check of the tables reading table (unprefixed).
 func (e *engineOptions) connect(ctx context.Context, f *Factory, uses need, table string) (conn, error) {
 	return connect(ctx, f, needs{uses: uses, database: e.Database, blobContainer: e.BlobContainer,
-		probeTable: e.common.TablePrefix + table, pacer: e.pacer, out: e.out})
+		probeTable: e.migration.TablePrefix + table, pacer: e.pacer, out: e.out})
 }
 
 // env is the engine's clock, its log (--log-file) and its flow: the
 // requests in flight sized by the pacer's rate × the latency measured
 // (SPEC §14, Latency).
 func (e *engineOptions) env(f *Factory) migrate.Env {
-	return migrate.Env{Now: e.Now, Log: f.log.logf(), Flow: e.RU.flow()}
+	return migrate.Env{Now: e.Now, Log: f.log.Logf(), Flow: e.RU.flow()}
 }
 
 // services are what the Connect of an engine's command returns: the

@@ -2,15 +2,10 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/migrate"
@@ -86,10 +81,17 @@ func exitStatuses(path string) ([]exitStatus, bool) {
 			{ExitConflicts, "reverse conflicts left unresolved (with --dry-run: would be)"},
 			{ExitInterrupted, "interrupted (SIGINT/SIGTERM/SIGHUP); run the same reverse again (docs written back are skipped)"},
 		}, true
+	case "bifrost-migrate status":
+		return []exitStatus{{ExitOK, "success: the state directory was read (whatever it says)"},
+			{ExitFatal, "a file of the state directory cannot be read, or with --check an endpoint failed its check"},
+			usage,
+		}, true
 	case "bifrost-migrate fixtures", "bifrost-migrate version", "bifrost-migrate completion",
 		"bifrost-migrate completion bash", "bifrost-migrate completion zsh",
 		"bifrost-migrate completion fish", "bifrost-migrate completion powershell":
 		return []exitStatus{ok, usage}, true
+	case "bifrost-migrate man":
+		return []exitStatus{ok, {ExitFatal, "a page could not be written"}, usage}, true
 	case "bifrost-migrate fixtures load":
 		return []exitStatus{ok, fatal,
 			{ExitUsage, "usage error, or a storage account other than the emulator's without --account"},
@@ -110,8 +112,10 @@ func exitStatusHelp(ss []exitStatus) string {
 }
 
 // ExitError carries the exit code a command wants. Commands return it (or
-// one of the helpers below); Main is the only place that turns errors into
-// exit codes.
+// one of the helpers below: UsageError, InputError, PartialError,
+// ConflictError); exitCode is the only place that turns errors into exit
+// codes, and errorMessage the only one that turns them into the
+// operator's sentence, scrubbed of secrets.
 type ExitError struct {
 	Code int
 	Err  error
@@ -173,6 +177,88 @@ func exitCode(err error, interrupted bool) int {
 	}
 	return ExitFatal
 }
+
+// errorMessage is the sentence that reports err, which ends the command
+// with exit status code, scrubbed of every secret of the settings: for an
+// error from a service, the sentence explain gives, which says what to
+// do; else the error's own text. raw is the error's own text, scrubbed
+// too, which --verbose prints before the sentence when they differ.
+func errorMessage(f *Factory, err error, code int) (msg, raw string) {
+	raw = f.Redact(err.Error())
+	var cred *azure.CredentialError
+	if errors.As(err, &cred) {
+		// The sentence names the services and what to do; the raw text
+		// is what each credential of the chain answered.
+		raw = f.Redact(azure.ScrubError(cred.Err).Error())
+	}
+	switch {
+	case code == ExitInterrupted:
+		return f.Redact(interruptSentence(err)), raw
+	case explain(err) != "":
+		return f.Redact(explain(err)), raw
+	}
+	return raw, raw
+}
+
+// errorText is what Execute prints on stderr for err, which ends the
+// command with exit status code: lines scrubbed of every secret of the
+// settings, the last one the error's sentence (errorMessage); with
+// --verbose the error's own text, the service's answer included, comes
+// on the line before it. A usage error ends with the hint about --help,
+// unless it is bad input in a file (InputError).
+func errorText(f *Factory, err error, code int) string {
+	var b strings.Builder
+	msg, raw := errorMessage(f, err, code)
+	if f.Global.Verbose && raw != msg && code != ExitInterrupted {
+		fmt.Fprintf(&b, "bifrost-migrate: (--verbose) %s\n", strings.TrimRight(raw, "\n"))
+	}
+	fmt.Fprintf(&b, "bifrost-migrate: %s\n", msg)
+	if code == ExitUsage && !isInputError(err) {
+		fmt.Fprintf(&b, "Run '%s --help' for usage.\n", firstNonEmpty(f.command, "bifrost-migrate"))
+	}
+	return b.String()
+}
+
+// interruptSentence is the message of a command SIGINT, SIGTERM or
+// SIGHUP stopped (exit 130), by its error's type: "interrupted: " and
+// the command's own message when it made one (interrupted: what was
+// saved, what to run), what to do when the error is the cancellation
+// itself, else the error that came meanwhile. A request cut short is
+// never named: "context canceled" and the request's Go form tell an
+// operator nothing.
+func interruptSentence(err error) string {
+	var ie *interruptError
+	switch {
+	case errors.As(err, &ie):
+		return "interrupted: " + err.Error()
+	case errors.Is(err, context.Canceled):
+		return "interrupted: stopped before it finished; run the same command again"
+	}
+	return "interrupted: " + err.Error()
+}
+
+// interrupted is the error a command stopped by SIGINT, SIGTERM or SIGHUP
+// ends with: its sentence msg (what was saved, what to run), wrapping
+// err, the error the work stopped with.
+func interrupted(msg string, err error) error { return &interruptError{msg, err} }
+
+// interruptError is an interrupted command's own message and the error
+// its work stopped with.
+type interruptError struct {
+	msg string
+	err error
+}
+
+// Error is the message, and the error the work stopped with unless that
+// is the cancellation itself (a request cut short).
+func (e *interruptError) Error() string {
+	if e.err == nil || errors.Is(e.err, context.Canceled) {
+		return e.msg
+	}
+	return e.msg + " (" + e.err.Error() + ")"
+}
+
+func (e *interruptError) Unwrap() error { return e.err }
 
 // notProvisionedError says that resources `bifrost-migrate init` creates
 // (the database, its containers, the blob container) do not exist, so the
@@ -245,11 +331,13 @@ func accessAdvice(s azure.Service) string {
 	return `give the identity a Cosmos DB data-plane role such as "Cosmos DB Built-in Data Contributor", or use the account's current key in the Cosmos DB connection`
 }
 
-// statusText is "404 Not Found" or "404 Not Found, TableNotFound".
-func statusText(re *azcore.ResponseError) string {
-	s := fmt.Sprintf("%d %s", re.StatusCode, http.StatusText(re.StatusCode))
-	if re.ErrorCode != "" {
-		s += ", " + re.ErrorCode
+// answerText is the service's answer f carries, with its error code
+// from err when it says one: "404 Not Found" or "404 Not Found,
+// TableNotFound".
+func answerText(f *store.Fault, err error) string {
+	s := fmt.Sprintf("%d %s", f.Status, http.StatusText(f.Status))
+	if code := azure.ErrorCode(err); code != "" {
+		s += ", " + code
 	}
 	return s
 }
@@ -258,7 +346,9 @@ func statusText(re *azcore.ResponseError) string {
 // from a service the tool recognises, or says that the state directory is
 // in use by another process (migrate.StateDirBusyError, exit 1): what is
 // wrong, where, and what to do. It returns "" for any other error, whose
-// own text is then printed.
+// own text is then printed. The sentence is chosen by the error's type
+// and its fault (azure.FaultOf: its kind, whether an answer came, the
+// resource missing), never by its text.
 // The sentences never hold the service's raw answer (Execute adds it
 // under --verbose) nor a secret.
 func explain(err error) string {
@@ -287,57 +377,60 @@ func explain(err error) string {
 		}
 		return noTokenSentence([]string{where}, cred)
 	}
-	if errors.Is(err, azure.ErrNoChangeFeed) || isDecodeError(err) {
+	if errors.Is(err, azure.ErrNoChangeFeed) || azure.Unreadable(err) {
 		return unreadable(err, res)
 	}
-	var re *azcore.ResponseError
-	hasResp := errors.As(err, &re)
-	kind := store.KindOf(err)
-	if errors.Is(err, store.ErrRetriesExhausted) || hasRes && res.Service == azure.ServiceCosmos && kind == store.Throttled {
-		where, what, service := "the service", "", azure.Service("")
-		if hasRes {
-			where, what, service = string(res.Service)+" "+res.Endpoint, " for "+res.Resource.String(), res.Service
-		}
-		switch {
-		case kind == store.Throttled && service == azure.ServiceCosmos:
-			return where + " kept answering 429 Too Many Requests" + what + " after every retry: the account's request units are exhausted; " +
-				"cap what this command uses with --max-ru, or let it wait longer with --retry-timeout"
-		case kind == store.Throttled:
-			return where + " kept answering 429 Too Many Requests" + what + " after every retry: the account is throttling; " +
-				"let the command wait longer with --retry-timeout, or run it when the account is less busy"
-		}
-		last := "no answer"
-		if hasResp {
-			last = statusText(re)
-		} else if cause := networkCause(err); cause != "" {
-			last = cause
-		}
-		return fmt.Sprintf("%s kept failing%s after every retry (last: %s): the service is unavailable or overloaded; try again later, or let the command wait longer with --retry-timeout", where, what, last)
+	f := azure.FaultOf(err)
+	if errors.Is(err, store.ErrRetriesExhausted) || hasRes && res.Service == azure.ServiceCosmos && f.Kind == store.Throttled {
+		return exhausted(err, f, res)
 	}
-	if !hasRes {
-		if hasResp {
-			return fmt.Sprintf("the service answered %s (run with --verbose for its whole answer)", statusText(re))
-		}
+	switch {
+	case !hasRes && f.Status > 0:
+		return fmt.Sprintf("the service answered %s (run with --verbose for its whole answer)", answerText(f, err))
+	case !hasRes:
 		return ""
 	}
 	r := res.Resource
-	if !hasResp {
-		if cause := networkCause(err); cause != "" {
+	switch {
+	case f.Status == 0:
+		if words := azure.TransportOf(err).Words; words != "" {
 			return fmt.Sprintf("cannot reach %s at %s (%s): check %s and that this machine can reach the endpoint",
-				r.Service, r.Endpoint, cause, connectionSetting(r.Service))
+				r.Service, r.Endpoint, words, connectionSetting(r.Service))
 		}
 		return ""
+	case res.Missing() && r.Kind == azure.KindTable:
+		return fmt.Sprintf("source table %s does not exist in %s; check the tables connection, or choose tables with --tables", r.Name, r.Endpoint)
+	case res.Missing():
+		return (&notProvisionedError{Missing: []azure.Resource{r}}).Error()
+	case f.Kind == store.Auth:
+		return fmt.Sprintf("%s %s refused access to %s (%s): %s", r.Service, r.Endpoint, r, answerText(f, err), accessAdvice(r.Service))
+	}
+	return fmt.Sprintf("%s %s answered %s for %s (run with --verbose for its whole answer)", r.Service, r.Endpoint, answerText(f, err), r)
+}
+
+// exhausted is the sentence for err, a request retried until
+// --retry-timeout (or a Cosmos DB request still throttled) whose last
+// attempt failed with f; res, when not nil, is the resource it was about.
+func exhausted(err error, f *store.Fault, res *azure.ResourceError) string {
+	where, what, service := "the service", "", azure.Service("")
+	if res != nil {
+		where, what, service = string(res.Service)+" "+res.Endpoint, " for "+res.Resource.String(), res.Service
 	}
 	switch {
-	case re.StatusCode == http.StatusNotFound && r.Kind == azure.KindTable:
-		return fmt.Sprintf("source table %s does not exist in %s; check the tables connection, or choose tables with --tables", r.Name, r.Endpoint)
-	case re.StatusCode == http.StatusNotFound && (r.Kind == azure.KindDatabase || r.Kind == azure.KindContainer ||
-		r.Kind == azure.KindBlobContainer && re.ErrorCode != "BlobNotFound"):
-		return (&notProvisionedError{Missing: []azure.Resource{r}}).Error()
-	case kind == store.Auth:
-		return fmt.Sprintf("%s %s refused access to %s (%s): %s", r.Service, r.Endpoint, r, statusText(re), accessAdvice(r.Service))
+	case f.Kind == store.Throttled && service == azure.ServiceCosmos:
+		return where + " kept answering 429 Too Many Requests" + what + " after every retry: the account's request units are exhausted; " +
+			"cap what this command uses with --max-ru, or let it wait longer with --retry-timeout"
+	case f.Kind == store.Throttled:
+		return where + " kept answering 429 Too Many Requests" + what + " after every retry: the account is throttling; " +
+			"let the command wait longer with --retry-timeout, or run it when the account is less busy"
 	}
-	return fmt.Sprintf("%s %s answered %s for %s (run with --verbose for its whole answer)", r.Service, r.Endpoint, statusText(re), r)
+	last := "no answer"
+	if f.Status > 0 {
+		last = answerText(f, err)
+	} else if words := azure.TransportOf(err).Words; words != "" {
+		last = words
+	}
+	return fmt.Sprintf("%s kept failing%s after every retry (last: %s): the service is unavailable or overloaded; try again later, or let the command wait longer with --retry-timeout", where, what, last)
 }
 
 // noTokenSentence is the one line that says Microsoft Entra ID sign-in
@@ -362,18 +455,9 @@ func noTokenSentence(where []string, cred *azure.CredentialError) string {
 		joinAnd(where), joinAnd(cred.Tried))
 }
 
-// isDecodeError reports whether err comes from decoding an answer that
-// is not in the form the SDK expects (a Go decoder's error, whose text
-// names Go types: never shown but with --verbose).
-func isDecodeError(err error) bool {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	return errors.As(err, &syntax) || errors.As(err, &typ)
-}
-
 // unreadable is the sentence for an answer the tool cannot use: an
 // account without a change feed (azure.ErrNoChangeFeed), or any answer
-// in a form that is not the service's (isDecodeError); res, when not
+// in a form that is not the service's (azure.Unreadable); res, when not
 // nil, is the resource it was about.
 func unreadable(err error, res *azure.ResourceError) string {
 	where, about, service := "a service", "", azure.ServiceCosmos
@@ -386,29 +470,6 @@ func unreadable(err error, res *azure.ResourceError) string {
 	}
 	return fmt.Sprintf("%s answered%s in a form that is not the service's: check that %s points at the service (run with --verbose for the details)",
 		where, about, connectionSetting(service))
-}
-
-// networkCause describes a transport failure ("connect: connection
-// refused", "lookup host: no such host", "i/o timeout"), or "" when err
-// is not one.
-func networkCause(err error) string {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Err != nil {
-		return op.Err.Error()
-	}
-	var dns *net.DNSError
-	if errors.As(err, &dns) {
-		return dns.Error()
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err.Error()
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return ne.Error()
-	}
-	return ""
 }
 
 // transient reports whether err is a failure that may well not happen

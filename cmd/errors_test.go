@@ -249,6 +249,36 @@ func TestErrVerboseDetailIsScrubbed(t *testing.T) {
 	}
 }
 
+// TestErrUnreachableDuringTheWork: a table endpoint that refuses
+// connections during the work (not at first contact) is retried until
+// --retry-timeout, and the sentence says it kept failing, what the last
+// attempt got, and that running again may finish: not "cannot reach",
+// which is for a request sent once. No SAS reaches it.
+func TestErrUnreachableDuringTheWork(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	acct := azure.StorageAccount{Name: "acct", SAS: "sv=1&ss=t&sig=SIGNATURE-do-not-print", TableEndpoint: "http://" + closed + "/acct"}
+	r := azure.NewTableReader(acct, azure.Options{Retry: azure.RetryOptions{Timeout: 200 * time.Millisecond, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}})
+	_, err = r.ReadPage(context.Background(), "Config", store.Query{}, store.Cursor{})
+	f, _, _ := newTestFactory(nil)
+	want := "bifrost-migrate: Table Storage http://" + closed + "/acct kept failing for table Config after every retry (last: connect: connection refused): " +
+		"the service is unavailable or overloaded; try again later, or let the command wait longer with --retry-timeout\n"
+	if got := errorText(f, err, exitCode(err, false)); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if !transient(err) {
+		t.Error("not transient: the last line would not say that running again may finish")
+	}
+	f.Global.Verbose = true
+	if got := errorText(f, err, ExitFatal); strings.Contains(got, "SIGNATURE") {
+		t.Errorf("the SAS in %q", got)
+	}
+}
+
 // TestErrInterruptedKeepsTheCommandsMessage: an interrupted command's own
 // message (state saved, how to resume) is kept, even when the error that
 // stopped it came from a service call.

@@ -1,16 +1,14 @@
 package cmd
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
+	"math"
 	"net/http"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/store"
 )
 
@@ -22,7 +20,7 @@ import (
 // attempt at most probeTimeout, and each retry said on o (when not nil)
 // as a status line, but for a retry for the same reason as the one
 // before it.
-func (p probe) firstContact(deadline time.Time, o *output) azure.FirstContact {
+func (p probe) firstContact(deadline time.Time, o *ui.Output) azure.FirstContact {
 	var (
 		mu   sync.Mutex
 		said string
@@ -34,7 +32,7 @@ func (p probe) firstContact(deadline time.Time, o *output) azure.FirstContact {
 		said = line
 		mu.Unlock()
 		if o != nil && !again {
-			o.status("%s", line)
+			o.Status("%s", line)
 		}
 	}}
 }
@@ -50,20 +48,23 @@ func retryLine(service, endpoint string, f *store.Fault) string {
 // "closed the connection without an answer", "reset the connection", or
 // "failed (…)" with the transport's words.
 func attemptWords(f *store.Fault) string {
-	switch {
-	case f == nil:
+	if f == nil {
 		return "failed"
-	case f.Status > 0:
+	}
+	if f.Status > 0 {
 		return fmt.Sprintf("answered %d %s", f.Status, http.StatusText(f.Status))
-	case errors.Is(f, context.DeadlineExceeded):
+	}
+	t := azure.TransportOf(f)
+	switch t.Failure {
+	case azure.TimedOut:
 		return "gave no answer in time"
-	case errors.Is(f, io.EOF), errors.Is(f, io.ErrUnexpectedEOF):
+	case azure.ConnClosed:
 		return "closed the connection without an answer"
-	case errors.Is(f, syscall.ECONNRESET):
+	case azure.ConnReset:
 		return "reset the connection"
 	}
-	if cause := networkCause(f); cause != "" {
-		return "failed (" + cause + ")"
+	if t.Words != "" {
+		return "failed (" + t.Words + ")"
 	}
 	return "failed"
 }
@@ -85,4 +86,17 @@ func (p probe) failed(err error) *EndpointError {
 		remedy = "try again later, or check " + p.settings
 	}
 	return &EndpointError{Service: p.service, Endpoint: hostPort(p.endpoint), Cause: probeCause(err), Remedy: remedy, Err: err}
+}
+
+// roughDuration rounds d for people: seconds under 2 minutes, minutes
+// under 2 hours, else hours and minutes.
+func roughDuration(d time.Duration) string {
+	switch {
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%d s", int(math.Ceil(d.Seconds())))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%d min", int(math.Round(d.Minutes())))
+	}
+	h := int(d.Hours())
+	return fmt.Sprintf("%d h %02d min", h, int(math.Round(d.Minutes()))-60*h)
 }

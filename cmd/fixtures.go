@@ -15,6 +15,9 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
+	"github.com/bifrost/bifrost-migrate/internal/words"
+	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
 // FixturesLoadOptions are the flags and dependencies of
@@ -47,7 +50,7 @@ type FixturesLoadOptions struct {
 	Writers func(ctx context.Context) (fixtures.TableWriter, fixtures.BlobWriter, string, error)
 	// out is the command's output, once fixturesLoadRun made it: the
 	// start-up checks say there what they wait for.
-	out *output
+	out *ui.Output
 }
 
 // NewCmdFixtures builds `bifrost-migrate fixtures` and its `load` subcommand.
@@ -109,8 +112,11 @@ func (x *fixturesFlags) bind(fl *pflag.FlagSet) {
 }
 
 func (x *fixturesFlags) validate() error {
-	if x.o.Generate < 0 {
-		return UsageError(fmt.Errorf("--generate must not be negative, got %d", x.o.Generate))
+	switch {
+	case x.o.Generate < 0:
+		return badValue("--generate", x.o.Generate, "a whole number, 0 or more")
+	case x.o.Concurrency < 1:
+		return badValue("--concurrency", x.o.Concurrency, "a whole number, 1 or more")
 	}
 	if x.o.Generate == 0 && (x.fs.Changed("seed") || x.fs.Changed("base-time")) {
 		return UsageError(errors.New("--seed and --base-time need --generate"))
@@ -118,7 +124,7 @@ func (x *fixturesFlags) validate() error {
 	if x.baseTime != "" {
 		t, err := time.Parse(time.RFC3339Nano, x.baseTime)
 		if err != nil {
-			return UsageError(fmt.Errorf("--base-time %q is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)", x.baseTime))
+			return badValue("--base-time", x.baseTime, "an RFC 3339 time such as 2026-11-21T00:00:00Z")
 		}
 		x.o.BaseTime = t
 	}
@@ -147,15 +153,15 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 	}
 	start := opts.Now()
 	lo := fixtures.LoadOptions{Tables: opts.Tables, TablePrefix: opts.TablePrefix, Concurrency: opts.Concurrency}
-	var jp *jsonProgress
-	switch {
-	case opts.Quiet:
-	case o.json():
-		jp = newJSONProgress(o.lines, opts.Now, nil)
-		lo.Progress = fixturesJSONProgress(jp)
-	default:
-		lo.Progress = fixturesProgress(opts, start)
+	p, err := ui.Start(ui.Config{
+		Name: "fixtures load", Words: ui.Words{Read: "rows", Written: "rows written"}, Out: o, Stamp: opts.Now,
+		Interval: fixturesProgressEvery, Terminal: opts.ErrIsTerminal, Width: opts.ErrWidth,
+	})
+	if err != nil {
+		return err
 	}
+	defer p.Finish()
+	lo.Progress = loadProgress(p)
 	sum := fixturesSummary{Source: "fixtures"}
 	var res fixtures.LoadResult
 	if opts.Generate > 0 {
@@ -164,10 +170,10 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 			base = opts.Now().UTC().Truncate(24 * time.Hour)
 		}
 		sum.Source, sum.Seed, sum.BaseTime = "generated", &opts.Seed, base.UTC().Format(time.RFC3339Nano)
-		o.status("generating %d executions (seed %d, base time %s) into %s", opts.Generate, opts.Seed, sum.BaseTime, where)
+		o.Status("generating %s (seed %d, base time %s) into %s", words.Count(int64(opts.Generate), "execution", "executions"), opts.Seed, sum.BaseTime, where)
 		res, err = fixtures.LoadGenerated(ctx, tw, bw, fixtures.GenerateOptions{N: opts.Generate, Seed: opts.Seed, Base: base}, lo)
 	} else {
-		o.status("loading the fixtures into %s", where)
+		o.Status("loading the fixtures into %s", where)
 		res, err = fixtures.Load(ctx, tw, bw, lo)
 	}
 	if err != nil {
@@ -183,15 +189,14 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 	if elapsed > 0 {
 		sum.RowsPerS = float64(total) / elapsed.Seconds()
 	}
-	if o.json() {
-		if jp != nil {
-			for _, t := range fixtures.Tables() {
-				if _, ok := res.Rows[t]; ok {
-					jp.TableDone(t)
-				}
-			}
+	for _, t := range fixtures.Tables() {
+		if _, ok := res.Rows[t]; ok {
+			p.TableDone(t)
 		}
-		return o.lines.emit(lineSummary, sum)
+	}
+	p.Finish()
+	if o.JSON() {
+		return o.Summary(sum)
 	}
 	fmt.Fprintf(opts.Out, "%-24s %9s\n", "TABLE", "ROWS")
 	for _, t := range fixtures.Tables() {
@@ -200,34 +205,26 @@ func fixturesLoadRun(ctx context.Context, opts *FixturesLoadOptions) error {
 		}
 	}
 	fmt.Fprintf(opts.Out, "%-24s %9d\n", "blobs in "+fixtures.BlobContainer, res.Blobs)
-	fmt.Fprintf(opts.Out, "%d rows and %d blobs (%d bytes) in %s (%.0f rows/s)\n", total, res.Blobs, res.BlobBytes, elapsed.Round(time.Millisecond), sum.RowsPerS)
+	fmt.Fprintf(opts.Out, "%s and %s (%d bytes) in %s (%.0f rows/s)\n", words.Count(int64(total), "row", "rows"), words.Count(int64(res.Blobs), "blob", "blobs"),
+		res.BlobBytes, elapsed.Round(time.Millisecond), sum.RowsPerS)
 	return nil
 }
 
-// fixturesProgress returns a LoadOptions.Progress that reports on ErrOut at
-// most every two seconds (text).
-func fixturesProgress(opts *FixturesLoadOptions, start time.Time) func(fixtures.LoadResult) {
-	last := start
-	return func(r fixtures.LoadResult) {
-		now := opts.Now()
-		if now.Sub(last) < 2*time.Second {
-			return
-		}
-		last = now
-		fmt.Fprintf(opts.ErrOut, "  %s, %d blobs, %s\n", fixturesRowCounts(r), r.Blobs, now.Sub(start).Round(time.Second))
-	}
-}
+// fixturesProgressEvery is how often fixtures load prints a progress
+// line when stderr is not a terminal.
+const fixturesProgressEvery = 2 * time.Second
 
-// fixturesJSONProgress returns a LoadOptions.Progress that reports the rows
-// written per table as run does (--output json: tableProgress lines, at
-// most once a second per table, through p). The loader calls it with its
-// totals so far, one call at a time.
-func fixturesJSONProgress(p *jsonProgress) func(fixtures.LoadResult) {
+// loadProgress returns a LoadOptions.Progress that reports the rows
+// written per table to p, as run reports its rows. The loader calls it
+// with its totals so far, one call at a time.
+func loadProgress(p *ui.Progress) func(fixtures.LoadResult) {
 	seen := map[string]int{}
 	return func(r fixtures.LoadResult) {
 		for _, t := range fixtures.Tables() {
-			if n, ok := r.Rows[t]; ok && n != seen[t] {
-				p.Advance(t, int64(n-seen[t]))
+			if n := r.Rows[t]; n != seen[t] {
+				d := int64(n - seen[t])
+				p.Advance(t, d)
+				p.Outcome(t, migrate.Outcome{Written: d})
 				seen[t] = n
 			}
 		}

@@ -39,10 +39,10 @@ func TestFixturesLoadUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--generate", "-1"}, "bifrost-migrate: --generate must not be negative, got -1\n"},
+		{[]string{"--generate", "-1"}, "bifrost-migrate: --generate \"-1\": want a whole number, 0 or more\n"},
 		{[]string{"--seed", "3"}, "bifrost-migrate: --seed and --base-time need --generate\n"},
-		{[]string{"--generate", "5", "--base-time", "yesterday"}, "bifrost-migrate: --base-time \"yesterday\" is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)\n"},
-		{[]string{"--tables", "Config,Users"}, "bifrost-migrate: --tables: unknown table \"Users\" (want Config, Entities, Relationships)\n"},
+		{[]string{"--generate", "5", "--base-time", "yesterday"}, "bifrost-migrate: --base-time \"yesterday\": want an RFC 3339 time such as 2026-11-21T00:00:00Z\n"},
+		{[]string{"--tables", "Config,Users"}, "bifrost-migrate: --tables \"Users\": want Config, Entities or Relationships, comma-separated\n"},
 	} {
 		f, out, errOut := newTestFactory(nil)
 		if code := Execute(context.Background(), f, append([]string{"fixtures", "load"}, tc.args...)); code != ExitUsage {

@@ -3,7 +3,6 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -11,49 +10,84 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// flagError is every command's flag error function: the flag parser's
-// error as a sentence an operator reads (the flag and the form it wants,
-// no parser or Go type in it), a suggestion for a mistyped flag, as a
-// usage error.
+// flagError is every command's flag error function (cobra's
+// SetFlagErrorFunc): the flag parser's error, wrapped once into a usage
+// error whose sentence an operator reads (the flag and the form it
+// wants, no parser or Go type in it), a mistyped flag with a suggestion.
+// On the root, an argument before the flag is a mistyped command, which
+// is said first (`verfy --sample 0.1`: verfy is no command, and so
+// --sample is no flag of it).
 func flagError(c *cobra.Command, err error) error {
-	return UsageError(errors.New(flagSentence(c, err.Error())))
+	if !c.HasParent() {
+		if aerr := rootArgs(c, c.Flags().Args()); aerr != nil {
+			return UsageError(aerr)
+		}
+	}
+	return UsageError(errors.New(flagSentence(c, err)))
 }
 
-var (
-	// invalidValue is pflag's error for a value its type refuses:
-	// `invalid argument "abc" for "--max-ru" flag: strconv.ParseFloat: …`.
-	invalidValue = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?--([^"]+)" flag: `)
-	unknownFlag  = regexp.MustCompile(`^unknown flag: --(\S+)$`)
-	needsValue   = regexp.MustCompile(`^flag needs an argument: --(\S+)$`)
-)
+// flagSentence words the parser's error err for command c, by its type
+// (pflag's InvalidValueError, ValueRequiredError, NotExistError); any
+// other (a shorthand, bad syntax) keeps the parser's own text.
+func flagSentence(c *cobra.Command, err error) string {
+	var (
+		invalid *pflag.InvalidValueError
+		needs   *pflag.ValueRequiredError
+		unknown *pflag.NotExistError
+	)
+	switch {
+	case errors.As(err, &invalid):
+		f := invalid.GetFlag()
+		return badValue("--"+f.Name, invalid.GetValue(), valueForm(f)).Error()
+	case errors.As(err, &needs) && needs.GetSpecifiedShortnames() == "":
+		return needsValue(needs.GetFlag())
+	case errors.As(err, &unknown) && unknown.GetSpecifiedShortnames() == "":
+		name := unknown.GetSpecifiedName()
+		if s := suggestFlag(c, name); s != "" {
+			return fmt.Sprintf("unknown flag --%s; did you mean --%s?", name, s)
+		}
+		return "unknown flag --" + name
+	}
+	return err.Error()
+}
 
-// flagSentence rewrites the parser's message msg for command c.
-func flagSentence(c *cobra.Command, msg string) string {
-	if m := invalidValue.FindStringSubmatch(msg); m != nil {
-		value, name := m[1], m[2]
-		if f := c.Flags().Lookup(name); f != nil {
-			return fmt.Sprintf("--%s: %q is not %s", name, value, valueForm(f))
-		}
-		return fmt.Sprintf("--%s: %q is not a value it takes", name, value)
+// needsValue says that flag f was given without its value, and what the
+// value looks like.
+func needsValue(f *pflag.Flag) string {
+	if form := valueForm(f); form != "a value it takes" {
+		return fmt.Sprintf("--%s needs a value: %s", f.Name, form)
 	}
-	if m := needsValue.FindStringSubmatch(msg); m != nil {
-		if f := c.Flags().Lookup(m[1]); f != nil {
-			if form := valueForm(f); form != "a value it takes" {
-				return fmt.Sprintf("--%s needs a value: %s", m[1], form)
-			}
-			if name, _ := pflag.UnquoteUsage(f); name != "" && name != "string" {
-				return fmt.Sprintf("--%s needs a value (%s)", m[1], name)
-			}
-			return fmt.Sprintf("--%s needs a value", m[1])
-		}
+	if name, _ := pflag.UnquoteUsage(f); name != "" && name != "string" {
+		return fmt.Sprintf("--%s needs a value (%s)", f.Name, name)
 	}
-	if m := unknownFlag.FindStringSubmatch(msg); m != nil {
-		if s := suggestFlag(c, m[1]); s != "" {
-			return fmt.Sprintf("unknown flag --%s; did you mean --%s?", m[1], s)
+	return fmt.Sprintf("--%s needs a value", f.Name)
+}
+
+// usageArgs is check, cobra's check of a command's arguments, with its
+// error wrapped once into a usage error (exit 2): cobra's own are plain
+// errors ("unknown command …", "accepts 1 arg(s) …").
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := check(c, args); err != nil {
+			return UsageError(err)
 		}
-		return "unknown flag --" + m[1]
+		return nil
 	}
-	return msg
+}
+
+// rootArgs is the root command's check of its arguments, as cobra's own
+// for a root with subcommands: an argument is a command it does not
+// know, said with cobra's suggestions (setUsageErrors makes it a usage
+// error).
+func rootArgs(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + joinOr(s) + "?"
+	}
+	return errors.New(msg)
 }
 
 // valueForm says what a flag's values look like ("a number").

@@ -29,7 +29,7 @@ func TestFlagTypos(t *testing.T) {
 		{[]string{"run", "--verbos"}, "bifrost-migrate: unknown flag --verbos; did you mean --verbose?\nRun 'bifrost-migrate run --help' for usage.\n"},
 		{[]string{"run", "--retry"}, "bifrost-migrate: unknown flag --retry; did you mean --retry-timeout?\nRun 'bifrost-migrate run --help' for usage.\n"},
 		{[]string{"run", "--zzzzzz"}, "bifrost-migrate: unknown flag --zzzzzz\nRun 'bifrost-migrate run --help' for usage.\n"},
-		{[]string{"run", "--max-ru", "abc"}, "bifrost-migrate: --max-ru: \"abc\" is not a number\nRun 'bifrost-migrate run --help' for usage.\n"},
+		{[]string{"run", "--max-ru", "abc"}, "bifrost-migrate: --max-ru \"abc\": want a number\nRun 'bifrost-migrate run --help' for usage.\n"},
 		{[]string{"run", "--max-ru"}, "bifrost-migrate: --max-ru needs a value: a number\nRun 'bifrost-migrate run --help' for usage.\n"},
 	} {
 		f, out, errOut := newTestFactory(nil)
@@ -117,9 +117,10 @@ func TestBadFlagValuesSpeakPlainly(t *testing.T) {
 				if code != ExitOK {
 					msg += out.String()
 				}
-				// version and completion use no account: a connection
-				// setting is not theirs to refuse.
-				offline := path[0] == "version" || path[0] == "completion"
+				// version, completion and status (without --check) use
+				// no account: a connection setting is not theirs to
+				// refuse.
+				offline := path[0] == "version" || path[0] == "completion" || path[0] == "status"
 				if code == ExitOK && (fl.Value.Type() != "string" || !offline) {
 					t.Errorf("%q: exit 0 for a bad value:\n%s", args, msg)
 				}

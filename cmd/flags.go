@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -21,6 +21,13 @@ import (
 type flagGroup interface {
 	bind(fl *pflag.FlagSet)
 	validate() error
+}
+
+// badValue is the usage error of a flag given a value it does not take:
+// `--flag "value": want …` (want says what it takes), the value cut short
+// (words.Quote), so that every such error names its flag and reads alike.
+func badValue(flag string, value any, want string) error {
+	return UsageError(fmt.Errorf("%s %s: want %s", flag, words.Quote(fmt.Sprint(value)), want))
 }
 
 // addFlags binds groups to the flags of c and makes c validate them, in
@@ -78,7 +85,7 @@ func parseTables(list string) ([]string, error) {
 	for _, t := range strings.Split(list, ",") {
 		t = strings.TrimSpace(t)
 		if !slices.Contains(transform.Tables(), t) {
-			return nil, UsageError(fmt.Errorf("--tables: unknown table %q (want Config, Entities, Relationships)", t))
+			return nil, badValue("--tables", t, joinOr(transform.Tables())+", comma-separated")
 		}
 		out = append(out, t)
 	}
@@ -99,7 +106,7 @@ func (s stateDirFlag) bind(fl *pflag.FlagSet) {
 
 func (s stateDirFlag) validate() error {
 	if strings.TrimSpace(*s.dir) == "" {
-		return UsageError(errors.New("--state-dir must not be empty"))
+		return badValue("--state-dir", *s.dir, "a directory")
 	}
 	return nil
 }
@@ -167,7 +174,7 @@ func (e *engineFlags) bind(fl *pflag.FlagSet) {
 
 func (e *engineFlags) validate() error {
 	if e.common.Concurrency < 1 {
-		return UsageError(fmt.Errorf("--concurrency must be at least 1, got %d", e.common.Concurrency))
+		return badValue("--concurrency", e.common.Concurrency, "a whole number, 1 or more")
 	}
 	if err := e.stateDir().validate(); err != nil {
 		return err
@@ -183,4 +190,25 @@ func (e *engineFlags) validate() error {
 
 func (e *engineFlags) stateDir() stateDirFlag {
 	return stateDirFlag{&e.common.StateDir, e.help.stateDir}
+}
+
+// outputArg returns the value of the last --output flag in args, read
+// from the command line itself ("" when there is none): a usage error can
+// stop cobra before it has parsed the flags, and with --output json that
+// error too must come as a JSON line. Nothing after "--" is a flag.
+func outputArg(args []string) string {
+	v := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return v
+		case a == "--output" && i+1 < len(args):
+			v = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--output="):
+			v = strings.TrimPrefix(a, "--output=")
+		}
+	}
+	return v
 }

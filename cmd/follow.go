@@ -1,10 +1,10 @@
 package cmd
 
 import (
-	"context"
 	"fmt"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -26,7 +26,7 @@ type passLine struct {
 
 // writePass prints one pass: a line of text on stdout, or with --output
 // json one {"type":"pass"} line.
-func writePass(o *output, r migrate.PassReport, deadLetters int64) error {
+func writePass(o *ui.Output, r migrate.PassReport, deadLetters int64) error {
 	line := passLine{Pass: r.Pass, Started: r.Started.UTC().Format(time.RFC3339Nano), Since: r.Since.UTC().Format(time.RFC3339Nano), Rows: r.Read, Written: r.Applied,
 		Conflicts: r.Conflicts, DeadLetters: deadLetters, Seconds: r.Took.Seconds()}
 	lag := "no change"
@@ -37,26 +37,26 @@ func writePass(o *output, r migrate.PassReport, deadLetters int64) error {
 	}
 	text := fmt.Sprintf("pass %d since %s: %d row(s), %d written, %d conflict(s), %d dead letter(s), %s (%.1fs)",
 		line.Pass, line.Since, line.Rows, line.Written, line.Conflicts, line.DeadLetters, lag, line.Seconds)
-	o.log.Printf("%s: %s", o.name, text)
-	if o.json() {
-		return o.lines.emit(linePass, line)
+	o.Log().Printf("%s: %s", o.Name(), text)
+	if o.JSON() {
+		return o.Lines().Emit(linePass, line)
 	}
-	_, err := fmt.Fprintf(o.out, "%s: %s\n", o.name, text)
+	_, err := fmt.Fprintf(o.Out(), "%s: %s\n", o.Name(), text)
 	return err
 }
 
-// followPass is what one pass of --follow did, with its conflicts by doc.
+// followPass is what one pass of --follow did that the passes after it
+// need: its dead letters, and its conflicts by doc.
 type followPass struct {
-	result      migrate.PassResult
 	deadLetters int64
-	conflicts   map[string]windowConflict
+	conflicts   map[string]listedConflict
 }
 
 // newFollowPass is one pass of --follow with its conflicts by doc.
-func newFollowPass(r migrate.PassResult, deadLetters int64, conflicts []windowConflict) followPass {
-	p := followPass{result: r, deadLetters: deadLetters, conflicts: make(map[string]windowConflict, len(conflicts))}
+func newFollowPass(deadLetters int64, conflicts []listedConflict) followPass {
+	p := followPass{deadLetters: deadLetters, conflicts: make(map[string]listedConflict, len(conflicts))}
 	for _, c := range conflicts {
-		p.conflicts[c.doc()] = c
+		p.conflicts[c.doc] = c
 	}
 	return p
 }
@@ -65,12 +65,12 @@ func newFollowPass(r migrate.PassResult, deadLetters int64, conflicts []windowCo
 type followed struct {
 	passes      int
 	deadLetters int64
-	conflicts   map[string]windowConflict // the latest of each doc's conflicts
+	conflicts   map[string]listedConflict // the latest of each doc's conflicts
 }
 
 // listed returns the conflicts in doc order.
-func (f followed) listed() []windowConflict {
-	out := make([]windowConflict, 0, len(f.conflicts))
+func (f followed) listed() []listedConflict {
+	out := make([]listedConflict, 0, len(f.conflicts))
 	for _, k := range sortedKeys(f.conflicts) {
 		out = append(out, f.conflicts[k])
 	}
@@ -87,43 +87,6 @@ func (f followed) exit(deadLetterFile string) error {
 		return PartialError(fmt.Errorf("%d dead letter(s) over %d pass(es); see %s", f.deadLetters, f.passes, deadLetterFile))
 	}
 	return nil
-}
-
-// followPasses runs run as the passes of --follow (migrate.Follow) and
-// prints a pass line for each through o; obs hears where each pass
-// starts and ends. It returns what the passes did once ctx ends (SIGINT,
-// SIGTERM: the pass in progress is finished), or the first error of a
-// pass or of printing.
-func followPasses(ctx context.Context, o *output, obs *observer, fo migrate.FollowOptions,
-	run func(ctx context.Context, since time.Time) (followPass, error)) (followed, error) {
-	f := followed{conflicts: map[string]windowConflict{}}
-	var (
-		last followPass
-		werr error
-	)
-	err := migrate.Follow(ctx, fo, func(pctx context.Context, since time.Time) (migrate.PassResult, error) {
-		obs.passStarted()
-		p, err := run(pctx, since)
-		if err != nil {
-			return migrate.PassResult{}, err
-		}
-		last = p
-		f.deadLetters += p.deadLetters
-		for k, c := range p.conflicts {
-			f.conflicts[k] = c
-		}
-		return p.result, nil
-	}, func(r migrate.PassReport) {
-		obs.passEnded(r)
-		f.passes = r.Pass
-		if err := writePass(o, r, last.deadLetters); err != nil && werr == nil {
-			werr = err
-		}
-	})
-	if err == nil {
-		err = werr
-	}
-	return f, err
 }
 
 // deref is *t, or the zero time for nil.

@@ -47,15 +47,7 @@ func TestReplayFollow(t *testing.T) {
 	rows := e.executionRows(8)
 	since := e.since()
 
-	f, _, errOut := newTestFactory(e.env)
-	out := &syncBuffer{}
-	f.Out = out
-	ctx, interrupt := context.WithCancel(context.Background())
-	defer interrupt()
-	done := make(chan int, 1)
-	go func() {
-		done <- Execute(ctx, f, append([]string{"--output", "json"}, e.replayArgs("--since", since, "--follow", "--interval", "2s")...))
-	}()
+	out, errOut, interrupt, done := startFollowing(t, e.env, append([]string{"--output", "json"}, e.replayArgs("--since", since, "--follow", "--interval", "2s")...))
 
 	// The application: a change or an addition every half second.
 	for i := range 16 {
@@ -152,6 +144,22 @@ func writeStopWindow(t *testing.T, out *syncBuffer, lastChange time.Time, verify
 	}
 	t.Errorf("no pass with nothing to apply within %s of the last write", followInStep)
 	return 0
+}
+
+// startFollowing runs the command of args (a --follow) in-process with
+// the settings env, until interrupt (SIGINT) or the end of the test. It
+// returns the command's stdout and stderr, interrupt, and the channel its
+// exit status arrives on.
+func startFollowing(t *testing.T, env map[string]string, args []string) (out *syncBuffer, errOut *bytes.Buffer, interrupt context.CancelFunc, done <-chan int) {
+	t.Helper()
+	f, _, errOut := newTestFactory(env)
+	out = &syncBuffer{}
+	f.Out = out
+	ctx, interrupt := context.WithCancel(context.Background())
+	t.Cleanup(interrupt)
+	exit := make(chan int, 1)
+	go func() { exit <- Execute(ctx, f, args) }()
+	return out, errOut, interrupt, exit
 }
 
 // stopFollowing interrupts a --follow (SIGINT: interrupt) and checks that

@@ -16,6 +16,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	provision "github.com/bifrost/bifrost-migrate/init"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 )
 
 // InitOptions are the flags and dependencies of `bifrost-migrate init`.
@@ -32,7 +33,7 @@ type InitOptions struct {
 	Connect func(ctx context.Context, withBlobs bool) (initServices, error)
 	// out is the command's output, once initRun made it: the start-up
 	// checks say there what they wait for.
-	out *output
+	out *ui.Output
 }
 
 // initServices are what InitOptions.Connect returns: the provisioners and
@@ -72,7 +73,7 @@ func NewCmdInit(f *Factory, runF func(context.Context, *InitOptions) error) *cob
 // connectInit connects to the accounts of f that init provisions: Cosmos
 // DB (database), then, when withBlobs, Blob Storage; the first that fails
 // its check ends it. The checks say on out what they wait for.
-func connectInit(ctx context.Context, f *Factory, database string, withBlobs bool, out *output) (initServices, error) {
+func connectInit(ctx context.Context, f *Factory, database string, withBlobs bool, out *ui.Output) (initServices, error) {
 	c, err := connect(ctx, f, needs{uses: cosmosRead, database: database, provisions: true, out: out})
 	if err != nil {
 		return initServices{}, err
@@ -109,19 +110,16 @@ before any request; a second init changes nothing.`,
 func initRun(ctx context.Context, opts *InitOptions) error {
 	o := opts.output("init")
 	opts.out = o
-	layout, err := loadLayout(opts.ContainersFile)
+	layout, err := loadLayout(ctx, opts.ContainersFile)
 	if err != nil {
 		return err
-	}
-	if strings.TrimSpace(opts.Database) == "" {
-		return UsageError(errors.New("--database must not be empty"))
 	}
 	svc, err := opts.Connect(ctx, len(layout.BlobContainers) > 0)
 	if err != nil {
 		return err
 	}
 	p := provision.Provisioner{Cosmos: svc.cosmos, Blobs: svc.blobs, Database: opts.Database}
-	o.status("%s", svc.where)
+	o.Status("%s", svc.where)
 
 	plan, err := p.Plan(ctx, layout)
 	if err != nil {
@@ -133,25 +131,27 @@ func initRun(ctx context.Context, opts *InitOptions) error {
 		}
 	}
 	if opts.DryRun {
-		o.status("dry run, nothing was written")
+		o.Status("dry run, nothing was written")
 	}
-	if o.json() {
-		return writeInitJSON(o.lines, plan, opts.DryRun)
+	if o.JSON() {
+		return writeInitJSON(o.Lines(), plan, opts.DryRun)
 	}
 	return writeInitText(opts.Out, plan, opts.DryRun)
 }
 
-// loadLayout reads and validates the definitions: the file, or the
-// embedded defaults. An unreadable file is a usage error (the flag names
-// it); definitions that do not parse or validate are an InputError: both
-// exit 2, nothing was sent, the input must be fixed.
-func loadLayout(file string) (provision.Layout, error) {
+// loadLayout reads and validates the definitions: the file
+// (readContainers), or the embedded defaults. A file that cannot be read
+// is a usage error (the flag names it); one larger than
+// maxContainersFile, or definitions that do not parse or validate, are an
+// InputError: both exit 2, nothing was sent, the input must be fixed. A
+// cancelled ctx (SIGINT) ends a read that waits (a FIFO nobody writes to).
+func loadLayout(ctx context.Context, file string) (provision.Layout, error) {
 	data := provision.DefaultLayoutJSON()
 	name := "built-in definitions"
 	if file != "" {
 		var err error
-		if data, err = os.ReadFile(file); err != nil {
-			return provision.Layout{}, UsageError(fmt.Errorf("--containers %s: %v", file, unwrapPath(err)))
+		if data, err = readContainers(ctx, file); err != nil {
+			return provision.Layout{}, err
 		}
 		name = file
 	}
@@ -163,6 +163,63 @@ func loadLayout(file string) (provision.Layout, error) {
 		return layout, InputError(fmt.Errorf("%s: %w", name, err))
 	}
 	return layout, nil
+}
+
+// maxContainersFile is the most init reads of --containers FILE: a
+// layout is a few kilobytes, and a wrong file (a device such as
+// /dev/zero, a log) must not fill the memory before it is refused.
+const maxContainersFile = 4 << 20
+
+// errTooLarge is readAtMost's error for a file larger than its limit.
+var errTooLarge = errors.New("larger than the limit")
+
+// readContainers reads --containers file, at most maxContainersFile bytes.
+// Opening and reading happen in a goroutine so that a cancelled ctx
+// returns at once even while they wait: open(2) of a FIFO blocks until a
+// writer comes, and a read until it writes, and neither can be
+// interrupted. The goroutine is then left blocked until the process ends,
+// which it does right after (init is one read and a few requests); what
+// it holds is bounded by the limit.
+func readContainers(ctx context.Context, file string) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := readAtMost(file, maxContainersFile)
+		done <- result{data, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, interrupted(fmt.Sprintf("--containers %s was not read to its end; nothing was sent, run init again", file), ctx.Err())
+	case r := <-done:
+		switch {
+		case errors.Is(r.err, errTooLarge):
+			return nil, InputError(fmt.Errorf("--containers %s: larger than %d MiB; give the JSON file of container definitions (a few kilobytes)", file, maxContainersFile>>20))
+		case r.err != nil:
+			return nil, UsageError(fmt.Errorf("--containers %s: %v", file, unwrapPath(r.err)))
+		}
+		return r.data, nil
+	}
+}
+
+// readAtMost returns the content of file, or errTooLarge when it holds
+// more than limit bytes (it reads limit+1 of them to know).
+func readAtMost(file string, limit int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case int64(len(data)) > limit:
+		return nil, errTooLarge
+	}
+	return data, nil
 }
 
 func ttlColumn(c *provision.Container) string {
@@ -220,7 +277,7 @@ type initResource struct {
 }
 
 // writeInitJSON prints the plan (or what was applied) as one summary line.
-func writeInitJSON(lines *jsonLines, plan *provision.Plan, dryRun bool) error {
+func writeInitJSON(lines *ui.JSONLines, plan *provision.Plan, dryRun bool) error {
 	out := struct {
 		Database  string         `json:"database"`
 		DryRun    bool           `json:"dryRun"`
@@ -238,5 +295,5 @@ func writeInitJSON(lines *jsonLines, plan *provision.Plan, dryRun bool) error {
 		}
 		out.Resources = append(out.Resources, r)
 	}
-	return lines.emit(lineSummary, out)
+	return lines.Emit(ui.LineSummary, out)
 }

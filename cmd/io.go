@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 )
 
 // IO is what every command's options embed: where its output goes, in
@@ -14,18 +16,20 @@ import (
 // original.
 type IO struct {
 	// Out gets the data: summaries, reports, plans; with --output json,
-	// every line (output.go).
+	// every line (ui.Output).
 	Out io.Writer
 	// ErrOut gets status lines and progress bars (text), and the error.
 	ErrOut io.Writer
 	// JSON is --output json; Quiet is --quiet.
 	JSON, Quiet bool
-	// ErrIsTerminal says whether ErrOut is a terminal (progress bars).
+	// ErrIsTerminal says whether ErrOut is a terminal (the progress
+	// bar), ErrWidth its columns now (nil or 0: 80).
 	ErrIsTerminal bool
+	ErrWidth      func() int
 	Now           func() time.Time
 	// log is --log-file (nil without it): status lines, warnings and
 	// progress lines go there too.
-	log *logFile
+	log *ui.LogFile
 }
 
 // IO returns the streams, the output flags and the clock of f.
@@ -34,16 +38,15 @@ func (f *Factory) IO() IO {
 		Out: f.Out, ErrOut: f.ErrOut,
 		JSON: f.Global.JSON(), Quiet: f.Global.Quiet,
 		ErrIsTerminal: f.ErrIsTerminal != nil && f.ErrIsTerminal(),
+		ErrWidth:      f.ErrWidth,
 		Now:           f.Now,
 		log:           f.log,
 	}
 }
 
 // output returns the output of the command name through s.
-func (s IO) output(name string) *output {
-	o := newOutput(name, s.Out, s.ErrOut, s.JSON, s.Quiet)
-	o.log = s.log
-	return o
+func (s IO) output(name string) *ui.Output {
+	return ui.NewOutput(name, s.Out, s.ErrOut, s.JSON, s.Quiet, s.log)
 }
 
 // runWith does a command's work with opts: runF when a test gave one,

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -144,18 +143,10 @@ func TestReplayFollowMetrics(t *testing.T) {
 	env["CosmosDBConnection"] = "AccountEndpoint=" + proxy.URL() + ";AccountKey=" + testenv.Cosmos(t).Key + ";"
 	rows := e.executionRows(3)
 
-	f, _, errOut := newTestFactory(env)
-	out := &syncBuffer{}
-	f.Out = out
 	const interval = 3 * time.Second
 	since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
-	ctx, interrupt := context.WithCancel(context.Background())
-	defer interrupt()
-	done := make(chan int, 1)
-	go func() {
-		done <- Execute(ctx, f, append([]string{"--output", "json", "--retry-timeout", "3s"},
-			e.replayArgs("--since", since, "--follow", "--interval", interval.String(), "--metrics-addr", "127.0.0.1:0")...))
-	}()
+	out, errOut, interrupt, done := startFollowing(t, env, append([]string{"--output", "json", "--retry-timeout", "3s"},
+		e.replayArgs("--since", since, "--follow", "--interval", interval.String(), "--metrics-addr", "127.0.0.1:0")...))
 
 	var base string
 	waitFor(t, 30*time.Second, "metrics address in a status line", func() bool {
@@ -210,8 +201,11 @@ func TestReplayFollowMetrics(t *testing.T) {
 		t.Errorf("written_total grew by %v over the passes %v, want %d (the changes)", got, passes, len(rows))
 	}
 	lag, _ := metricSum(after, "bifrost_migrate_follow_lag_seconds")
-	if lag >= interval.Seconds() {
-		t.Errorf("follow lag %.1fs after the pass that applied the changes, want under the interval %s", lag, interval)
+	// The lag was about an hour (--since) before the pass; after it, the
+	// age of the changes it applied: seconds, more on a loaded machine.
+	// The bound tells the two apart; it does not time the pass.
+	if lag >= time.Minute.Seconds() {
+		t.Errorf("follow lag %.1fs after the pass that applied the changes, want the age of those changes (under a minute)", lag)
 	}
 	if code, body := healthz(t, base); code != http.StatusOK || !strings.HasPrefix(body, "ok") {
 		t.Errorf("healthz while following: %d %q, want 200", code, body)

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/transform"
 )
 
 // The migration's options (SPEC §12). verify, replay and reverse judge
@@ -25,25 +27,55 @@ import (
 // commands take from it, as their flags name them.
 var runOptions = []string{"execution-ttl", "blob-threshold", "relationships", "strict", "table-prefix"}
 
-// adopt applies the options of the run in dir to the flags t was bound
-// to (see above), before the command connects (the table prefix names
-// the tables it checks). command names the command in sentences; writes
-// says it writes (replay, reverse), which makes a differing option an
-// error. A state that cannot be read is a warning: the flags' values are
-// used. What it has to say (where the options come from, what differs)
-// is said by say, which the command calls once it is at work, after its
-// start-up line: a command refused before that prints only its error.
-func (t *TransformFlags) adopt(o *output, command, dir string, writes bool) (say func(), err error) {
-	var lines []func()
-	say = func() {
-		for _, l := range lines {
-			l()
+// migrationOptions are the options a command judges or writes with: its
+// transform options (Now is the command's to set) and table prefix,
+// computed once from the flags as parsed and, for those not given, the
+// migration's (see above); and what the command says of where they come
+// from (say).
+type migrationOptions struct {
+	Transform   transform.Options
+	TablePrefix string
+	notes       []note
+}
+
+// note is a line a command says of its options: a status line, or a
+// warning.
+type note struct {
+	warning bool
+	text    string
+}
+
+// say says where the options come from and what differs, in one line
+// each; the command calls it once it is at work, after its start-up line:
+// a command refused before that prints only its error.
+func (m migrationOptions) say(o *ui.Output) {
+	for _, n := range m.notes {
+		if n.warning {
+			o.Warning("%s", n.text)
+		} else {
+			o.Status("%s", n.text)
 		}
 	}
-	status := func(format string, args ...any) { lines = append(lines, func() { o.status(format, args...) }) }
-	warning := func(format string, args ...any) { lines = append(lines, func() { o.warning(format, args...) }) }
-	if t.fs == nil {
-		return say, nil // not bound to flags: the options are the caller's
+}
+
+// noted returns m with a line added.
+func (m migrationOptions) noted(warning bool, format string, args ...any) migrationOptions {
+	m.notes = append(m.notes, note{warning, fmt.Sprintf(format, args...)})
+	return m
+}
+
+// migration returns the options the command judges or writes with: the
+// flags' (t, parsed by validate, and prefix, --table-prefix's value),
+// and for a command other than run, for each flag not given, the value of
+// the run whose state is in dir (see above). command names the command in
+// sentences; writes says it writes (replay, reverse), which makes a
+// differing option a usage error. A state that cannot be read is a
+// warning: the flags' values are used. The flags themselves are left as
+// they were parsed.
+func (t *TransformFlags) migration(command, dir, prefix string, writes bool) (migrationOptions, error) {
+	m := migrationOptions{Transform: t.parsed, TablePrefix: prefix}
+	if t.forRun || t.fs == nil {
+		return m, nil // run's own, or not bound to flags: the caller's
 	}
 	st, err := migrate.LoadState(dir)
 	switch {
@@ -53,13 +85,11 @@ func (t *TransformFlags) adopt(o *output, command, dir string, writes bool) (say
 		if errors.As(err, &pe) {
 			why = pe.Err.Error()
 		}
-		warning("%s cannot be read (%s), so %s uses its flags' options, not the migration's: %s",
-			filepath.Join(dir, migrate.StateFile), why, command, joinAnd(t.phrases()))
-		return say, nil
+		return m.noted(true, "%s cannot be read (%s), so %s uses its flags' options, not the migration's: %s",
+			filepath.Join(dir, migrate.StateFile), why, command, joinAnd(t.phrases(prefix))), nil
 	case st == nil:
-		status("no migration in %s (no %s): %s uses %s; give the run's --state-dir to use its options",
-			dir, migrate.StateFile, command, joinAnd(t.phrases()))
-		return say, nil
+		return m.noted(false, "no migration in %s (no %s): %s uses %s; give the run's --state-dir to use its options",
+			dir, migrate.StateFile, command, joinAnd(t.phrases(prefix))), nil
 	}
 	saved := map[string]string{}
 	var other []string
@@ -73,50 +103,59 @@ func (t *TransformFlags) adopt(o *output, command, dir string, writes bool) (say
 	}
 	run := fmt.Sprintf("run %s in %s", st.RunID, dir)
 	if len(other) > 0 {
-		warning("the %s migrated another target (%s), so %s uses its flags' options, not that run's", run, joinAnd(other), command)
-		return say, nil
+		return m.noted(true, "the %s migrated another target (%s), so %s uses its flags' options, not that run's", run, joinAnd(other), command), nil
 	}
 	var taken, differ []string
 	for _, key := range runOptions {
 		v, ok := saved[key]
-		f := t.fs.Lookup(key)
-		if !ok || f == nil {
+		if !ok {
 			continue
 		}
 		if t.fs.Changed(key) {
-			if given := f.Value.String(); given != v {
+			if given := t.given(key, prefix); given != v {
 				differ = append(differ, fmt.Sprintf("%s where the migration used %s", optionPhrase(key, given), optionPhrase(key, v)))
 			}
 			continue
 		}
-		if t.fs.Set(key, v) != nil {
-			return say, fmt.Errorf("%s holds %s, which this version cannot use; give the option as a flag", filepath.Join(dir, migrate.StateFile), optionPhrase(key, v))
+		// The flags given are valid (checked before): a value that is
+		// not is the state's, and must not be said as a flag's.
+		if _, ok := setOption(&m.Transform, &m.TablePrefix, key, v); !ok {
+			return m, fmt.Errorf("%s holds %s, which this version cannot use; give the option as a flag", filepath.Join(dir, migrate.StateFile), optionPhrase(key, v))
 		}
 		if key != "table-prefix" || v != "" {
 			taken = append(taken, optionPhrase(key, v))
 		}
 	}
 	if len(taken) > 0 {
-		status("the migration's options (%s): %s", run, strings.Join(taken, ", "))
+		m = m.noted(false, "the migration's options (%s): %s", run, strings.Join(taken, ", "))
 	}
 	switch {
 	case len(differ) == 0:
 	case writes:
-		return say, UsageError(fmt.Errorf("%s (%s): %s would write in another form than the migration did; leave those flags out to use the migration's, or give the --state-dir of the migration you mean",
+		return m, UsageError(fmt.Errorf("%s (%s): %s would write in another form than the migration did; leave those flags out to use the migration's, or give the --state-dir of the migration you mean",
 			joinAnd(differ), run, command))
 	default:
-		warning("%s (%s): this verdict is computed with the options given, not the migration's", joinAnd(differ), run)
+		m = m.noted(true, "%s (%s): this verdict is computed with the options given, not the migration's", joinAnd(differ), run)
 	}
-	return say, nil
+	return m, nil
 }
 
-// phrases names the transform options the flags hold now, as a user sets
-// them.
-func (t *TransformFlags) phrases() []string {
+// given is the value of the option key (runOptions) the flags give;
+// prefix is --table-prefix's.
+func (t *TransformFlags) given(key, prefix string) string {
+	if key == "table-prefix" {
+		return prefix
+	}
+	return t.value(key)
+}
+
+// phrases names the options the flags give (prefix: --table-prefix's
+// value), as a user sets them.
+func (t *TransformFlags) phrases(prefix string) []string {
 	out := make([]string, 0, len(runOptions))
 	for _, key := range runOptions {
-		if f := t.fs.Lookup(key); f != nil && (key != "table-prefix" || f.Value.String() != "") {
-			out = append(out, optionPhrase(key, f.Value.String()))
+		if v := t.given(key, prefix); key != "table-prefix" || v != "" {
+			out = append(out, optionPhrase(key, v))
 		}
 	}
 	return out

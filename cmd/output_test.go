@@ -1,24 +1,18 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/internal/version"
 )
 
@@ -94,173 +88,6 @@ func parseJSONLines(t *testing.T, stdout string) []outLine {
 	return lines
 }
 
-func TestJSONLinesTypeFirstOneObjectPerLine(t *testing.T) {
-	var b bytes.Buffer
-	j := newJSONLines(&b)
-	if err := j.emit(lineStatus, messageLine{"a <b> & c"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.emit(lineSummary, struct{}{}); err != nil {
-		t.Fatal(err)
-	}
-	total := int64(7)
-	if err := j.emit(lineProgress, tableProgress{Table: "Config", Done: 3, Total: &total, ruNow: newRUNow(func() liveFigures {
-		return liveFigures{ruPerSecond: 12.5, throttledShare: 0.25, inFlight: 40, latencyP50: 80500 * time.Microsecond}
-	})}); err != nil {
-		t.Fatal(err)
-	}
-	want := `{"type":"status","message":"a <b> & c"}` + "\n" +
-		`{"type":"summary","toolVersion":"` + version.String() + `"}` + "\n" +
-		`{"type":"progress","table":"Config","done":3,"total":7,"rowsPerSecond":0,"ruPerSecond":12.5,"throttledShare":0.25,"inFlight":40,"latencyP50Ms":80.5,"finished":false}` + "\n"
-	if b.String() != want {
-		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
-	}
-	if lines := parseJSONLines(t, b.String()); len(lines) != 3 || lines[0].str("message") != "a <b> & c" {
-		t.Errorf("parsed %+v", lines)
-	}
-}
-
-// A value that is not an object, or sets "type" itself, is refused, and
-// the refusal is kept: every later line returns it and nothing more is
-// written, so that the summary's emit reports an error met on a progress
-// line.
-func TestJSONLinesRefusesAndKeepsTheFirstError(t *testing.T) {
-	for _, c := range []struct {
-		typ string
-		v   any
-	}{
-		{lineProgress, "text"}, {lineProgress, []int{1}}, {lineProgress, nil}, {lineProgress, 3},
-		{lineProgress, struct {
-			Type string `json:"type"`
-		}{"mine"}}, {lineProgress, map[string]any{"type": "x"}}, {lineProgress, struct{ C chan int }{}},
-		// A summary's toolVersion is the running build's, set by jsonLine.
-		{lineSummary, map[string]any{"toolVersion": "v0"}},
-	} {
-		v := c.v
-		var b bytes.Buffer
-		j := newJSONLines(&b)
-		err := j.emit(c.typ, v)
-		if err == nil {
-			t.Errorf("%#v: no error", v)
-			continue
-		}
-		if err2 := j.emit(lineSummary, messageLine{"after"}); err2 != err {
-			t.Errorf("%#v: the next emit returned %v, want the first error %v", v, err2, err)
-		}
-		if b.Len() != 0 {
-			t.Errorf("%#v: wrote %q", v, b.String())
-		}
-	}
-}
-
-// failingWriter fails every write after the first n.
-type failingWriter struct {
-	n      int
-	writes int
-}
-
-func (w *failingWriter) Write(p []byte) (int, error) {
-	w.writes++
-	if w.writes > w.n {
-		return 0, io.ErrClosedPipe
-	}
-	return len(p), nil
-}
-
-func TestJSONLinesKeepsAWriteError(t *testing.T) {
-	w := &failingWriter{n: 1}
-	j := newJSONLines(w)
-	if err := j.emit(lineStatus, messageLine{"one"}); err != nil {
-		t.Fatal(err)
-	}
-	err := j.emit(lineProgress, stepProgress{Step: "two"})
-	if !errors.Is(err, io.ErrClosedPipe) {
-		t.Fatalf("error %v, want the write's", err)
-	}
-	if err := j.emit(lineSummary, messageLine{"three"}); !errors.Is(err, io.ErrClosedPipe) || w.writes != 2 {
-		t.Errorf("after a write error: %v after %d writes, want the same error and no third write", err, w.writes)
-	}
-}
-
-// overlapWriter records whether two Writes ever ran at once.
-type overlapWriter struct {
-	in      atomic.Bool
-	overlap atomic.Bool
-	b       bytes.Buffer
-}
-
-func (w *overlapWriter) Write(p []byte) (int, error) {
-	if !w.in.CompareAndSwap(false, true) {
-		w.overlap.Store(true)
-		return len(p), nil
-	}
-	defer w.in.Store(false)
-	runtime.Gosched() // widen the window another writer could enter
-	return w.b.Write(p)
-}
-
-func TestJSONLinesConcurrentEmitsNeverInterleave(t *testing.T) {
-	w := &overlapWriter{}
-	j := newJSONLines(w)
-	const goroutines, each = 8, 200
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			for i := range each {
-				if err := j.emit(lineProgress, tableProgress{Table: fmt.Sprintf("t%d", g), Done: int64(i)}); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if w.overlap.Load() {
-		t.Fatal("two lines were written at once")
-	}
-	lines := parseJSONLines(t, w.b.String())
-	if len(lines) != goroutines*each {
-		t.Fatalf("%d lines, want %d", len(lines), goroutines*each)
-	}
-	last := map[string]int64{}
-	for _, l := range lines {
-		var p tableProgress
-		if err := json.Unmarshal([]byte(l.Raw), &p); err != nil || l.Type != lineProgress {
-			t.Fatalf("line %q: %v", l.Raw, err)
-		}
-		if prev, ok := last[p.Table]; ok && p.Done != prev+1 {
-			t.Errorf("%s: done %d after %d", p.Table, p.Done, prev)
-		}
-		last[p.Table] = p.Done
-	}
-}
-
-func TestOutputStatusAndWarning(t *testing.T) {
-	var out, errOut bytes.Buffer
-	text := newOutput("run", &out, &errOut, false, false)
-	text.status("resuming %s", "r1")
-	text.warning("dry run: %s missing", "database x")
-	if out.Len() != 0 || errOut.String() != "run: resuming r1\nrun: dry run: database x missing\n" {
-		t.Errorf("text: stdout %q, stderr %q", out.String(), errOut.String())
-	}
-
-	out.Reset()
-	errOut.Reset()
-	quiet := newOutput("run", &out, &errOut, true, true)
-	quiet.status("not shown")
-	quiet.warning("shown")
-	if errOut.Len() != 0 || out.String() != `{"type":"warning","message":"shown"}`+"\n" {
-		t.Errorf("json --quiet: stdout %q, stderr %q", out.String(), errOut.String())
-	}
-
-	out.Reset()
-	loud := newOutput("run", &out, &errOut, true, false)
-	loud.status("tables x → y")
-	if errOut.Len() != 0 || out.String() != `{"type":"status","message":"tables x → y"}`+"\n" {
-		t.Errorf("json: stdout %q, stderr %q", out.String(), errOut.String())
-	}
-}
-
 func TestOutputArg(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -292,7 +119,7 @@ func checkJSONRun(t *testing.T, what string, code int, stdout, stderr string, wa
 	summaries := 0
 	for i, l := range lines {
 		switch l.Type {
-		case lineProgress:
+		case ui.LineProgress:
 			_, table := l.Fields["table"]
 			_, done := l.Fields["done"]
 			if !(table && done) && l.str("step") == "" {
@@ -301,13 +128,13 @@ func checkJSONRun(t *testing.T, what string, code int, stdout, stderr string, wa
 			if summaries > 0 {
 				t.Errorf("%s: a progress line after the summary: %s", what, l.Raw)
 			}
-		case lineStatus, lineWarning:
+		case ui.LineStatus, ui.LineWarning:
 			if l.str("message") == "" || len(l.Fields) != 2 {
 				t.Errorf("%s: a %s line is not {type, message}: %s", what, l.Type, l.Raw)
 			}
-		case lineSummary:
+		case ui.LineSummary:
 			summaries++
-		case lineError:
+		case ui.LineError:
 			if i != len(lines)-1 {
 				t.Errorf("%s: an error line that is not the last: %s", what, l.Raw)
 			}
@@ -319,7 +146,7 @@ func checkJSONRun(t *testing.T, what string, code int, stdout, stderr string, wa
 		t.Errorf("%s: %d summary lines, want %d:\n%s", what, summaries, want, stdout)
 	}
 	if code == ExitOK {
-		if len(lines) > 0 && lines[len(lines)-1].Type == lineError {
+		if len(lines) > 0 && lines[len(lines)-1].Type == ui.LineError {
 			t.Errorf("%s: exit 0 but an error line", what)
 		}
 		if stderr != "" {
@@ -327,11 +154,11 @@ func checkJSONRun(t *testing.T, what string, code int, stdout, stderr string, wa
 		}
 		return lines
 	}
-	if len(lines) == 0 || lines[len(lines)-1].Type != lineError {
+	if len(lines) == 0 || lines[len(lines)-1].Type != ui.LineError {
 		t.Fatalf("%s: exit %d but stdout does not end with an error line:\n%s", what, code, stdout)
 	}
 	last := lines[len(lines)-1]
-	var e errorLine
+	var e ui.ErrorLine
 	if err := json.Unmarshal([]byte(last.Raw), &e); err != nil || len(last.Fields) != 3 {
 		t.Fatalf("%s: error line %s is not {type, exit, message} (%v)", what, last.Raw, err)
 	}
@@ -446,7 +273,7 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 		return ts
 	}
 	summaryOfLines := func(lines []outLine) outLine {
-		i := slices.IndexFunc(lines, func(l outLine) bool { return l.Type == lineSummary })
+		i := slices.IndexFunc(lines, func(l outLine) bool { return l.Type == ui.LineSummary })
 		return lines[i]
 	}
 
@@ -454,7 +281,7 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 	// status lines, then the plan.
 	code, stdout, stderr := e.cli("--output", "json", "init", "--database", e.db)
 	lines := checkJSONRun(t, "init", code, stdout, stderr, true)
-	if code != ExitOK || !slices.Equal(types(lines), []string{lineStatus, lineSummary}) ||
+	if code != ExitOK || !slices.Equal(types(lines), []string{ui.LineStatus, ui.LineSummary}) ||
 		!strings.HasPrefix(lines[0].str("message"), "Cosmos DB ") || !strings.HasPrefix(summaryOfLines(lines).Raw, summaryHead()+`"database":"`+e.db+`"`) {
 		t.Errorf("init: exit %d:\n%s", code, stdout)
 	}
@@ -468,12 +295,12 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 	})
 	code, stdout, stderr = e.cli("--output", "json", "fixtures", "load", "--generate", "20", "--table-prefix", genPrefix)
 	lines = checkJSONRun(t, "fixtures load", code, stdout, stderr, true)
-	if code != ExitOK || !slices.Equal(types(lines), []string{lineStatus, lineProgress, lineSummary}) {
+	if code != ExitOK || !slices.Equal(types(lines), []string{ui.LineStatus, ui.LineProgress, ui.LineSummary}) {
 		t.Errorf("fixtures load: exit %d:\n%s", code, stdout)
 	}
 	finished := map[string]string{}
 	for _, l := range lines {
-		if l.Type == lineProgress && string(l.Fields["finished"]) == "true" {
+		if l.Type == ui.LineProgress && string(l.Fields["finished"]) == "true" {
 			finished[l.str("table")] = string(l.Fields["done"])
 		}
 	}
@@ -484,7 +311,7 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 	// run: exit 3 (the fixtures' dead letters).
 	code, stdout, stderr = e.cli(append([]string{"--output", "json", "run"}, names...)...)
 	lines = checkJSONRun(t, "run", code, stdout, stderr, true)
-	if code != ExitPartial || !slices.Equal(types(lines), []string{lineStatus, lineProgress, lineSummary, lineError}) {
+	if code != ExitPartial || !slices.Equal(types(lines), []string{ui.LineStatus, ui.LineProgress, ui.LineSummary, ui.LineError}) {
 		t.Errorf("run: exit %d, want 3:\n%s", code, stdout)
 	}
 	if s := summaryOfLines(lines); string(s.Fields["deadLetters"]) != "6" || s.Fields["ru"] == nil {
@@ -495,7 +322,7 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 	code, stdout, stderr = e.cli(append([]string{"--output", "json", "run"}, names...)...)
 	lines = checkJSONRun(t, "run again", code, stdout, stderr, true)
 	if code != ExitPartial || !slices.ContainsFunc(lines, func(l outLine) bool {
-		return l.Type == lineStatus && strings.Contains(l.str("message"), "already completed")
+		return l.Type == ui.LineStatus && strings.Contains(l.str("message"), "already completed")
 	}) {
 		t.Errorf("run again: exit %d:\n%s", code, stdout)
 	}
@@ -503,7 +330,7 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 	code, stdout, stderr = e.cli("--output", "json", "--quiet", "run", "--dry-run", "--database", testenv.Name("nodb"),
 		"--table-prefix", e.prefix, "--blob-container", e.blobs)
 	lines = checkJSONRun(t, "run --dry-run", code, stdout, stderr, true)
-	if code != ExitPartial || !slices.Equal(types(lines), []string{lineWarning, lineSummary, lineError}) ||
+	if code != ExitPartial || !slices.Equal(types(lines), []string{ui.LineWarning, ui.LineSummary, ui.LineError}) ||
 		!strings.Contains(lines[0].str("message"), "before the real run") {
 		t.Errorf("run --dry-run: exit %d:\n%s", code, stdout)
 	}
@@ -516,14 +343,14 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 	// verify: exit 3 (the rows run dead-lettered are not migrated).
 	code, stdout, stderr = e.cli(append([]string{"--output", "json", "verify"}, names...)...)
 	lines = checkJSONRun(t, "verify", code, stdout, stderr, true)
-	if code != ExitPartial || !slices.Equal(types(lines), []string{lineStatus, lineProgress, lineStatus, lineSummary, lineError}) {
+	if code != ExitPartial || !slices.Equal(types(lines), []string{ui.LineStatus, ui.LineProgress, ui.LineStatus, ui.LineSummary, ui.LineError}) {
 		t.Errorf("verify: exit %d, want 3:\n%s", code, stdout)
 	}
 	if s := summaryOfLines(lines); string(s.Fields["notMigrated"]) != "6" || string(s.Fields["ok"]) != "false" {
 		t.Errorf("verify: summary %s", s.Raw)
 	}
 	for _, l := range lines {
-		if l.Type == lineProgress && (l.Fields["ruPerSecond"] == nil || l.Fields["throttledShare"] == nil) {
+		if l.Type == ui.LineProgress && (l.Fields["ruPerSecond"] == nil || l.Fields["throttledShare"] == nil) {
 			t.Errorf("verify: progress line without the RU fields: %s", l.Raw)
 		}
 	}
@@ -532,7 +359,7 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 	code, stdout, stderr = e.cli("--output", "json", "verify", "--database", e.db, "--table-prefix", testenv.Name("none"),
 		"--blob-container", e.blobs, "--state-dir", e.stateDir)
 	lines = checkJSONRun(t, "verify a missing table", code, stdout, stderr, false)
-	if code != ExitFatal || !slices.Equal(types(lines), []string{lineStatus, lineError}) ||
+	if code != ExitFatal || !slices.Equal(types(lines), []string{ui.LineStatus, ui.LineError}) ||
 		!strings.Contains(lines[len(lines)-1].str("message"), "Config does not exist in "+e.acct.TableEndpoint) {
 		t.Errorf("verify a missing table: exit %d:\n%s", code, stdout)
 	}
@@ -542,7 +369,7 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 	e.mergeRow("Config", "GLOBAL", smtpRK, map[string]any{"Description": "changed on the tables"})
 	code, stdout, stderr = e.cli(append([]string{"--output", "json", "replay", "--since", since}, names...)...)
 	lines = checkJSONRun(t, "replay", code, stdout, stderr, true)
-	if code != ExitOK || !slices.Equal(types(lines), []string{lineStatus, lineProgress, lineSummary}) {
+	if code != ExitOK || !slices.Equal(types(lines), []string{ui.LineStatus, ui.LineProgress, ui.LineSummary}) {
 		t.Errorf("replay: exit %d, want 0:\n%s", code, stdout)
 	}
 	if s := summaryOfLines(lines); !strings.Contains(s.Raw, `"replaced":1`) || string(s.Fields["complete"]) != "true" {
@@ -556,7 +383,7 @@ func TestJSONOutputEveryCommand(t *testing.T) {
 	e.mergeRow("Config", "GLOBAL", smtpRK, map[string]any{"Description": "changed on the tables again"})
 	code, stdout, stderr = e.cli(append([]string{"--output", "json", "--quiet", "replay", "--since", since}, names...)...)
 	lines = checkJSONRun(t, "replay with a conflict", code, stdout, stderr, true)
-	if code != ExitConflicts || !slices.Equal(types(lines), []string{lineSummary, lineError}) {
+	if code != ExitConflicts || !slices.Equal(types(lines), []string{ui.LineSummary, ui.LineError}) {
 		t.Errorf("replay with a conflict: exit %d, want 4:\n%s", code, stdout)
 	}
 	// A usage error of replay, found before it connects.

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -203,4 +204,134 @@ func filterLog(lines []string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// anyProgressLine is a timestamped progress line of run, whatever it says.
+var anyProgressLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ run: `)
+
+// inAllPart reads "N/T (P%) in all" from a progress line.
+var inAllPart = regexp.MustCompile(`; [\d,]+/([\d,]+) \((\d+)%\) in all;`)
+
+// TestRunProgressFromTheFirstSecond (issue 40): `run --max-ru 20
+// --progress-interval 1s` (the built binary, stderr to a file) prints a
+// timestamped progress line within 3 s of starting, long before its
+// first checkpoint, saying the rows read, the docs written and in flight
+// and the RU/s; the total over every table and its percentage never
+// fall from one line to the next; SIGINT makes it print its summary,
+// whose last line says it is not complete, then exit 130 with the
+// sentence that says to run again.
+func TestRunProgressFromTheFirstSecond(t *testing.T) {
+	t.Parallel()
+	bin := testenv.Build(t)
+	src := newResSource(t, 300, 7, resNow, 1)
+	db := src.newDatabase()
+	dir := t.TempDir()
+	stateDir := filepath.Join(dir, "state")
+	stdout, stderr := filepath.Join(dir, "stdout"), filepath.Join(dir, "stderr")
+	fo, err := os.Create(stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fo.Close()
+	fe, err := os.Create(stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fe.Close()
+	c := exec.Command(bin, "run", "--database", db, "--table-prefix", src.prefix, "--blob-container", src.blobs[0], "--state-dir", stateDir,
+		"--max-ru", "20", "--progress-interval", "1s")
+	c.Env = os.Environ()
+	for k, v := range src.env("") {
+		c.Env = append(c.Env, k+"="+v)
+	}
+	c.Stdout, c.Stderr = fo, fe
+	started := time.Now()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	progress := func() []string {
+		b, _ := os.ReadFile(stderr)
+		var out []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if anyProgressLine.MatchString(l) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	// The first line, within 3 s (a bound against a silent start); then
+	// a few more, with the totals.
+	for len(progress()) == 0 {
+		if time.Since(started) > 3*time.Second {
+			b, _ := os.ReadFile(stderr)
+			t.Fatalf("no progress line within 3 s of starting; stderr:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	firstAt := time.Since(started)
+	for len(progress()) < 4 || !inAllPart.MatchString(progress()[len(progress())-1]) {
+		select {
+		case err := <-exited:
+			t.Fatalf("run ended (%v) before it was interrupted; stderr:\n%s", err, strings.Join(progress(), "\n"))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Since(started) > time.Minute {
+			t.Fatalf("no progress line with the totals within a minute:\n%s", strings.Join(progress(), "\n"))
+		}
+	}
+	if st, _ := migrate.LoadState(stateDir); st != nil && tableRows(st, transform.TableConfig)+tableRows(st, transform.TableEntities) > 0 {
+		t.Logf("a checkpoint came before the lines were read: the rate was not low enough to show the lines come first")
+	}
+	first := progress()
+	if err := c.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-exited:
+	case <-time.After(30 * time.Second):
+		_ = c.Process.Kill()
+		t.Fatal("run did not end within 30 s of SIGINT")
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != cmd.ExitInterrupted {
+		t.Fatalf("exit %v, want %d", err, cmd.ExitInterrupted)
+	}
+	out, _ := os.ReadFile(stdout)
+	errText, _ := os.ReadFile(stderr)
+	summary := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if !strings.HasPrefix(summary[0], "TABLE") || !regexp.MustCompile(`^run \S+ not complete: run again to resume$`).MatchString(summary[len(summary)-1]) {
+		t.Errorf("stdout is not the summary of an interrupted run:\n%s", out)
+	}
+	if !strings.HasSuffix(string(errText), "bifrost-migrate: interrupted: state saved in "+stateDir+"; run again to resume\n") {
+		t.Errorf("stderr does not end with the interruption's sentence:\n%s", errText)
+	}
+	// What the lines say before any checkpoint, and that their totals
+	// never fall.
+	if !regexp.MustCompile(`^\S+ run: (starting|\w+ [\d,]+(/[\d,]+ rows \(\d+%\))?)`).MatchString(first[0]) {
+		t.Errorf("the first line: %q", first[0])
+	}
+	if !strings.Contains(strings.Join(first, "\n"), " read; ") {
+		t.Errorf("no line says the rows read:\n%s", strings.Join(first, "\n"))
+	}
+	var prevTotal, prevPct int64
+	for _, l := range progress() {
+		for _, want := range []string{" docs written; ", " RU/s, ", " in flight (window "} {
+			if !strings.Contains(l, want) && !strings.Contains(l, "starting (for") {
+				t.Errorf("a line without %q: %q", want, l)
+			}
+		}
+		m := inAllPart.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		total, _ := strconv.ParseInt(strings.ReplaceAll(m[1], ",", ""), 10, 64)
+		pct, _ := strconv.ParseInt(m[2], 10, 64)
+		if total < prevTotal || pct < prevPct {
+			t.Errorf("the total or its percentage fell: %q after %d (%d%%)", l, prevTotal, prevPct)
+		}
+		prevTotal, prevPct = total, pct
+	}
+	t.Logf("%d progress lines, the first %s after the start:\n%s\nthe summary:\n%s", len(progress()), firstAt.Round(time.Millisecond), strings.Join(progress(), "\n"), out)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -19,13 +20,33 @@ const maxConflictsShown = 20
 // sinceExample is the example of an RFC 3339 time in messages.
 const sinceExample = "2025-11-20T14:00:00Z"
 
+// ReplayOptions are the flags and dependencies of `bifrost-migrate
+// replay`.
+type ReplayOptions struct {
+	windowOptions
+	// Engine carries the engine's options: the flags fill them, replayRun
+	// the options it works with (engineOptions.start).
+	Engine migrate.ReplayOptions
+	// Connect connects to the accounts and returns the engine's services
+	// with where they are and what of init's resources is missing.
+	Connect func(ctx context.Context) (replayServices, error)
+}
+
+// replayServices are what ReplayOptions.Connect returns.
+type replayServices = services[migrate.ReplayDeps]
+
 // NewCmdReplay builds `bifrost-migrate replay`. runF replaces the command's
 // work in tests; nil means replayRun.
 func NewCmdReplay(f *Factory, runF func(context.Context, *ReplayOptions) error) *cobra.Command {
 	opts := &ReplayOptions{}
-	opts.windowOptions = newWindowOptions(&opts.Engine.Common, &opts.Engine.WindowOptions, replayHelp)
+	opts.windowOptions = newWindowOptions(&opts.Engine.Common, &opts.Engine.WindowOptions, replayHelp, f.serviceNow)
 	opts.Connect = func(ctx context.Context) (replayServices, error) { return connectReplay(ctx, f, opts) }
-	return newWindowCmd(f, opts, &opts.windowOptions, replayDoc, runF, replayRun, &tablesFlag{what: "replay", tables: &opts.Engine.Tables})
+	c := newCommand(replayDoc, func(c *cobra.Command) error {
+		opts.from(f, c.Name())
+		return runWith(c, opts, runF, replayRun)
+	})
+	addFlags(c, &opts.window, &tablesFlag{what: "replay", tables: &opts.Engine.Tables}, &opts.engineFlags)
+	return c
 }
 
 // connectReplay builds the engine's services for the accounts of f.
@@ -36,7 +57,7 @@ func connectReplay(ctx context.Context, f *Factory, opts *ReplayOptions) (replay
 	}}, err
 }
 
-// replayRun replays, or follows, and prints the summary and the
+// replayRun replays once, or follows, and prints the summary and the
 // conflicts. Unresolved conflicts return a ConflictError (exit 4);
 // otherwise dead letters a PartialError (exit 3).
 func replayRun(ctx context.Context, opts *ReplayOptions) error {
@@ -45,7 +66,7 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	defer w.obs.finish()
+	defer w.obs.Finish()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
@@ -53,93 +74,96 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 	if err := w.ready(ctx, svc.conn, svc.deps.Source, m.Tables); err != nil {
 		return err
 	}
-	pass := func(ctx context.Context, since time.Time, p migrate.Progress, counted, keep bool) (windowSummary, error) {
-		m.Since, m.KeepDeadLetters, m.CountRows, svc.deps.Progress = since, keep, counted, p
-		s, err := migrate.Replay(ctx, m, svc.deps)
-		return replaySummary{s}, err
-	}
 	if w.flags.Follow {
-		return w.follow(ctx, replaySummary{}, pass)
+		return replayFollow(ctx, w, m, svc.deps)
 	}
-	return w.once(ctx, pass)
+	p, counted := w.progress()
+	m.CountRows, svc.deps.Progress = counted, p
+	s, err := migrate.Replay(ctx, m, svc.deps)
+	p.Finish()
+	return w.ended(ctx, replayReport(s), err)
 }
 
-// replayColumns are the count columns of the text summary.
-var replayColumns = countColumns[migrate.ReplayCounts]{
-	names: []string{"ROWS", "CREATED", "REPLACED", "UNCHANGED", "CONFLICTS", "FORCED", "PRUNED",
-		"RETRIED-412", "RETRIED-409", "DROPPED-INDEX", "KEPT-IN-TABLES", "EXPIRED", "DEAD-LETTER"},
-	counts: func(c migrate.ReplayCounts) []int64 {
-		return []int64{c.Rows, c.Created, c.Replaced, c.Unchanged, c.Conflicts, c.Forced, c.Pruned,
-			c.PreconditionFailed, c.CreateConflicts, c.DroppedIndex, c.KeptInTables, c.Expired, c.DeadLetters}
-	},
+// replayFollow replays again and again (--follow, SPEC §16), each pass
+// from the previous one's watermark, until ctx ends; then it prints what
+// the passes did.
+func replayFollow(ctx context.Context, w *windowCommand, m migrate.ReplayOptions, deps migrate.ReplayDeps) error {
+	f, fo := w.follow()
+	var total migrate.ReplayCounts
+	err := migrate.Follow(ctx, fo, func(ctx context.Context, since time.Time) (migrate.PassResult, error) {
+		f.started(since)
+		m.Since, m.KeepDeadLetters, deps.Progress = since, f.keep, f.progress
+		s, err := migrate.Replay(ctx, m, deps)
+		if err != nil {
+			return migrate.PassResult{}, err
+		}
+		total.Add(s.Totals)
+		return f.passed(replayReport(s)), nil
+	}, f.ended)
+	return f.summary(ctx, err, total)
 }
 
-// replaySummary is a replay's summary as the code replay and reverse
-// share reads it: the counts by table, the writes (created, replaced,
-// forced, pruned), the blobs and the start-overs.
-type replaySummary struct{ migrate.ReplaySummary }
+// replayColumns are the count columns of the text summary; replayCounts
+// gives a count's, in that order.
+var replayColumns = []string{"ROWS", "CREATED", "REPLACED", "UNCHANGED", "CONFLICTS", "FORCED", "PRUNED",
+	"RETRIED-412", "RETRIED-409", "DROPPED-INDEX", "KEPT-IN-TABLES", "EXPIRED", "DEAD-LETTER"}
 
-func (s replaySummary) window() migrate.WindowSummary { return s.WindowSummary }
+func replayCounts(c migrate.ReplayCounts) []int64 {
+	return []int64{c.Rows, c.Created, c.Replaced, c.Unchanged, c.Conflicts, c.Forced, c.Pruned,
+		c.PreconditionFailed, c.CreateConflicts, c.DroppedIndex, c.KeptInTables, c.Expired, c.DeadLetters}
+}
 
-func (s replaySummary) tally() tally {
+// replayReport is a replay's summary as the steps replay and reverse
+// share read it: the counts by table, the writes (created, replaced,
+// forced, pruned), the blobs and the start-overs, and the conflicts.
+func replayReport(s migrate.ReplaySummary) windowReport {
 	c := s.Totals
-	return tally{ran: s.Tables != nil, read: c.Rows, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Writes(), newest: s.Newest}
-}
-
-func (s replaySummary) text() (summaryText, error) {
-	c := s.Totals
-	groups := make([]countGroup[migrate.ReplayCounts], len(s.Tables))
-	for i, ts := range s.Tables {
-		groups[i] = countGroup[migrate.ReplayCounts]{ts.Table, ts.Kinds, ts.ReplayCounts}
+	r := windowReport{window: s.WindowSummary, summary: s,
+		tally:  tally{ran: s.Tables != nil, read: c.Rows, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, unchanged: c.Unchanged, ruDocs: c.Writes(), newest: s.Newest},
+		counts: countTable{head: "TABLE", names: replayColumns, total: replayCounts(c)},
+		forced: fmt.Sprintf("%d %s with --force", c.Forced+c.ForcedPrunes, would(s.DryRun, "overwritten or deleted")),
 	}
-	var counts, writes strings.Builder
-	if err := writeCountTable(&counts, "TABLE", replayColumns, groups, c); err != nil {
-		return summaryText{}, err
+	for _, ts := range s.Tables {
+		g := countGroup{name: ts.Table, kinds: map[string][]int64{}, all: replayCounts(ts.ReplayCounts)}
+		for k, kc := range ts.Kinds {
+			g.kinds[k] = replayCounts(kc)
+		}
+		r.counts.groups = append(r.counts.groups, g)
 	}
+	var writes strings.Builder
 	fmt.Fprintf(&writes, "%s: %d (%d bytes)\n", whatIsDone(s.DryRun, "blobs", "uploaded"), s.BlobsUploaded, s.BlobBytes)
 	fmt.Fprintf(&writes, "%s: %d (created %d, replaced %d, forced %d, pruned %d) in %.1fs\n",
 		whatIsDone(s.DryRun, "docs", "written"), c.Writes(), c.Created, c.Replaced, c.Forced, c.Pruned, s.ElapsedSeconds)
 	fmt.Fprintf(&writes, "start-overs: %d after 412 (changed since read), %d after 409 (created meanwhile), %d after 404 (deleted meanwhile)\n",
 		c.PreconditionFailed, c.CreateConflicts, c.DocVanished)
-	return summaryText{counts: counts.String(), writes: writes.String(),
-		forced: fmt.Sprintf("%d %s with --force", c.Forced+c.ForcedPrunes, would(s.DryRun, "overwritten or deleted"))}, nil
+	r.writes = writes.String()
+	for _, cf := range s.Conflicts {
+		r.conflicts = append(r.conflicts, listedConflict{doc: cf.Container + "/" + cf.Scope + "/" + cf.ID, text: replayConflictText(cf), value: cf})
+	}
+	return r
 }
-
-func (s replaySummary) conflicts() []windowConflict {
-	return listConflicts(s.Conflicts, func(c migrate.Conflict) windowConflict { return replayConflict{c} })
-}
-
-func (s replaySummary) plus(o windowSummary) windowSummary {
-	s.Totals.Add(o.(replaySummary).Totals)
-	return s
-}
-
-func (s replaySummary) totals() any { return s.Totals }
 
 // writeReplayText prints the summary table, the totals and the first
 // conflicts, this session's request units, and last a line that says how
 // replay ended.
-func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ruReport, end ending) error {
-	return writeWindowText(w, replayWords, replaySummary{s}, ru, end)
+func writeReplayText(w io.Writer, s migrate.ReplaySummary, ru ui.RUReport, end ending) error {
+	return writeWindowText(w, replayWords, replayReport(s), ru, end)
 }
 
-// replayConflict is a conflict of replay's as the code replay and reverse
-// share lists it.
-type replayConflict struct{ migrate.Conflict }
-
-func (c replayConflict) doc() string { return c.Container + "/" + c.Scope + "/" + c.ID }
-
-// writeText prints the conflict: the doc, its row, why, what was done,
-// and the differing fields with the tables' and Cosmos DB's values.
-func (c replayConflict) writeText(w io.Writer) {
-	fmt.Fprintf(w, "  %s/%s/%s ← %s %s/%s\n", c.Container, c.Scope, c.ID, c.Table, c.PartitionKey, c.RowKey)
-	fmt.Fprintf(w, "    %s; %s\n", c.Reason, c.Resolution)
+// replayConflictText is a conflict of replay's as the summary prints it:
+// the doc, its row, why, what was done, and the differing fields with
+// the tables' and Cosmos DB's values.
+func replayConflictText(c migrate.Conflict) string {
+	var w strings.Builder
+	fmt.Fprintf(&w, "  %s/%s/%s ← %s %s/%s\n", c.Container, c.Scope, c.ID, c.Table, c.PartitionKey, c.RowKey)
+	fmt.Fprintf(&w, "    %s; %s\n", c.Reason, c.Resolution)
 	for _, d := range c.Fields {
-		fmt.Fprintf(w, "    %s: tables %s, cosmos %s\n", d.Path, valueText(d.Tables), valueText(d.Cosmos))
+		fmt.Fprintf(&w, "    %s: tables %s, cosmos %s\n", d.Path, valueText(d.Tables), valueText(d.Cosmos))
 	}
 	if n := c.FieldCount - len(c.Fields); n > 0 {
-		fmt.Fprintf(w, "    … and %d more field(s)\n", n)
+		fmt.Fprintf(&w, "    … and %d more field(s)\n", n)
 	}
+	return w.String()
 }
 
 func valueText(v json.RawMessage) string {
@@ -156,8 +180,8 @@ func valueText(v json.RawMessage) string {
 // writeReplayJSON prints the summary as one summary line; "complete" is
 // false when replay stopped before the end (end); "ru" is its request
 // units.
-func writeReplayJSON(lines *jsonLines, s migrate.ReplaySummary, ru ruReport, end ending) error {
-	return lines.emit(lineSummary, windowLine{end == endedDone, replaySummary{s}, ru})
+func writeReplayJSON(lines *ui.JSONLines, s migrate.ReplaySummary, ru ui.RUReport, end ending) error {
+	return lines.Emit(ui.LineSummary, windowLine{end == endedDone, s, ru})
 }
 
 // replayDoc is the help of `bifrost-migrate replay`.

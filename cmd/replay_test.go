@@ -17,6 +17,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -50,6 +51,15 @@ const (
 )
 
 func newReplayEnv(t *testing.T) *replayEnv {
+	e := newMigratedEnv(t)
+	code, stdout, r := e.verify()
+	wantOnlyDeadLetters(t, "verify after run", code, stdout, r)
+	return e
+}
+
+// newMigratedEnv is a replayEnv whose fixtures `run` migrated, before
+// any verify.
+func newMigratedEnv(t *testing.T) *replayEnv {
 	t.Parallel()
 	e := &replayEnv{verifyEnv: newVerifyEnv(t)}
 	var err error
@@ -62,8 +72,6 @@ func newReplayEnv(t *testing.T) *replayEnv {
 		"--state-dir", e.stateDir, "--quiet"); code != ExitPartial {
 		t.Fatalf("run: exit %d, want 3:\n%s\n%s", code, stdout, stderr)
 	}
-	code, stdout, r := e.verify()
-	wantOnlyDeadLetters(t, "verify after run", code, stdout, r)
 	return e
 }
 
@@ -433,16 +441,16 @@ func TestReplayUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"replay"}, "bifrost-migrate: --since is required: an RFC 3339 time such as 2025-11-20T14:00:00Z\n"},
-		{[]string{"replay", "--since", "yesterday"}, `bifrost-migrate: --since "yesterday" is not an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
-		{[]string{"replay", "--since", "2025-11-20 14:00:00"}, `bifrost-migrate: --since "2025-11-20 14:00:00" is not an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
-		{[]string{"replay", "--since", "2025-11-20T14:00:00Z", "--tables", "Users"}, `bifrost-migrate: --tables: unknown table "Users" (want Config, Entities, Relationships)` + "\n"},
-		{[]string{"replay", "--since", "2025-11-20T14:00:00Z", "--execution-ttl", "forever"}, `bifrost-migrate: execution ttl mode "forever" is not remaining, full or none` + "\n"},
+		{[]string{"replay", "--since", "yesterday"}, `bifrost-migrate: --since "yesterday": want an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
+		{[]string{"replay", "--since", "2025-11-20 14:00:00"}, `bifrost-migrate: --since "2025-11-20 14:00:00": want an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
+		{[]string{"replay", "--since", "2025-11-20T14:00:00Z", "--tables", "Users"}, `bifrost-migrate: --tables "Users": want Config, Entities or Relationships, comma-separated` + "\n"},
+		{[]string{"replay", "--since", "2025-11-20T14:00:00Z", "--execution-ttl", "forever"}, `bifrost-migrate: --execution-ttl "forever": want remaining, full or none` + "\n"},
 		{[]string{"reverse"}, "bifrost-migrate: --since is required: an RFC 3339 time such as 2025-11-20T14:00:00Z\n"},
-		{[]string{"reverse", "--since", "yesterday"}, `bifrost-migrate: --since "yesterday" is not an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
+		{[]string{"reverse", "--since", "yesterday"}, `bifrost-migrate: --since "yesterday": want an RFC 3339 time such as 2025-11-20T14:00:00Z` + "\n"},
 		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--follow", "--prune"}, "bifrost-migrate: --follow cannot be combined with --dry-run or --prune (run them once, before or after following)\n"},
-		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--follow", "--skew", "-1s"}, "bifrost-migrate: --interval must be positive and --skew not negative, got 10s and -1s\n"},
-		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--concurrency", "0"}, "bifrost-migrate: --concurrency must be at least 1, got 0\n"},
-		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--blob-threshold", "0"}, "bifrost-migrate: --blob-threshold must be positive, got 0\n"},
+		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--follow", "--skew", "-1s"}, "bifrost-migrate: --skew \"-1s\": want a duration of 0s or more\n"},
+		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--concurrency", "0"}, "bifrost-migrate: --concurrency \"0\": want a whole number, 1 or more\n"},
+		{[]string{"reverse", "--since", "2025-11-20T14:00:00Z", "--blob-threshold", "0"}, "bifrost-migrate: --blob-threshold \"0\": want a positive number of bytes\n"},
 	} {
 		f, out, errOut := newTestFactory(nil)
 		if code := Execute(context.Background(), f, tc.args); code != ExitUsage {
@@ -519,7 +527,7 @@ func TestReplaySummaryLastLine(t *testing.T) {
 		{"interrupted", withConflict, endedInterrupted, "replay: not complete: run it again with the same --since to finish"},
 	} {
 		var b bytes.Buffer
-		if err := writeReplayText(&b, tc.s, ruReport{}, tc.end); err != nil {
+		if err := writeReplayText(&b, tc.s, ui.RUReport{}, tc.end); err != nil {
 			t.Fatal(err)
 		}
 		if got := lastLine(b.String()); got != tc.want {
@@ -529,7 +537,7 @@ func TestReplaySummaryLastLine(t *testing.T) {
 			t.Errorf("%s: says OK:\n%s", tc.name, b.String())
 		}
 		b.Reset()
-		if err := writeReplayJSON(newJSONLines(&b), tc.s, ruReport{}, tc.end); err != nil {
+		if err := writeReplayJSON(ui.NewJSONLines(&b), tc.s, ui.RUReport{}, tc.end); err != nil {
 			t.Fatal(err)
 		}
 		var j struct{ Complete bool }

@@ -3,13 +3,13 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -21,13 +21,33 @@ type tableRows struct {
 	*azure.TableWriter
 }
 
+// ReverseOptions are the flags and dependencies of `bifrost-migrate
+// reverse`.
+type ReverseOptions struct {
+	windowOptions
+	// Engine carries the engine's options: the flags fill them,
+	// reverseRun the options it works with (engineOptions.start).
+	Engine migrate.ReverseOptions
+	// Connect connects to the accounts and returns the engine's services
+	// with where they are and what of init's resources is missing.
+	Connect func(ctx context.Context) (reverseServices, error)
+}
+
+// reverseServices are what ReverseOptions.Connect returns.
+type reverseServices = services[migrate.ReverseDeps]
+
 // NewCmdReverse builds `bifrost-migrate reverse`. runF replaces the
 // command's work in tests; nil means reverseRun.
 func NewCmdReverse(f *Factory, runF func(context.Context, *ReverseOptions) error) *cobra.Command {
 	opts := &ReverseOptions{}
-	opts.windowOptions = newWindowOptions(&opts.Engine.Common, &opts.Engine.WindowOptions, reverseHelp)
+	opts.windowOptions = newWindowOptions(&opts.Engine.Common, &opts.Engine.WindowOptions, reverseHelp, f.serviceNow)
 	opts.Connect = func(ctx context.Context) (reverseServices, error) { return connectReverse(ctx, f, opts) }
-	return newWindowCmd(f, opts, &opts.windowOptions, reverseDoc, runF, reverseRun)
+	c := newCommand(reverseDoc, func(c *cobra.Command) error {
+		opts.from(f, c.Name())
+		return runWith(c, opts, runF, reverseRun)
+	})
+	addFlags(c, &opts.window, &opts.engineFlags)
+	return c
 }
 
 // connectReverse builds the engine's services for the accounts of f.
@@ -39,7 +59,7 @@ func connectReverse(ctx context.Context, f *Factory, opts *ReverseOptions) (reve
 	}}, err
 }
 
-// reverseRun writes back, or follows, and prints the summary and the
+// reverseRun writes back once, or follows, and prints the summary and the
 // conflicts. Unresolved conflicts return a ConflictError (exit 4);
 // otherwise dead letters a PartialError (exit 3).
 func reverseRun(ctx context.Context, opts *ReverseOptions) error {
@@ -48,7 +68,7 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	if err != nil {
 		return err
 	}
-	defer w.obs.finish()
+	defer w.obs.Finish()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
@@ -60,50 +80,66 @@ func reverseRun(ctx context.Context, opts *ReverseOptions) error {
 	// start of the whole window, and knows the rows the earlier passes
 	// left in step (docs/rollback.md, "A doc without _migration").
 	m.Start, svc.deps.InStep = m.Since, &migrate.RowsInStep{}
-	pass := func(ctx context.Context, since time.Time, p migrate.Progress, _, keep bool) (windowSummary, error) {
-		m.Transform.Now = opts.Now() // a status row's UpdatedAt is the pass's
-		m.Since, m.KeepDeadLetters, svc.deps.Progress = since, keep, p
-		s, err := migrate.Reverse(ctx, m, svc.deps)
-		return reverseSummary{s}, err
-	}
 	if w.flags.Follow {
-		return w.follow(ctx, reverseSummary{}, pass)
+		return reverseFollow(ctx, w, opts.Now, m, svc.deps)
 	}
-	return w.once(ctx, pass)
+	p, _ := w.progress()
+	m.Transform.Now, svc.deps.Progress = opts.Now(), p // a status row's UpdatedAt is the pass's
+	s, err := migrate.Reverse(ctx, m, svc.deps)
+	p.Finish()
+	return w.ended(ctx, reverseReport(s), err)
 }
 
-// reverseColumns are the count columns of the text summary.
-var reverseColumns = countColumns[migrate.ReverseCounts]{
-	names: []string{"DOCS", "UNCHANGED", "SYNCED", "FORCED", "CONFLICTS", "ROWS-WRITTEN", "INDEX-WRITTEN", "INDEX-DELETED", "PRUNED", "START-OVERS", "DEAD-LETTER"},
-	counts: func(c migrate.ReverseCounts) []int64 {
-		return []int64{c.Docs, c.Unchanged, c.Synced, c.Forced, c.Conflicts, c.RowsWritten, c.IndexWritten, c.IndexDeleted, c.Pruned, c.StartOvers, c.DeadLetters}
-	},
+// reverseFollow writes back again and again (--follow, SPEC §16), each
+// pass from the previous one's watermark, until ctx ends; then it prints
+// what the passes did. Each pass's status rows are stamped with now at
+// its start.
+func reverseFollow(ctx context.Context, w *windowCommand, now func() time.Time, m migrate.ReverseOptions, deps migrate.ReverseDeps) error {
+	f, fo := w.follow()
+	var total migrate.ReverseCounts
+	err := migrate.Follow(ctx, fo, func(ctx context.Context, since time.Time) (migrate.PassResult, error) {
+		f.started(since)
+		m.Transform.Now, m.Since, m.KeepDeadLetters, deps.Progress = now(), since, f.keep, f.progress
+		s, err := migrate.Reverse(ctx, m, deps)
+		if err != nil {
+			return migrate.PassResult{}, err
+		}
+		total.Add(s.Totals)
+		return f.passed(reverseReport(s)), nil
+	}, f.ended)
+	return f.summary(ctx, err, total)
 }
 
-// reverseSummary is a reverse's summary as the code replay and reverse
-// share reads it: the counts by container, the rows written and the
-// blobs, and a dry run's plan.
-type reverseSummary struct{ migrate.ReverseSummary }
+// reverseColumns are the count columns of the text summary;
+// reverseCounts gives a count's, in that order.
+var reverseColumns = []string{"DOCS", "UNCHANGED", "SYNCED", "FORCED", "CONFLICTS", "ROWS-WRITTEN", "INDEX-WRITTEN", "INDEX-DELETED", "PRUNED", "START-OVERS", "DEAD-LETTER"}
 
-func (s reverseSummary) window() migrate.WindowSummary { return s.WindowSummary }
+func reverseCounts(c migrate.ReverseCounts) []int64 {
+	return []int64{c.Docs, c.Unchanged, c.Synced, c.Forced, c.Conflicts, c.RowsWritten, c.IndexWritten, c.IndexDeleted, c.Pruned, c.StartOvers, c.DeadLetters}
+}
 
-func (s reverseSummary) tally() tally {
+// reverseReport is a reverse's summary as the steps replay and reverse
+// share read it: the counts by container, the rows written and the
+// blobs, a dry run's plan, and the conflicts.
+func reverseReport(s migrate.ReverseSummary) windowReport {
 	c := s.Totals
-	return tally{ran: s.Containers != nil, read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, ruDocs: c.Synced, newest: s.Newest}
-}
-
-func (s reverseSummary) text() (summaryText, error) {
-	c := s.Totals
-	groups := make([]countGroup[migrate.ReverseCounts], 0, len(s.Containers))
+	r := windowReport{window: s.WindowSummary, summary: s,
+		tally:  tally{ran: s.Containers != nil, read: c.Docs, written: c.Writes(), conflicts: c.Conflicts, deadLetters: c.DeadLetters, unchanged: c.Unchanged, ruDocs: c.Synced, newest: s.Newest},
+		counts: countTable{head: "CONTAINER", names: reverseColumns, total: reverseCounts(c)},
+		forced: fmt.Sprintf("%d %s with --force", c.Forced, would(s.DryRun, "written")),
+	}
 	for _, cs := range s.Containers {
-		groups = append(groups, countGroup[migrate.ReverseCounts]{cs.Container, cs.Kinds, cs.ReverseCounts})
+		g := countGroup{name: cs.Container, kinds: map[string][]int64{}, all: reverseCounts(cs.ReverseCounts)}
+		for k, kc := range cs.Kinds {
+			g.kinds[k] = reverseCounts(kc)
+		}
+		r.counts.groups = append(r.counts.groups, g)
 	}
-	var counts, writes, plan strings.Builder
-	if err := writeCountTable(&counts, "CONTAINER", reverseColumns, groups, c); err != nil {
-		return summaryText{}, err
-	}
-	fmt.Fprintf(&writes, "%s: %d (%d rows, %d index rows, %d index rows deleted, %d pruned) in %.1fs\n",
-		whatIsDone(s.DryRun, "rows", "written"), c.Writes(), c.RowsWritten, c.IndexWritten, c.IndexDeleted, c.Pruned, s.ElapsedSeconds)
+	var writes, plan strings.Builder
+	fmt.Fprintf(&writes, "%s: %d (%s, %s, %s, %d pruned) in %.1fs\n",
+		whatIsDone(s.DryRun, "rows", "written"), c.Writes(), words.Count(c.RowsWritten, "row", "rows"),
+		words.Count(c.IndexWritten, "index row", "index rows"), words.Count(c.IndexDeleted, "index row deleted", "index rows deleted"),
+		c.Pruned, s.ElapsedSeconds)
 	fmt.Fprintf(&writes, "%s: %d (%d bytes)\n", whatIsDone(s.DryRun, "blobs", "uploaded"), s.BlobsUploaded, s.BlobBytes)
 	if s.DryRun && len(s.Plan) > 0 {
 		fmt.Fprintf(&plan, "\nwrites a real reverse would do (%d listed):\n", len(s.Plan))
@@ -111,35 +147,24 @@ func (s reverseSummary) text() (summaryText, error) {
 			fmt.Fprintf(&plan, "  %s %s %s/%s\n", p.Action, p.Table, p.PartitionKey, p.RowKey)
 		}
 	}
-	return summaryText{counts: counts.String(), writes: writes.String(), plan: plan.String(),
-		forced: fmt.Sprintf("%d %s with --force", c.Forced, would(s.DryRun, "written"))}, nil
-}
-
-func (s reverseSummary) conflicts() []windowConflict {
-	return listConflicts(s.Conflicts, func(c migrate.ReverseConflict) windowConflict { return reverseConflict{c} })
-}
-
-func (s reverseSummary) plus(o windowSummary) windowSummary {
-	s.Totals.Add(o.(reverseSummary).Totals)
-	return s
-}
-
-func (s reverseSummary) totals() any { return s.Totals }
-
-// reverseConflict is a conflict of reverse's as the code replay and
-// reverse share lists it.
-type reverseConflict struct{ migrate.ReverseConflict }
-
-func (c reverseConflict) doc() string { return c.Container + "/" + c.Scope + "/" + c.ID }
-
-// writeText prints the conflict: the doc, its row, why, what was done,
-// and the properties the doc would change (names only).
-func (c reverseConflict) writeText(w io.Writer) {
-	fmt.Fprintf(w, "  %s/%s/%s → %s %s/%s\n", c.Container, c.Scope, c.ID, c.Table, c.PartitionKey, c.RowKey)
-	fmt.Fprintf(w, "    %s; %s\n", c.Reason, c.Resolution)
-	if len(c.Properties) > 0 {
-		fmt.Fprintf(w, "    properties: %s\n", strings.Join(c.Properties, ", "))
+	r.writes, r.plan = writes.String(), plan.String()
+	for _, cf := range s.Conflicts {
+		r.conflicts = append(r.conflicts, listedConflict{doc: cf.Container + "/" + cf.Scope + "/" + cf.ID, text: reverseConflictText(cf), value: cf})
 	}
+	return r
+}
+
+// reverseConflictText is a conflict of reverse's as the summary prints
+// it: the doc, its row, why, what was done, and the properties the doc
+// would change (names only).
+func reverseConflictText(c migrate.ReverseConflict) string {
+	var w strings.Builder
+	fmt.Fprintf(&w, "  %s/%s/%s → %s %s/%s\n", c.Container, c.Scope, c.ID, c.Table, c.PartitionKey, c.RowKey)
+	fmt.Fprintf(&w, "    %s; %s\n", c.Reason, c.Resolution)
+	if len(c.Properties) > 0 {
+		fmt.Fprintf(&w, "    properties: %s\n", strings.Join(c.Properties, ", "))
+	}
+	return w.String()
 }
 
 // reverseDoc is the help of `bifrost-migrate reverse`.

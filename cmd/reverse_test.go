@@ -22,6 +22,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/internal/faultproxy"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
@@ -168,15 +169,15 @@ func lastSummary[S any](t *testing.T, stdout, stderr string) S {
 	t.Helper()
 	lines := parseJSONLines(t, stdout)
 	end := len(lines) - 1
-	if end > 0 && lines[end].Type == lineError {
+	if end > 0 && lines[end].Type == ui.LineError {
 		end--
 	}
 	var s S
-	if end < 0 || lines[end].Type != lineSummary {
+	if end < 0 || lines[end].Type != ui.LineSummary {
 		t.Fatalf("stdout does not end with a summary (and an error line):\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	for _, l := range lines[:end] {
-		if l.Type != lineProgress && l.Type != lineStatus && l.Type != lineWarning {
+		if l.Type != ui.LineProgress && l.Type != ui.LineStatus && l.Type != ui.LineWarning {
 			t.Fatalf("stdout line before the summary is not progress, status or a warning: %s\nstderr:\n%s", l.Raw, stderr)
 		}
 	}
@@ -532,15 +533,7 @@ func TestReverseAppModelWithoutMigration(t *testing.T) {
 func TestReverseFollowAppModel(t *testing.T) {
 	e := newReverseEnv(t, nil)
 	since := e.since()
-	f, _, errOut := newTestFactory(e.env)
-	out := &syncBuffer{}
-	f.Out = out
-	ctx, interrupt := context.WithCancel(context.Background())
-	defer interrupt()
-	done := make(chan int, 1)
-	go func() {
-		done <- Execute(ctx, f, append(e.reverseArgs(since, "--follow", "--interval", "1s", "--skew", "1ms"), "--output", "json"))
-	}()
+	out, errOut, interrupt, done := startFollowing(t, e.env, append(e.reverseArgs(since, "--follow", "--interval", "1s", "--skew", "1ms"), "--output", "json"))
 	aliceKey, zoeKey := "Entities GLOBAL "+aliceRK, "Entities "+orgID+" "+zoeRK
 	// rowSays waits for the row at key to say name (a hang bound:
 	// followInStep).
@@ -790,15 +783,7 @@ func TestReverseFollow(t *testing.T) {
 	execs := e.executionRows(8)
 	since := e.since()
 
-	f, _, errOut := newTestFactory(e.env)
-	out := &syncBuffer{}
-	f.Out = out
-	ctx, interrupt := context.WithCancel(context.Background())
-	defer interrupt()
-	done := make(chan int, 1)
-	go func() {
-		done <- Execute(ctx, f, append(e.reverseArgs(since, "--follow", "--interval", "2s"), "--output", "json"))
-	}()
+	out, errOut, interrupt, done := startFollowing(t, e.env, append(e.reverseArgs(since, "--follow", "--interval", "2s"), "--output", "json"))
 
 	// The application: a completed execution or a new one every half
 	// second.

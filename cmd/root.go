@@ -1,6 +1,7 @@
 // Package cmd is the command line of bifrost-migrate: one file per
 // subcommand. Each binds its flags into an Options struct and calls a
-// package that does the work; errors become exit codes in one place (Main).
+// package that does the work; errors become exit codes and sentences in
+// one place (errors.go: exitCode and errorMessage, by the error's type).
 package cmd
 
 import (
@@ -20,8 +21,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	provision "github.com/bifrost/bifrost-migrate/init"
 	"github.com/bifrost/bifrost-migrate/internal/memlimit"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/internal/version"
+	"github.com/bifrost/bifrost-migrate/verify"
 )
 
 // Factory is what every command needs from the outside world. Main fills it
@@ -31,8 +35,10 @@ type Factory struct {
 	In     io.Reader
 	Out    io.Writer // data: summaries, reports, plans
 	ErrOut io.Writer // status, progress, errors
-	// ErrIsTerminal reports whether ErrOut is a terminal (progress bars).
+	// ErrIsTerminal reports whether ErrOut is a terminal (the progress
+	// bar); ErrWidth, when not nil, its columns now.
 	ErrIsTerminal func() bool
+	ErrWidth      func() int
 	// Now is the command's clock: the time it computes with (ttls, the
 	// start of a run, the UpdatedAt of a status row).
 	Now func() time.Time
@@ -48,14 +54,17 @@ type Factory struct {
 	// Credential, when not nil, replaces DefaultAzureCredential for the
 	// accounts reached with Entra ID (tests: a token stand-in).
 	Credential azcore.TokenCredential
+	// ReportFormats are the formats verify's --report offers; nil means
+	// verify.Formats() (tests add one).
+	ReportFormats []verify.Format
 
 	Global GlobalOptions
 
 	// log is --log-file, open while a command runs; nil without it.
-	log *logFile
+	log *ui.LogFile
 	// metrics, when not nil, count and time every request of the
 	// command's clients (--metrics-addr).
-	metrics *metrics
+	metrics *ui.Metrics
 	// args is the command line Execute runs, for the log; command is the
 	// path of the command it found ("bifrost-migrate run"), whose help a
 	// usage error points at.
@@ -91,104 +100,162 @@ func (f *Factory) serviceNow() time.Time {
 	return time.Now()
 }
 
+// reportFormats are the formats verify's --report offers: ReportFormats,
+// else verify.Formats().
+func (f *Factory) reportFormats() []verify.Format {
+	if f.ReportFormats != nil {
+		return f.ReportFormats
+	}
+	return verify.Formats()
+}
+
 // JSON reports whether --output json was chosen.
 func (g GlobalOptions) JSON() bool { return g.Output == "json" }
+
+// storageSource is a storage service's setting as it was given: a
+// connection string or an endpoint (Entra ID), and the flag or
+// environment variable that gave it, which its errors name.
+type storageSource struct {
+	conn, endpoint, from string
+}
 
 // storageSetting picks a storage service's setting: a connection string
 // or an endpoint (Entra ID). The flags come first (both is a usage
 // error), then the environment's connection string, then its endpoint.
-// It returns "" for both when nothing is set.
-func (f *Factory) storageSetting(conn, endpoint, connFlag, endpointFlag, connEnv, endpointEnv string) (string, string, error) {
+// It returns the zero storageSource when nothing is set.
+func (f *Factory) storageSetting(conn, endpoint, connFlag, endpointFlag, connEnv, endpointEnv string) (storageSource, error) {
 	switch {
 	case conn != "" && endpoint != "":
-		return "", "", UsageError(fmt.Errorf("%s and %s exclude each other", connFlag, endpointFlag))
-	case conn != "" || endpoint != "":
-		return conn, endpoint, nil
+		return storageSource{}, UsageError(fmt.Errorf("%s and %s exclude each other", connFlag, endpointFlag))
+	case conn != "":
+		return storageSource{conn: conn, from: connFlag}, nil
+	case endpoint != "":
+		return storageSource{endpoint: endpoint, from: endpointFlag}, nil
 	case f.Getenv(connEnv) != "":
-		return f.Getenv(connEnv), "", nil
+		return storageSource{conn: f.Getenv(connEnv), from: connEnv}, nil
+	case f.Getenv(endpointEnv) != "":
+		return storageSource{endpoint: f.Getenv(endpointEnv), from: endpointEnv}, nil
 	}
-	return "", f.Getenv(endpointEnv), nil
+	return storageSource{}, nil
 }
 
-// storageAccount parses a storage setting; what names it in errors.
-func storageAccount(what, conn, endpoint string, tables bool) (azure.StorageAccount, error) {
+// account parses the setting as the account of the tables (tables) or
+// of the blobs; a usage error names s.from. A connection string that
+// gives the other service's endpoint only (a SAS for one service) leaves
+// this one's empty: that is an error for the blobs' own setting, which
+// says what to add to it; the tables' account is checked by its callers
+// (Storage, BlobStorage), since blobs may use it.
+func (s storageSource) account(tables bool) (azure.StorageAccount, error) {
 	var (
 		a   azure.StorageAccount
 		err error
 	)
 	switch {
-	case endpoint != "" && tables:
-		a, err = azure.StorageEndpoints(endpoint, "")
-	case endpoint != "":
-		a, err = azure.StorageEndpoints("", endpoint)
+	case s.endpoint != "" && tables:
+		a, err = azure.StorageEndpoints(s.endpoint, "")
+	case s.endpoint != "":
+		a, err = azure.StorageEndpoints("", s.endpoint)
 	default:
-		a, err = azure.ParseStorageConnection(conn)
+		a, err = azure.ParseStorageConnection(s.conn)
 	}
 	if err != nil {
-		return a, UsageError(fmt.Errorf("%s: %w", what, err))
+		return a, UsageError(fmt.Errorf("%s: %w", s.from, err))
+	}
+	if !tables && a.BlobEndpoint == "" {
+		return a, UsageError(fmt.Errorf("%s has no BlobEndpoint, nor an AccountName to derive it from: add BlobEndpoint=https://<account>.blob.core.windows.net to it", s.from))
 	}
 	return a, nil
 }
 
-// Storage returns the Table Storage account: --tables-connection, or
+// tablesSource is the Table Storage setting: --tables-connection, or
 // --tables-endpoint (Entra ID), or BIFROST_TABLES_CONNECTION,
 // BIFROST_TABLES_ENDPOINT, AzureWebJobsStorage, or the local Azurite.
-func (f *Factory) Storage() (azure.StorageAccount, error) {
-	conn, endpoint, err := f.storageSetting(f.Global.TablesConnection, f.Global.TablesEndpoint,
+func (f *Factory) tablesSource() (storageSource, error) {
+	s, err := f.storageSetting(f.Global.TablesConnection, f.Global.TablesEndpoint,
 		"--tables-connection", "--tables-endpoint", "BIFROST_TABLES_CONNECTION", "BIFROST_TABLES_ENDPOINT")
-	if err != nil {
-		return azure.StorageAccount{}, err
+	switch {
+	case err != nil || s.from != "":
+		return s, err
+	case f.Getenv("AzureWebJobsStorage") != "":
+		return storageSource{conn: f.Getenv("AzureWebJobsStorage"), from: "AzureWebJobsStorage"}, nil
 	}
-	if conn == "" && endpoint == "" {
-		conn = firstNonEmpty(f.Getenv("AzureWebJobsStorage"), azure.DevStorageConnection)
-	}
-	return storageAccount("tables connection", conn, endpoint, true)
+	return storageSource{conn: azure.DevStorageConnection, from: "the emulator's settings"}, nil
 }
 
-// BlobStorage returns the Blob Storage account: --blob-connection, or
-// --blob-endpoint (Entra ID), or BIFROST_BLOB_CONNECTION,
-// BIFROST_BLOB_ENDPOINT, or the tables account.
-func (f *Factory) BlobStorage() (azure.StorageAccount, error) {
-	conn, endpoint, err := f.storageSetting(f.Global.BlobConnection, f.Global.BlobEndpoint,
-		"--blob-connection", "--blob-endpoint", "BIFROST_BLOB_CONNECTION", "BIFROST_BLOB_ENDPOINT")
+// Storage returns the Table Storage account (tablesSource). A connection
+// string without a TableEndpoint (a SAS for the blobs only) is a usage
+// error that says what to add to it.
+func (f *Factory) Storage() (azure.StorageAccount, error) {
+	s, err := f.tablesSource()
 	if err != nil {
 		return azure.StorageAccount{}, err
 	}
-	if conn != "" || endpoint != "" {
-		return storageAccount("blob connection", conn, endpoint, false)
-	}
-	a, err := f.Storage()
-	if err == nil && a.BlobEndpoint == "" {
-		err = UsageError(fmt.Errorf("the blob endpoint of the tables account %s cannot be derived: give --blob-endpoint or --blob-connection", a.TableEndpoint))
+	a, err := s.account(true)
+	if err == nil && a.TableEndpoint == "" {
+		err = UsageError(fmt.Errorf("%s has no TableEndpoint, nor an AccountName to derive it from: add TableEndpoint=https://<account>.table.core.windows.net to it", s.from))
 	}
 	return a, err
 }
 
+// BlobStorage returns the Blob Storage account: --blob-connection, or
+// --blob-endpoint (Entra ID), or BIFROST_BLOB_CONNECTION,
+// BIFROST_BLOB_ENDPOINT, or the tables account. A tables account without
+// a blob endpoint (an endpoint that does not say it, a SAS for the tables
+// only) is a usage error that names the settings that give one.
+func (f *Factory) BlobStorage() (azure.StorageAccount, error) {
+	s, err := f.storageSetting(f.Global.BlobConnection, f.Global.BlobEndpoint,
+		"--blob-connection", "--blob-endpoint", "BIFROST_BLOB_CONNECTION", "BIFROST_BLOB_ENDPOINT")
+	if err != nil {
+		return azure.StorageAccount{}, err
+	}
+	if s.from != "" {
+		return s.account(false)
+	}
+	if s, err = f.tablesSource(); err != nil {
+		return azure.StorageAccount{}, err
+	}
+	a, err := s.account(true)
+	switch {
+	case err != nil || a.BlobEndpoint != "":
+		return a, err
+	case s.endpoint != "":
+		return a, UsageError(fmt.Errorf("the blob endpoint of the tables account %s cannot be derived: give --blob-endpoint or --blob-connection", a.TableEndpoint))
+	}
+	return a, UsageError(fmt.Errorf("%s has no BlobEndpoint, and blobs use the tables connection unless given their own: "+
+		"give the blob account with --blob-connection or BIFROST_BLOB_CONNECTION (or --blob-endpoint), or add BlobEndpoint=https://<account>.blob.core.windows.net to %s", s.from, s.from))
+}
+
 // Cosmos returns the Cosmos DB account: --cosmos-connection or
 // CosmosDBConnection (with a key); else --cosmos-endpoint or
-// BIFROST_COSMOS_ENDPOINT (Entra ID); else the local emulator.
+// BIFROST_COSMOS_ENDPOINT (Entra ID); else the local emulator. A usage
+// error names the setting at fault.
 func (f *Factory) Cosmos() (azure.CosmosAccount, error) {
-	conn := firstNonEmpty(f.Global.CosmosConnection, f.Getenv("CosmosDBConnection"))
-	endpoint := firstNonEmpty(f.Global.CosmosEndpoint, f.Getenv("BIFROST_COSMOS_ENDPOINT"))
 	if f.Global.CosmosConnection != "" && f.Global.CosmosEndpoint != "" {
 		return azure.CosmosAccount{}, UsageError(errors.New("--cosmos-connection and --cosmos-endpoint exclude each other"))
 	}
 	var (
-		a   azure.CosmosAccount
-		err error
+		a    azure.CosmosAccount
+		err  error
+		from string
 	)
 	switch {
 	case f.Global.CosmosEndpoint != "":
+		from = "--cosmos-endpoint"
 		a, err = azure.CosmosEndpoint(f.Global.CosmosEndpoint)
-	case conn != "":
-		a, err = azure.ParseCosmosConnection(conn)
-	case endpoint != "":
-		a, err = azure.CosmosEndpoint(endpoint)
+	case f.Global.CosmosConnection != "":
+		from = "--cosmos-connection"
+		a, err = azure.ParseCosmosConnection(f.Global.CosmosConnection)
+	case f.Getenv("CosmosDBConnection") != "":
+		from = "CosmosDBConnection"
+		a, err = azure.ParseCosmosConnection(f.Getenv("CosmosDBConnection"))
+	case f.Getenv("BIFROST_COSMOS_ENDPOINT") != "":
+		from = "BIFROST_COSMOS_ENDPOINT"
+		a, err = azure.CosmosEndpoint(f.Getenv("BIFROST_COSMOS_ENDPOINT"))
 	default:
 		a, err = azure.ParseCosmosConnection(azure.EmulatorCosmosConnection)
 	}
 	if err != nil {
-		return a, UsageError(fmt.Errorf("cosmos connection: %w", err))
+		return a, UsageError(fmt.Errorf("%s: %w", from, err))
 	}
 	return a, nil
 }
@@ -198,10 +265,10 @@ func (f *Factory) Cosmos() (azure.CosmosAccount, error) {
 func (f *Factory) azureOptions() azure.Options {
 	o := azure.Options{Transport: f.Transport, Retry: azure.RetryOptions{Timeout: f.Global.RetryTimeout}, Credential: f.Credential}
 	if f.metrics != nil {
-		o.Transport = f.metrics.transport(f.Transport)
+		o.Transport = f.metrics.Transport(f.Transport)
 	}
 	if f.log != nil {
-		o.Retry.OnRetry = f.log.retried
+		o.Retry.OnRetry = f.log.Retried
 	}
 	return o
 }
@@ -252,11 +319,17 @@ func firstNonEmpty(ss ...string) string {
 
 // joinAnd joins "a", "a and b", "a, b and c" (for sentences that name
 // several accounts or options).
-func joinAnd(parts []string) string {
+func joinAnd(parts []string) string { return joinWith(parts, "and") }
+
+// joinOr joins "a", "a or b", "a, b or c" (for the values a flag takes).
+func joinOr(parts []string) string { return joinWith(parts, "or") }
+
+// joinWith joins parts with commas and conj before the last.
+func joinWith(parts []string, conj string) string {
 	if len(parts) <= 1 {
 		return strings.Join(parts, "")
 	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	return strings.Join(parts[:len(parts)-1], ", ") + " " + conj + " " + parts[len(parts)-1]
 }
 
 // NewRootCmd builds the command tree.
@@ -280,25 +353,33 @@ emulators (Azurite and the Cosmos DB emulator).`,
   bifrost-migrate reverse --since 2026-11-20T14:00:00Z --follow`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Runnable, as fixtures is, so that cobra checks its Args with
+		// ours (rootArgs): `bifrost-migrate bogus` is a usage error.
+		Args:                       rootArgs,
+		SuggestionsMinimumDistance: 2, // cobra's default, which SuggestionsFor does not apply
+		RunE:                       func(c *cobra.Command, _ []string) error { return c.Help() },
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
 			switch f.Global.Output {
 			case "text", "json":
 			default:
-				return UsageError(fmt.Errorf("--output must be text or json, not %q", f.Global.Output))
+				return badValue("--output", f.Global.Output, "text or json")
+			}
+			if !provision.ValidID(f.Global.Database) {
+				return badValue("--database", f.Global.Database, "a database id of "+provision.IDRule)
 			}
 			if f.Global.RetryTimeout <= 0 {
-				return UsageError(fmt.Errorf("--retry-timeout must be positive, got %s", f.Global.RetryTimeout))
+				return badValue("--retry-timeout", f.Global.RetryTimeout, "a positive duration such as 30s or 2m")
 			}
 			if f.Global.Quiet && f.Global.Verbose {
 				return UsageError(errors.New("--quiet and --verbose exclude each other"))
 			}
 			if f.Global.Verbose {
-				f.Transport = &verboseTransport{next: f.Transport, w: f.ErrOut, now: f.Now}
+				f.Transport = &ui.VerboseTransport{Next: f.Transport, W: f.ErrOut, Now: f.Now}
 			}
 			if f.Global.LogFile != "" {
-				l, err := openLogFile(f.Global.LogFile, f.Now, f.Redact)
+				l, err := ui.OpenLogFile(f.Global.LogFile, f.Now, f.Redact)
 				if err != nil {
-					return err
+					return UsageError(fmt.Errorf("--log-file %s: %v", f.Global.LogFile, unwrapPath(err)))
 				}
 				f.log = l
 				l.Printf("start: bifrost-migrate %s", strings.Join(redactArgs(f.args), " "))
@@ -308,18 +389,20 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		},
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&f.Global.TablesConnection, "tables-connection", "", "Storage connection string for the tables [$BIFROST_TABLES_CONNECTION, $AzureWebJobsStorage]")
-	pf.StringVar(&f.Global.TablesEndpoint, "tables-endpoint", "", "Table Storage endpoint, authenticated with Microsoft Entra ID [$BIFROST_TABLES_ENDPOINT]")
-	pf.StringVar(&f.Global.BlobConnection, "blob-connection", "", "Storage connection string for blobs [$BIFROST_BLOB_CONNECTION] (default: the tables connection)")
-	pf.StringVar(&f.Global.BlobEndpoint, "blob-endpoint", "", "Blob Storage endpoint, authenticated with Microsoft Entra ID [$BIFROST_BLOB_ENDPOINT] (default: the tables account's)")
-	pf.StringVar(&f.Global.CosmosConnection, "cosmos-connection", "", "Cosmos DB connection string AccountEndpoint=...;AccountKey=...; [$CosmosDBConnection]")
-	pf.StringVar(&f.Global.CosmosEndpoint, "cosmos-endpoint", "", "Cosmos DB endpoint, authenticated with Microsoft Entra ID [$BIFROST_COSMOS_ENDPOINT]")
-	pf.StringVar(&f.Global.Database, "database", "bifrost", "Cosmos DB database")
-	pf.StringVar(&f.Global.Output, "output", "text", "output format: text, or json (stdout: one JSON object per line, each with a \"type\": progress, status, warning, summary, error)")
-	pf.BoolVar(&f.Global.Quiet, "quiet", false, "no progress or status output (warnings, results and errors remain)")
-	pf.DurationVar(&f.Global.RetryTimeout, "retry-timeout", azure.DefaultRetryTimeout, "how long to keep retrying one request that is throttled (429) or fails transiently before giving up, waits included")
-	pf.StringVar(&f.Global.LogFile, "log-file", "", "append a timestamped log of what the command does (pages, retries, dead letters, checkpoints; never secrets) to `FILE`")
-	pf.BoolVar(&f.Global.Verbose, "verbose", false, "print every HTTP request (method, host, path, status; never query strings, headers or bodies) on stderr")
+	// One line each in the help (help.go's groups say the rest):
+	// docs/configuration.md has the whole story.
+	pf.StringVar(&f.Global.TablesConnection, "tables-connection", "", "Table Storage [$BIFROST_TABLES_CONNECTION, $AzureWebJobsStorage]")
+	pf.StringVar(&f.Global.TablesEndpoint, "tables-endpoint", "", "Table Storage [$BIFROST_TABLES_ENDPOINT]")
+	pf.StringVar(&f.Global.BlobConnection, "blob-connection", "", "Blob Storage [$BIFROST_BLOB_CONNECTION] (default: the tables')")
+	pf.StringVar(&f.Global.BlobEndpoint, "blob-endpoint", "", "Blob Storage [$BIFROST_BLOB_ENDPOINT] (default: the tables')")
+	pf.StringVar(&f.Global.CosmosConnection, "cosmos-connection", "", "Cosmos DB [$CosmosDBConnection]")
+	pf.StringVar(&f.Global.CosmosEndpoint, "cosmos-endpoint", "", "Cosmos DB [$BIFROST_COSMOS_ENDPOINT]")
+	pf.StringVar(&f.Global.Database, "database", "bifrost", "the Cosmos DB database")
+	pf.StringVar(&f.Global.Output, "output", "text", "text, or json (a JSON object per line on stdout)")
+	pf.BoolVar(&f.Global.Quiet, "quiet", false, "no progress or status lines (warnings, results, errors remain)")
+	pf.DurationVar(&f.Global.RetryTimeout, "retry-timeout", azure.DefaultRetryTimeout, "how long to retry a throttled or failing request")
+	pf.StringVar(&f.Global.LogFile, "log-file", "", "append a timestamped log of the command to `FILE`")
+	pf.BoolVar(&f.Global.Verbose, "verbose", false, "print every request's method, host, path and status on stderr")
 	root.SetFlagErrorFunc(flagError)
 	root.SetOut(f.Out)
 	root.SetErr(f.ErrOut)
@@ -331,8 +414,10 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		NewCmdVerify(f, nil),
 		NewCmdReplay(f, nil),
 		NewCmdReverse(f, nil),
+		NewCmdStatus(f, nil),
 		NewCmdFixtures(f),
 		NewCmdVersion(f, nil),
+		NewCmdMan(f, nil),
 	)
 	// --version prints what `version` prints (cobra adds the flag, and -v).
 	root.Version = version.Get().Text()
@@ -348,7 +433,8 @@ emulators (Azurite and the Cosmos DB emulator).`,
 		c.Short = "Print the shell completion script: bash, zsh, fish or powershell"
 		c.Long = `Print the script that completes bifrost-migrate's commands, flags and
 values (--output, --execution-ttl, --relationships, --tables, --since) in
-your shell. Each shell's help says where to put it.`
+your shell. bash needs the bash-completion package and zsh compinit;
+each shell's help says where to put the script.`
 		c.Example = `  # bash, this session
   source <(bifrost-migrate completion bash)
   # zsh, every session
@@ -357,18 +443,23 @@ your shell. Each shell's help says where to put it.`
 			sh.Example = "  bifrost-migrate completion " + sh.Name() + " --help"
 		}
 	}
-	setFlagErrors(root)
+	setUsageErrors(root)
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { writeHelp(c.OutOrStdout(), c) })
 	addCompletions(root, f)
 	return root
 }
 
-// setFlagErrors makes flagError the flag error function of c and of its
-// subcommands (cobra does not inherit it).
-func setFlagErrors(c *cobra.Command) {
+// setUsageErrors makes cobra's errors about the command line usage
+// errors (exit 2), once, where cobra makes them: flagError is the flag
+// error function of c and of its subcommands (cobra does not inherit
+// it), and each one's check of its arguments is wrapped (usageArgs).
+func setUsageErrors(c *cobra.Command) {
 	c.SetFlagErrorFunc(flagError)
+	if c.Args != nil {
+		c.Args = usageArgs(c.Args)
+	}
 	for _, sub := range c.Commands() {
-		setFlagErrors(sub)
+		setUsageErrors(sub)
 	}
 }
 
@@ -384,8 +475,15 @@ func Main() int {
 		Out:           os.Stdout,
 		ErrOut:        os.Stderr,
 		ErrIsTerminal: func() bool { return term.IsTerminal(int(os.Stderr.Fd())) },
-		Now:           time.Now,
-		Getenv:        os.Getenv,
+		ErrWidth: func() int {
+			w, _, err := term.GetSize(int(os.Stderr.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		},
+		Now:    time.Now,
+		Getenv: os.Getenv,
 	}
 	// The garbage collector's rule (docs/performance.md, "At any size"):
 	// it runs when the heap has grown by the live heap or by 64 MiB,
@@ -427,9 +525,6 @@ func Execute(ctx context.Context, f *Factory, args []string) int {
 	if err == nil {
 		return code
 	}
-	if code == ExitFatal && isCobraUsage(err) {
-		code = ExitUsage
-	}
 	printError(f, err, code, f.Global.JSON() || outputArg(args) == "json")
 	return code
 }
@@ -444,7 +539,7 @@ func printError(f *Factory, err error, code int, asJSON bool) {
 		return
 	}
 	msg, _ := errorMessage(f, err, code)
-	if jerr := newJSONLines(f.Out).emit(lineError, errorLine{Exit: code, Message: msg}); jerr != nil {
+	if jerr := ui.NewJSONLines(f.Out).Emit(ui.LineError, ui.ErrorLine{Exit: code, Message: msg}); jerr != nil {
 		fmt.Fprintf(f.ErrOut, "bifrost-migrate: %s\n", f.Redact(jerr.Error()))
 	}
 }
@@ -469,84 +564,3 @@ func redactArgs(args []string) []string {
 	}
 	return out
 }
-
-// errorMessage is the sentence that reports err, which ends the command
-// with exit status code, scrubbed of every secret of the settings: for an
-// error from a service, the sentence explain gives, which says what to
-// do; else the error's own text. raw is the error's own text, scrubbed
-// too, which --verbose prints before the sentence when they differ.
-func errorMessage(f *Factory, err error, code int) (msg, raw string) {
-	raw = f.Redact(err.Error())
-	var cred *azure.CredentialError
-	if errors.As(err, &cred) {
-		// The sentence names the services and what to do; the raw text
-		// is what each credential of the chain answered.
-		raw = f.Redact(azure.ScrubError(cred.Err).Error())
-	}
-	switch {
-	case code == ExitInterrupted:
-		return interruptedSentence(raw), raw
-	case explain(err) != "":
-		return f.Redact(explain(err)), raw
-	}
-	return raw, raw
-}
-
-// errorText is what Execute prints on stderr for err, which ends the
-// command with exit status code: lines scrubbed of every secret of the
-// settings, the last one the error's sentence (errorMessage); with
-// --verbose the error's own text, the service's answer included, comes
-// on the line before it. A usage error ends with the hint about --help,
-// unless it is bad input in a file (InputError).
-func errorText(f *Factory, err error, code int) string {
-	var b strings.Builder
-	msg, raw := errorMessage(f, err, code)
-	if f.Global.Verbose && raw != msg && code != ExitInterrupted {
-		fmt.Fprintf(&b, "bifrost-migrate: (--verbose) %s\n", strings.TrimRight(raw, "\n"))
-	}
-	fmt.Fprintf(&b, "bifrost-migrate: %s\n", msg)
-	if code == ExitUsage && !isInputError(err) {
-		fmt.Fprintf(&b, "Run '%s --help' for usage.\n", firstNonEmpty(f.command, "bifrost-migrate"))
-	}
-	return b.String()
-}
-
-// isCobraUsage recognises cobra's own argument errors, which are plain
-// errors (unknown command, wrong number of arguments).
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	return strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
-		strings.Contains(msg, "arg(s)") || strings.HasPrefix(msg, "required flag")
-}
-
-// interruptedSentence is the message of a command SIGINT, SIGTERM or
-// SIGHUP stopped (exit 130), from its error's text: "interrupted: " and what to
-// do, without the Go runtime's "context canceled".
-func interruptedSentence(raw string) string {
-	for _, frag := range []string{" (context canceled)", ": context canceled", "context canceled"} {
-		raw = strings.ReplaceAll(raw, frag, "")
-	}
-	if raw = strings.TrimSpace(raw); raw == "" {
-		return "interrupted: stopped before it finished; run the same command again"
-	}
-	return "interrupted: " + raw
-}
-
-// interrupted is the error a command stopped by SIGINT, SIGTERM or SIGHUP ends
-// with: its sentence msg (what was saved, what to run), wrapping err. The
-// text of err is left out when it is the cancellation itself — a request
-// cut short says nothing an operator can act on.
-func interrupted(msg string, err error) error {
-	if errors.Is(err, context.Canceled) {
-		return &interruptError{msg, err}
-	}
-	return fmt.Errorf("%s (%w)", msg, err)
-}
-
-type interruptError struct {
-	msg string
-	err error
-}
-
-func (e *interruptError) Error() string { return e.msg }
-func (e *interruptError) Unwrap() error { return e.err }

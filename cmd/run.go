@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -50,9 +51,9 @@ func (r runFlags) validate() error {
 	m := r.m
 	switch {
 	case m.MaxErrors < 0:
-		return UsageError(fmt.Errorf("--max-errors must not be negative, got %d", m.MaxErrors))
+		return badValue("--max-errors", m.MaxErrors, "a whole number, 0 or more (0: never stop)")
 	case m.Show < 0:
-		return UsageError(fmt.Errorf("--show must not be negative, got %d", m.Show))
+		return badValue("--show", m.Show, "a whole number, 0 or more")
 	case m.Show > 0 && !m.DryRun:
 		return UsageError(errors.New("--show needs --dry-run"))
 	case m.DryRun && m.Restart:
@@ -102,23 +103,24 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
+	// A dry run shows no request units and keeps no samples.
 	var (
-		obsRU    *ruFlags
+		meters   ui.Meters
 		stateDir string
 	)
 	if !m.DryRun {
-		obsRU, stateDir = &opts.RU, m.StateDir
+		meters, stateDir = opts.RU.meters(), m.StateDir
 	}
-	obs, err := opts.Observe.observe(opts.IO, o, "run", obsRU, rowsToDocs, stateDir)
+	p, err := opts.Observe.progress(opts.IO, o, "run", meters, ui.RowsToDocs, stateDir)
 	if err != nil {
 		return err
 	}
-	defer obs.finish()
+	defer p.Finish()
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	o.status("%s", svc.where())
+	o.Status("%s", svc.where())
 	if len(svc.missing) > 0 {
 		if !m.DryRun {
 			return &notProvisionedError{Missing: svc.missing}
@@ -127,7 +129,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		for i, r := range svc.missing {
 			names[i] = r.String()
 		}
-		o.warning("dry run: %s missing (run `bifrost-migrate init` before the real run)", strings.Join(names, ", "))
+		o.Warning("dry run: %s missing (run `bifrost-migrate init` before the real run)", strings.Join(names, ", "))
 		if svc.noBlobContainer {
 			svc.deps.Blobs = emptyBlobs{}
 		}
@@ -137,29 +139,23 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	m.Target = svc.fingerprint()
 
-	var ru ruRecent
-	if !m.DryRun {
-		ru = opts.RU.recent()
-	}
-	var bars *barProgress
-	svc.deps.Progress, bars, m.CountRows = newProgress(o, opts.ErrIsTerminal, time.Now, ru, obs)
+	svc.deps.Progress, m.CountRows = p, p.WantsTotals()
 	if m.DryRun {
-		o.status("dry run: nothing will be written (not even %s)", m.StateDir)
+		o.Status("dry run: nothing will be written (not even %s)", m.StateDir)
 	}
 
 	s, err := migrate.Run(ctx, m, svc.deps)
-	if bars != nil {
-		bars.finish()
-	}
-	if s.Tables != nil && (err == nil || rowsCounted(s) > 0) {
-		var ru *ruReport
+	p.Finish()
+	// Interrupted, it says how far it got, whatever it got to.
+	if s.Tables != nil && (err == nil || rowsCounted(s) > 0 || ctx.Err() != nil) {
+		var ru *ui.RUReport
 		if !m.DryRun && !s.AlreadyComplete {
 			r := opts.RU.report(s.DocsWritten)
 			ru = &r
 		}
 		var werr error
-		if o.json() {
-			werr = writeRunJSON(o.lines, s, ru)
+		if o.JSON() {
+			werr = writeRunJSON(o.Lines(), s, ru)
 		} else {
 			werr = writeRunText(opts.Out, s, ru, opts.RU.MaxRU, endingOf(err, ctx.Err() != nil))
 		}
@@ -245,7 +241,7 @@ var dispositionColumns = []transform.Disposition{
 // ru is this session's request units (nil for a dry run); maxRU is
 // --max-ru, for the dry run's estimate of the time; end says how the run
 // ended, for the line that says whether it is complete and what to do.
-func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64, end ending) error {
+func writeRunText(w io.Writer, s migrate.Summary, ru *ui.RUReport, maxRU float64, end ending) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "TABLE\tKIND\tROWS\t")
 	for _, d := range dispositionColumns {
@@ -295,7 +291,7 @@ func writeRunText(w io.Writer, s migrate.Summary, ru *ruReport, maxRU float64, e
 		fmt.Fprintf(w, "docs written this session: %d in %.1fs (%.0f docs/s)\n", s.DocsWritten, s.ElapsedSeconds, s.DocsPerSecond)
 	}
 	if ru != nil {
-		ru.writeText(w)
+		ru.WriteText(w)
 	}
 	writeDeadLetterCount(w, s.DeadLetters, s.DeadLetterFile)
 	if s.DryRun {
@@ -426,10 +422,10 @@ func writePlanText(w io.Writer, s migrate.Summary, maxRU float64) error {
 
 // writeRunJSON prints the summary as one summary line; ru, this session's
 // request units, is its "ru" (absent in a dry run).
-func writeRunJSON(lines *jsonLines, s migrate.Summary, ru *ruReport) error {
-	return lines.emit(lineSummary, struct {
+func writeRunJSON(lines *ui.JSONLines, s migrate.Summary, ru *ui.RUReport) error {
+	return lines.Emit(ui.LineSummary, struct {
 		migrate.Summary
-		RU *ruReport `json:"ru,omitempty"`
+		RU *ui.RUReport `json:"ru,omitempty"`
 	}{s, ru})
 }
 
@@ -465,4 +461,14 @@ func writeDeadLetterCount(w io.Writer, n int64, file string) (inFile bool) {
 	}
 	fmt.Fprintf(w, "dead letters: %d\n", n)
 	return false
+}
+
+// ruDuration says how long estimated RU take at maxRU RU/s ("≈ 12 min at
+// 1,000 RU/s"), or how to find out when there is no cap.
+func ruDuration(estimated int64, maxRU float64) string {
+	if maxRU <= 0 {
+		return "pass --max-ru N to see how long that takes at N RU/s"
+	}
+	d := time.Duration(float64(estimated) / maxRU * float64(time.Second))
+	return fmt.Sprintf("≈ %s at %s RU/s", roughDuration(d), ui.Thousands(maxRU))
 }

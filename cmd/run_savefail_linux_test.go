@@ -1,8 +1,6 @@
 package cmd
 
 import (
-	"bytes"
-	"context"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -11,8 +9,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/bifrost/bifrost-migrate/fixtures"
-	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -27,34 +23,8 @@ import (
 func TestRunSaveFailsThenResume(t *testing.T) {
 	t.Parallel()
 	e := newRunEnv(t)
-	gen := fixtures.GenerateOptions{N: 3000, Seed: 11, Base: time.Now().UTC().Truncate(24 * time.Hour)}
-	if _, err := fixtures.LoadGenerated(context.Background(), e.tables, e.blobs, gen, fixtures.LoadOptions{TablePrefix: e.prefix}); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, stderr := e.cli("init"); code != 0 {
-		t.Fatalf("init: %s", stderr)
-	}
-	bin := testenv.Build(t)
-	args := e.binaryArgs("run", "--concurrency", "1", "--tables", "Entities,Relationships")
-
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = e.environ(), &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st, err := migrate.LoadState(e.stateDir)
-		if err == nil && st != nil && st.Tables[0].Rows > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("no checkpoint after 60 s: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	cmd, stdout, stderr := startRunToACheckpoint(t, e, 11)
+	bin, args := cmd.Path, cmd.Args[1:]
 	// From now on no file of the process may grow past 1 byte: the next
 	// state.json (a new file, replacing the old by rename) or dead-letter
 	// line cannot be written.
@@ -91,7 +61,7 @@ func TestRunSaveFailsThenResume(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	cmd = exec.Command(bin, args...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = e.environ(), &stdout, &stderr
+	cmd.Env, cmd.Stdout, cmd.Stderr = e.environ(), stdout, stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("rerun: %v\n%s", err, stderr.String())
 	}

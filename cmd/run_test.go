@@ -19,6 +19,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -109,7 +110,7 @@ func summaryOf(t *testing.T, stdout string) migrate.Summary {
 		found int
 	)
 	for _, line := range parseJSONLines(t, stdout) {
-		if line.Type == lineSummary {
+		if line.Type == ui.LineSummary {
 			found++
 			if err := json.Unmarshal([]byte(line.Raw), &s); err != nil {
 				t.Fatal(err)
@@ -587,7 +588,7 @@ func TestRunMissingSourceTable(t *testing.T) {
 		if json {
 			// stdout: the start-up status line and the error line.
 			lines := checkJSONRun(t, "run --output json", code, stdout, stderr, false)
-			if len(lines) != 2 || lines[0].Type != lineStatus || lines[1].str("message") != sentence {
+			if len(lines) != 2 || lines[0].Type != ui.LineStatus || lines[1].str("message") != sentence {
 				t.Errorf("%v: stdout:\n%s", args, stdout)
 			}
 		}
@@ -795,35 +796,8 @@ func TestRunSIGHUPThenResume(t *testing.T) {
 // summary and exit 130 and that a rerun resumes it to a clean verify.
 func signalThenResume(t *testing.T, sig syscall.Signal) {
 	e := newRunEnv(t)
-	ctx := context.Background()
-	gen := fixtures.GenerateOptions{N: 3000, Seed: 7, Base: time.Now().UTC().Truncate(24 * time.Hour)}
-	if _, err := fixtures.LoadGenerated(ctx, e.tables, e.blobs, gen, fixtures.LoadOptions{TablePrefix: e.prefix}); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, stderr := e.cli("init"); code != 0 {
-		t.Fatalf("init: %s", stderr)
-	}
-	bin := testenv.Build(t)
-
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, e.binaryArgs("run", "--concurrency", "1", "--tables", "Entities,Relationships")...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = e.environ(), &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Signal once a checkpoint is saved and the run is not done.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st, err := migrate.LoadState(e.stateDir)
-		if err == nil && st != nil && st.Tables[0].Rows > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("no checkpoint after 60 s: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	cmd, stdout, stderr := startRunToACheckpoint(t, e, 7)
+	bin := cmd.Path
 	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
@@ -846,7 +820,7 @@ func signalThenResume(t *testing.T, sig syscall.Signal) {
 	stdout.Reset()
 	stderr.Reset()
 	cmd = exec.Command(bin, e.binaryArgs("--output", "json", "run", "--tables", "Entities,Relationships")...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = e.environ(), &stdout, &stderr
+	cmd.Env, cmd.Stdout, cmd.Stderr = e.environ(), stdout, stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("rerun: %v\n%s", err, stderr.String())
 	}
@@ -864,5 +838,41 @@ func signalThenResume(t *testing.T, sig syscall.Signal) {
 	cmd.Env = e.environ()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("verify after the resumed run: %v\n%s", err, out)
+	}
+}
+
+// startRunToACheckpoint loads 3,000 generated executions (seed) into e,
+// runs init, then starts the built binary's run of Entities and
+// Relationships one doc at a time and returns once a checkpoint is saved
+// and the run is not done: the moment the kill and save-failure tests
+// act at. It kills the run and fails t when no checkpoint comes within
+// 60 s.
+func startRunToACheckpoint(t *testing.T, e *runEnv, seed uint64) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	gen := fixtures.GenerateOptions{N: 3000, Seed: seed, Base: time.Now().UTC().Truncate(24 * time.Hour)}
+	if _, err := fixtures.LoadGenerated(context.Background(), e.tables, e.blobs, gen, fixtures.LoadOptions{TablePrefix: e.prefix}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := e.cli("init"); code != 0 {
+		t.Fatalf("init: %s", stderr)
+	}
+	bin := testenv.Build(t)
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd = exec.Command(bin, e.binaryArgs("run", "--concurrency", "1", "--tables", "Entities,Relationships")...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = e.environ(), stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, err := migrate.LoadState(e.stateDir)
+		if err == nil && st != nil && st.Tables[0].Rows > 0 {
+			return cmd, stdout, stderr
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no checkpoint after 60 s: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -9,14 +9,13 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -218,7 +217,7 @@ func firstTable(selected []string) string {
 // (saying on o, when not nil, what it waits for). It returns nil, or an
 // error naming every endpoint that could not be reached, refused the
 // credentials or kept failing, with the cause and what to check.
-func checkEndpoints(ctx context.Context, o *output, probes ...probe) error {
+func checkEndpoints(ctx context.Context, o *ui.Output, probes ...probe) error {
 	errs := make([]error, len(probes))
 	deadline := time.Now().Add(startupBudget)
 	var wg sync.WaitGroup
@@ -331,11 +330,9 @@ func hostPort(endpoint string) string {
 
 // probeCause says in a few words why a probe failed.
 func probeCause(err error) string {
-	var re *azcore.ResponseError
-	var dns *net.DNSError
-	var errno syscall.Errno
 	var cred *azure.CredentialError
 	f := azure.FaultOf(err)
+	t := azure.TransportOf(err)
 	switch {
 	case errors.As(err, &cred):
 		return "no Microsoft Entra ID token"
@@ -345,20 +342,20 @@ func probeCause(err error) string {
 		return "it does not speak TLS, and the endpoint says https"
 	case f.TLS == store.TLSRefused:
 		return "it refused the TLS handshake"
-	case errors.As(err, &re) && f.Kind == store.Auth:
-		return fmt.Sprintf("the credentials were refused (%d %s)", re.StatusCode, http.StatusText(re.StatusCode))
+	case f.Kind == store.Auth && f.Status > 0:
+		return fmt.Sprintf("the credentials were refused (%d %s)", f.Status, http.StatusText(f.Status))
 	case f.Kind.RetryableAtFirstContact():
 		return fmt.Sprintf("it did not succeed within the start-up check's %s (last attempt: %s)", roughDuration(startupBudget), attemptWords(f))
-	case errors.As(err, &re):
-		return fmt.Sprintf("it answered %d %s", re.StatusCode, http.StatusText(re.StatusCode))
+	case f.Status > 0:
+		return fmt.Sprintf("it answered %d %s", f.Status, http.StatusText(f.Status))
 	case errors.Is(err, azure.ErrNoChangeFeed):
 		return "it does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse and verify --since read it; use Azure Cosmos DB or its emulator"
-	case isDecodeError(err):
+	case azure.Unreadable(err):
 		return "it answered in a form that is not the service's"
-	case errors.As(err, &dns):
-		return "no such host " + dns.Name
-	case errors.As(err, &errno):
-		return errno.Error()
+	case t.Failure == azure.NoSuchHost:
+		return "no such host " + t.Host
+	case t.Failure == azure.ConnRefused:
+		return "connection refused"
 	}
 	return azure.ScrubError(err).Error()
 }

@@ -2,13 +2,13 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,7 +17,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/internal/version"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
 	"github.com/bifrost/bifrost-migrate/verify"
@@ -29,10 +31,13 @@ type VerifyOptions struct {
 	Database string
 	// Sample is the fraction of rows checked (0 < Sample ≤ 1).
 	Sample float64
-	// ReportFile, when not empty, receives the whole report: as JSON, or
-	// as one HTML page (ReportFormat html, or a .html or .htm name).
+	// ReportFile, when not empty, receives the whole report, in the
+	// format ReportFormat names, else the one its name says
+	// (formatByName).
 	ReportFile   string
 	ReportFormat string
+	// Formats are the formats --report offers (Factory.ReportFormats).
+	Formats []verify.Format
 	// commandLine is the command line, connection strings as "***", for
 	// the report.
 	commandLine string
@@ -63,7 +68,11 @@ type VerifyOptions struct {
 	Connect func(ctx context.Context) (verifyServices, error)
 	// out is the command's output, once verifyRun made it: the start-up
 	// checks say there what they wait for.
-	out *output
+	out *ui.Output
+	// migration are the options verify judges with (its transform
+	// options and table prefix: the flags', and the migration's for
+	// those not given), once verifyRun computed them.
+	migration migrationOptions
 	// serviceNow is the time the services stamp changes with: verify's
 	// start on that clock is what changes in flight are measured from,
 	// and what its record keeps for a later --since.
@@ -80,7 +89,7 @@ type verifyFlags struct{ o *VerifyOptions }
 func (v verifyFlags) bind(fl *pflag.FlagSet) {
 	fl.Float64Var(&v.o.Sample, "sample", 1, "check only this `fraction` of the rows (0 < F <= 1), chosen by a hash of their keys")
 	fl.StringVar(&v.o.ReportFile, "report", "", "write the whole report to `FILE`: JSON, or one HTML page for a .html name")
-	fl.StringVar(&v.o.ReportFormat, "report-format", "", "the --report file's `format`: json or html (default: by its name)")
+	fl.StringVar(&v.o.ReportFormat, "report-format", "", "the --report file's `format`: "+joinOr(formatNames(v.o.Formats))+" (default: by its name)")
 	fl.StringVar(&v.o.Since, "since", "", "judge only the rows and docs changed at or after this RFC 3339 `TIME` (e.g. "+sinceExample+
 		"); on a clean full verify that started at or after it, the whole")
 	fl.IntVar(&v.o.PageSize, "page-size", verify.DefaultPageSize, "docs per query page")
@@ -89,15 +98,18 @@ func (v verifyFlags) bind(fl *pflag.FlagSet) {
 
 func (v verifyFlags) validate() error {
 	if !(v.o.Sample > 0 && v.o.Sample <= 1) {
-		return UsageError(fmt.Errorf("--sample must be in (0, 1], got %g", v.o.Sample))
+		return badValue("--sample", v.o.Sample, "a fraction F with 0 < F <= 1")
 	}
-	switch v.o.ReportFormat {
-	case "", reportJSON, reportHTML:
-	default:
-		return UsageError(fmt.Errorf("--report-format: %q is not json or html", v.o.ReportFormat))
+	if v.o.ReportFormat != "" && formatNamed(v.o.Formats, v.o.ReportFormat) == nil {
+		return badValue("--report-format", v.o.ReportFormat, joinOr(formatNames(v.o.Formats)))
 	}
 	if v.o.ReportFormat != "" && v.o.ReportFile == "" {
 		return UsageError(errors.New("--report-format needs --report FILE"))
+	}
+	if v.o.ReportFile != "" && v.o.ReportFormat == "" && formatByName(v.o.Formats, v.o.ReportFile) == nil {
+		// Before any work: x.pdf would get JSON, which is not what was asked.
+		return badValue("--report", v.o.ReportFile, "a name ending in "+joinOr(formatExts(v.o.Formats))+
+			", or the format given with --report-format "+joinOr(formatNames(v.o.Formats)))
 	}
 	if v.o.Since != "" {
 		since, err := parseSince(v.o.Since)
@@ -109,29 +121,65 @@ func (v verifyFlags) validate() error {
 	return nil
 }
 
-// The formats of --report.
-const (
-	reportJSON = "json"
-	reportHTML = "html"
-)
-
 // reportFormat is the format of the --report file: --report-format, else
-// html for a name ending in .html or .htm, else json.
-func (o *VerifyOptions) reportFormat() string {
+// the one its name says (formatByName); nil for neither, which validate
+// refuses.
+func (o *VerifyOptions) reportFormat() verify.Format {
 	if o.ReportFormat != "" {
-		return o.ReportFormat
+		return formatNamed(o.Formats, o.ReportFormat)
 	}
-	switch strings.ToLower(filepath.Ext(o.ReportFile)) {
-	case ".html", ".htm":
-		return reportHTML
+	return formatByName(o.Formats, o.ReportFile)
+}
+
+// formatNamed is the format of formats called name; nil for none.
+func formatNamed(formats []verify.Format, name string) verify.Format {
+	for _, f := range formats {
+		if f.Name() == name {
+			return f
+		}
 	}
-	return reportJSON
+	return nil
+}
+
+// formatByName is the format of formats a file name says by its
+// extension, in any case (.html, .HTM); the first of them for a name
+// without one (/dev/stdout); nil for any other extension (.pdf, .txt),
+// which verify refuses.
+func formatByName(formats []verify.Format, name string) verify.Format {
+	ext := strings.ToLower(filepath.Ext(name))
+	if ext == "" && len(formats) > 0 {
+		return formats[0]
+	}
+	for _, f := range formats {
+		if slices.Contains(f.Exts(), ext) {
+			return f
+		}
+	}
+	return nil
+}
+
+// formatNames are the names of formats, in their order.
+func formatNames(formats []verify.Format) []string {
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = f.Name()
+	}
+	return names
+}
+
+// formatExts are the extensions of formats, in their order.
+func formatExts(formats []verify.Format) []string {
+	var exts []string
+	for _, f := range formats {
+		exts = append(exts, f.Exts()...)
+	}
+	return exts
 }
 
 // NewCmdVerify builds `bifrost-migrate verify`. runF replaces the command's
 // work in tests; nil means verifyRun.
 func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) *cobra.Command {
-	opts := &VerifyOptions{serviceNow: f.serviceNow}
+	opts := &VerifyOptions{Formats: f.reportFormats(), serviceNow: f.serviceNow}
 	opts.testNames.prefix = &opts.TablePrefix
 	opts.Connect = func(ctx context.Context) (verifyServices, error) { return connectVerify(ctx, f, opts) }
 	c := newCommand(verifyDoc, func(c *cobra.Command) error {
@@ -153,33 +201,12 @@ func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verify
 		uses |= changeFeed
 	}
 	c, err := connect(ctx, f, needs{uses: uses, database: opts.Database, blobContainer: opts.BlobContainer,
-		probeTable: opts.TablePrefix + firstTable(opts.Tables), pacer: opts.pacer, out: opts.out})
+		probeTable: opts.migration.TablePrefix + firstTable(opts.Tables), pacer: opts.pacer, out: opts.out})
 	v := &verify.Verifier{Rows: c.rowReader, Docs: c.docReader, Blobs: c.blobStore}
 	if !opts.since.IsZero() {
 		v.Changes, v.Position = c.docReader, azure.ChangeFeedSince
 	}
 	return verifyServices{conn: c, deps: v}, err
-}
-
-// verifyProgress reports verify's phases to its output: "verify: step"
-// status lines on stderr, or with --output json stepProgress lines, with
-// the request units per second and the throttled share of the last
-// seconds (none with --quiet, but in --log-file); and to obs, whose
-// progress lines name the phase. It is safe for concurrent use.
-type verifyProgress struct {
-	o   *output
-	ru  ruRecent
-	obs *observer
-}
-
-func (p verifyProgress) Step(msg string) {
-	p.obs.step(msg)
-	if p.o.json() && !p.o.quiet {
-		// A write error is kept by lines and returned by the summary's emit.
-		_ = p.o.lines.emit(lineProgress, stepProgress{Step: msg, ruNow: newRUNow(p.ru)})
-		return
-	}
-	p.o.status("%s", msg)
 }
 
 // verifyRun runs the engine and prints the report; rows not migrated and
@@ -204,20 +231,19 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if !opts.since.IsZero() && opts.since.After(serviceStarted) {
 		return UsageError(futureSince(opts.Since, opts.since, serviceStarted))
 	}
-	sayOptions, err := opts.TransformFlags.adopt(o, "verify", opts.StateDir, false)
+	mig, err := opts.TransformFlags.migration("verify", opts.StateDir, opts.TablePrefix, false)
 	if err != nil {
 		return err
 	}
-	topts, err := opts.TransformFlags.options(opts.Now())
-	if err != nil {
-		return err
-	}
+	opts.migration = mig
+	topts := mig.Transform
+	topts.Now = opts.Now().UTC()
 	opts.pacer = opts.RU.pacer()
-	obs, err := opts.Observe.observe(opts.IO, o, "verify", &opts.RU, observeWords{}, "")
+	p, err := opts.Observe.progress(opts.IO, o, "verify", opts.RU.meters(), ui.Words{}, "")
 	if err != nil {
 		return err
 	}
-	defer obs.finish()
+	defer p.Finish()
 	if opts.RU.MaxRU > 0 {
 		// A query page is charged as a whole: keep one page to a small
 		// share of the budget, so that no 5-second window exceeds it.
@@ -228,16 +254,18 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	v := svc.deps
-	v.Progress = verifyProgress{o, opts.RU.recent(), obs}
-	if err := ready(ctx, o, svc.conn, svc.conn.rowReader, opts.TablePrefix, opts.Tables); err != nil {
+	// Its phases: status lines (--output json: progress lines) and the
+	// progress lines' phase.
+	v.Progress = p
+	if err := ready(ctx, o, svc.conn, svc.conn.rowReader, mig.TablePrefix, opts.Tables); err != nil {
 		return err
 	}
-	sayOptions()
-	recordTarget := verifyTarget(svc.conn.target, opts.TablePrefix, topts)
+	mig.say(o)
+	recordTarget := verifyTarget(svc.conn.target, mig.TablePrefix, topts)
 	vopts := verify.Options{
 		Transform:   topts,
 		Tables:      opts.Tables,
-		TablePrefix: opts.TablePrefix,
+		TablePrefix: mig.TablePrefix,
 		Sample:      opts.Sample,
 		PageSize:    opts.PageSize,
 		Database:    opts.Database,
@@ -261,18 +289,18 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if _, serr := os.Stat(r.DeadLetterFile); serr == nil {
 		r.DeadLetterFileFound = true
 	} else if !errors.Is(serr, fs.ErrNotExist) {
-		o.warning("%s cannot be read: %v", r.DeadLetterFile, unwrapPath(serr))
+		o.Warning("%s cannot be read: %v", r.DeadLetterFile, unwrapPath(serr))
 	}
-	o.status("%d rows in %.1fs (%.0f rows/s)", r.Totals.Rows, r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9))
-	if !opts.Quiet && !o.json() {
+	o.Status("%s in %.1fs (%.0f rows/s)", words.Count(int64(r.Totals.Rows), "row", "rows"), r.ElapsedSeconds, float64(r.Totals.Rows)/max(r.ElapsedSeconds, 1e-9))
+	if !opts.Quiet && !o.JSON() {
 		// With --output json, the summary's "ru" says the same.
-		ru.writeText(prefixed{opts.ErrOut, "verify: "})
+		ru.WriteText(ui.Prefixed{W: opts.ErrOut, Prefix: "verify: "})
 	}
 	verdict := verifyVerdict(r)
 	if err := writeVerifySummary(o, opts.Out, r, ru); err != nil {
 		return err
 	}
-	if err := saveRecord(opts.StateDir, verify.NewRecordEntry(r, opts.Now(), version.String(), recordTarget)); err != nil {
+	if err := saveRecord(opts.StateDir, verify.NewRecordEntry(r, opts.serviceNow(), version.String(), recordTarget)); err != nil {
 		what := r.VerdictLine()
 		if verdict != nil {
 			what = verdict.Error()
@@ -280,7 +308,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return fmt.Errorf("%s; but its record was not written: %w", what, err)
 	}
 	if opts.ReportFile != "" {
-		if err := writeReportFile(opts.ReportFile, opts.reportFormat(), r, func() verify.HTMLFacts { return htmlFacts(o, opts.StateDir, r.RunID) }); err != nil {
+		if err := writeReportFile(opts.ReportFile, opts.reportFormat(), r, reportMeta(o, opts.StateDir, r.RunID)); err != nil {
 			// The verdict is printed: say it again, and that the report
 			// the operator asked for is not there.
 			what := r.VerdictLine()
@@ -295,15 +323,15 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 
 // writeVerifySummary prints the report: the summary line with ru
 // (--output json), or the text.
-func writeVerifySummary(o *output, out io.Writer, r *verify.Report, ru ruReport) error {
+func writeVerifySummary(o *ui.Output, out io.Writer, r *verify.Report, ru ui.RUReport) error {
 	var err error
-	if o.json() {
-		err = o.lines.emit(lineSummary, struct {
+	if o.JSON() {
+		err = o.Lines().Emit(ui.LineSummary, struct {
 			*verify.Report
-			RU ruReport `json:"ru"`
+			RU ui.RUReport `json:"ru"`
 		}{r.Summary(), ru})
 	} else {
-		err = r.WriteText(out)
+		err = verify.Text{}.Write(out, r, verify.Meta{})
 	}
 	return err
 }
@@ -360,11 +388,11 @@ func verifyTarget(t target, prefix string, o transform.Options) string {
 // sinceBase is the full verify recorded in dir that a --since of target
 // at since builds on (verify.Record.Base), nil when none; it says in a
 // status line on o which, or why none.
-func sinceBase(o *output, dir string, since time.Time, target string) *verify.Base {
+func sinceBase(o *ui.Output, dir string, since time.Time, target string) *verify.Base {
 	alone := "; this check covers the changes since " + since.UTC().Format(time.RFC3339) + " alone"
 	rec, err := verify.LoadRecord(dir)
 	if err != nil {
-		o.warning("%v%s", err, alone)
+		o.Warning("%v%s", err, alone)
 		return nil
 	}
 	base, why := rec.Base(dir, since, target, func(path string) bool {
@@ -372,10 +400,10 @@ func sinceBase(o *output, dir string, since time.Time, target string) *verify.Ba
 		return err == nil
 	})
 	if base == nil {
-		o.status("%s%s", why, alone)
+		o.Status("%s%s", why, alone)
 		return nil
 	}
-	o.status("%s", why)
+	o.Status("%s", why)
 	return base
 }
 
@@ -454,7 +482,7 @@ func signOff(r *verify.Report, opts *VerifyOptions, t target, started time.Time)
 		Blobs:  verify.Endpoint{Endpoint: t.blobs.BlobEndpoint, Account: t.blobs.Name, Container: t.blobName, Auth: t.blobs.Auth()},
 		Cosmos: verify.Endpoint{Endpoint: t.cosmos.Endpoint, Database: t.database, Auth: cosmosAuth(t.cosmos)},
 	}
-	// adopt read the same state at the start; a state that cannot be read
+	// migration read the same state at the start; a state that cannot be read
 	// was said then.
 	if st, err := migrate.LoadState(opts.StateDir); err == nil && st != nil {
 		r.RunID = st.RunID
@@ -463,47 +491,40 @@ func signOff(r *verify.Report, opts *VerifyOptions, t target, started time.Time)
 	}
 }
 
-// htmlFacts are what the HTML report shows beyond the report: the
-// version, and the throughput samples of run runID in stateDir (a file
-// that cannot be read is a warning, and the charts are left out).
-func htmlFacts(o *output, stateDir, runID string) verify.HTMLFacts {
-	f := verify.HTMLFacts{ToolVersion: version.String(), RatesFrom: filepath.Join(stateDir, migrate.SamplesFile)}
-	if runID == "" {
-		return f
+// reportMeta is what the report file shows beyond the report: the
+// version, and the throughput samples of run runID in stateDir, read
+// only by a format that charts them (a file that cannot be read is a
+// warning, and the charts are left out).
+func reportMeta(o *ui.Output, stateDir, runID string) verify.Meta {
+	m := verify.Meta{ToolVersion: version.String(), RatesFrom: filepath.Join(stateDir, migrate.SamplesFile)}
+	m.Rates = func() []verify.RatePoint {
+		if runID == "" {
+			return nil
+		}
+		samples, err := migrate.LoadSamples(stateDir, runID)
+		if err != nil {
+			o.Warning("%s cannot be read (%v): the report has no throughput charts", m.RatesFrom, unwrapPath(err))
+			return nil
+		}
+		rates := make([]verify.RatePoint, len(samples))
+		for i, s := range samples {
+			rates[i] = verify.RatePoint{Time: s.Time, RowsPerSecond: s.RowsPerSecond, DocsPerSecond: s.DocsPerSecond, RUPerSecond: s.RUPerSecond}
+		}
+		return rates
 	}
-	samples, err := migrate.LoadSamples(stateDir, runID)
-	if err != nil {
-		o.warning("%s cannot be read (%v): the report has no throughput charts", f.RatesFrom, unwrapPath(err))
-		return f
-	}
-	for _, s := range samples {
-		f.Rates = append(f.Rates, verify.RatePoint{Time: s.Time, RowsPerSecond: s.RowsPerSecond, DocsPerSecond: s.DocsPerSecond, RUPerSecond: s.RUPerSecond})
-	}
-	return f
+	return m
 }
 
-// writeReportFile writes the report in format (reportJSON: indented
-// JSON; reportHTML: one page with facts), through a temporary file so
-// that a half-written report never replaces a complete one.
-func writeReportFile(name, format string, r *verify.Report, facts func() verify.HTMLFacts) error {
+// writeReportFile writes the report in format, with meta, through a
+// temporary file so that a half-written report never replaces a complete
+// one.
+func writeReportFile(name string, format verify.Format, r *verify.Report, meta verify.Meta) error {
 	tmp := name + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("--report %s: %v", name, unwrapPath(err))
 	}
-	if format == reportHTML {
-		err = r.WriteHTML(f, facts())
-	} else {
-		enc := json.NewEncoder(f)
-		enc.SetIndent("", "  ")
-		// The file is one document, not --output json lines; its "type"
-		// says what it is.
-		err = enc.Encode(struct {
-			Type        string `json:"type"`
-			ToolVersion string `json:"toolVersion"`
-			*verify.Report
-		}{"verify", version.String(), r})
-	}
+	err = format.Write(f, r, meta)
 	if err != nil {
 		f.Close()
 		os.Remove(tmp)

@@ -19,6 +19,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 	"github.com/bifrost/bifrost-migrate/verify"
@@ -668,11 +669,11 @@ func TestVerifyUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"verify", "--sample", "0"}, "bifrost-migrate: --sample must be in (0, 1], got 0"},
-		{[]string{"verify", "--sample", "1.5"}, "bifrost-migrate: --sample must be in (0, 1], got 1.5"},
-		{[]string{"verify", "--tables", "Users"}, `bifrost-migrate: --tables: unknown table "Users" (want Config, Entities, Relationships)`},
-		{[]string{"verify", "--execution-ttl", "forever"}, "bifrost-migrate: "},
-		{[]string{"verify", "--blob-threshold", "0"}, "bifrost-migrate: --blob-threshold must be positive, got 0\n"},
+		{[]string{"verify", "--sample", "0"}, `bifrost-migrate: --sample "0": want a fraction F with 0 < F <= 1`},
+		{[]string{"verify", "--sample", "1.5"}, `bifrost-migrate: --sample "1.5": want a fraction F with 0 < F <= 1`},
+		{[]string{"verify", "--tables", "Users"}, `bifrost-migrate: --tables "Users": want Config, Entities or Relationships, comma-separated`},
+		{[]string{"verify", "--execution-ttl", "forever"}, `bifrost-migrate: --execution-ttl "forever": want remaining, full or none`},
+		{[]string{"verify", "--blob-threshold", "0"}, "bifrost-migrate: --blob-threshold \"0\": want a positive number of bytes\n"},
 	} {
 		f, _, errOut := newTestFactory(nil)
 		if code := Execute(context.Background(), f, tc.args); code != ExitUsage {
@@ -731,9 +732,9 @@ func TestVerifyJSONOutputAndNoSecrets(t *testing.T) {
 	// that counts the rows, the summary and the error line; stderr only
 	// the error's sentence.
 	lines := parseJSONLines(t, stdout)
-	if len(lines) < 6 || lines[0].Type != lineStatus || !strings.HasPrefix(lines[0].str("message"), "tables ") ||
-		lines[1].Type != lineStatus || !strings.HasPrefix(lines[1].str("message"), "no migration in "+e.stateDir+" (no state.json): verify uses --execution-ttl remaining") ||
-		lines[len(lines)-3].Type != lineStatus || lines[len(lines)-2].Type != lineSummary || lines[len(lines)-1].Type != lineError {
+	if len(lines) < 6 || lines[0].Type != ui.LineStatus || !strings.HasPrefix(lines[0].str("message"), "tables ") ||
+		lines[1].Type != ui.LineStatus || !strings.HasPrefix(lines[1].str("message"), "no migration in "+e.stateDir+" (no state.json): verify uses --execution-ttl remaining") ||
+		lines[len(lines)-3].Type != ui.LineStatus || lines[len(lines)-2].Type != ui.LineSummary || lines[len(lines)-1].Type != ui.LineError {
 		t.Fatalf("stdout:\n%s", stdout)
 	}
 	for _, l := range lines[2 : len(lines)-3] {
@@ -887,7 +888,7 @@ func TestVerifyAfterRunWithADeadLetteredRow(t *testing.T) {
 		"--state-dir", e.stateDir, "--quiet", "--output", "json")
 	var sum verify.Report
 	lines := parseJSONLines(t, stdout)
-	if len(lines) != 2 || lines[0].Type != lineSummary || lines[1].Type != lineError {
+	if len(lines) != 2 || lines[0].Type != ui.LineSummary || lines[1].Type != ui.LineError {
 		t.Fatalf("--output json --quiet: stdout is not the summary and the error line:\n%s", stdout)
 	}
 	if err := json.Unmarshal([]byte(lines[0].Raw), &sum); err != nil || code != ExitPartial || sum.OK || sum.NotMigrated != 1 || sum.DeadLetterFile != file {

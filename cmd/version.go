@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/internal/version"
 )
 
@@ -32,7 +33,7 @@ func NewCmdVersion(f *Factory, runF func(context.Context, *VersionOptions) error
 func versionRun(_ context.Context, opts *VersionOptions) error {
 	if opts.JSON {
 		b := opts.Build
-		return newJSONLines(opts.Out).emit(lineSummary, struct {
+		return ui.NewJSONLines(opts.Out).Emit(ui.LineSummary, struct {
 			Revision     string `json:"revision"`
 			RevisionTime string `json:"revisionTime"`
 			Modified     bool   `json:"modified"`

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
@@ -36,7 +37,7 @@ func TestVersionCommand(t *testing.T) {
 	}
 	lines := parseJSONLines(t, out.String())
 	b := version.Get()
-	if len(lines) != 1 || lines[0].Type != lineSummary || lines[0].str("toolVersion") != b.Version ||
+	if len(lines) != 1 || lines[0].Type != ui.LineSummary || lines[0].str("toolVersion") != b.Version ||
 		lines[0].str("go") != b.Go || lines[0].str("os") != runtime.GOOS || lines[0].str("arch") != runtime.GOARCH {
 		t.Errorf("--output json version:\n%s", out)
 	}
@@ -80,7 +81,7 @@ func TestVersionStampedByTheLinker(t *testing.T) {
 	}
 	var summaries int
 	for _, l := range parseJSONLines(t, out) {
-		if l.Type == lineSummary {
+		if l.Type == ui.LineSummary {
 			summaries++
 			if got := l.str("toolVersion"); got != v {
 				t.Errorf("run's summary: toolVersion %q, want %q", got, v)

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/store"
 )
@@ -51,33 +51,6 @@ type windowHelp struct {
 	prune, force string
 }
 
-// windowCommandOptions are the flags and dependencies of a command that
-// applies a window of changes (replay, reverse).
-type windowCommandOptions[O, D any] struct {
-	windowOptions
-	// Engine carries the engine's options: the flags fill them, the
-	// command's run their Transform.
-	Engine O
-
-	// Connect connects to the accounts and returns the engine's services
-	// with where they are and what of init's resources is missing.
-	Connect func(ctx context.Context) (services[D], error)
-}
-
-// ReplayOptions are the flags and dependencies of `bifrost-migrate
-// replay`; ReverseOptions of `bifrost-migrate reverse`.
-type (
-	ReplayOptions  = windowCommandOptions[migrate.ReplayOptions, migrate.ReplayDeps]
-	ReverseOptions = windowCommandOptions[migrate.ReverseOptions, migrate.ReverseDeps]
-)
-
-// replayServices and reverseServices are what their options' Connect
-// returns.
-type (
-	replayServices  = services[migrate.ReplayDeps]
-	reverseServices = services[migrate.ReverseDeps]
-)
-
 // windowOptions are what replay's and reverse's options share: the
 // engine's options and the window's flags.
 type windowOptions struct {
@@ -86,27 +59,14 @@ type windowOptions struct {
 }
 
 // newWindowOptions returns the options of a replay or reverse whose
-// engine options are c and w, with the flags' help.
-func newWindowOptions(c *migrate.Common, w *migrate.WindowOptions, help windowHelp) windowOptions {
+// engine options are c and w, with the flags' help; now is the time the
+// services stamp changes with (--since is checked against it).
+func newWindowOptions(c *migrate.Common, w *migrate.WindowOptions, help windowHelp, now func() time.Time) windowOptions {
 	help.dryRun = "read everything, write nothing, print what would happen"
 	return windowOptions{
 		engineOptions: engineOptions{engineFlags: newEngineFlags(c, help.engineHelp, false)},
-		window:        windowFlags{w: w, dryRun: &c.DryRun, help: help},
+		window:        windowFlags{w: w, dryRun: &c.DryRun, help: help, now: now},
 	}
-}
-
-// newWindowCmd builds the command of a replay or reverse (doc) with the
-// options opts, whose shared part is w: it binds the window's flags,
-// more, then the engine's, and does run (runF in tests) once they are
-// valid.
-func newWindowCmd[O any](f *Factory, opts O, w *windowOptions, doc cmdDoc, runF, run func(context.Context, O) error, more ...flagGroup) *cobra.Command {
-	w.window.now = f.serviceNow
-	c := newCommand(doc, func(c *cobra.Command) error {
-		w.from(f, c.Name())
-		return runWith(c, opts, runF, run)
-	})
-	addFlags(c, append(append([]flagGroup{&w.window}, more...), &w.engineFlags)...)
-	return c
 }
 
 func (w *windowFlags) bind(fl *pflag.FlagSet) {
@@ -123,7 +83,7 @@ func (w *windowFlags) bind(fl *pflag.FlagSet) {
 func (w *windowFlags) validate() error {
 	since, err := parseSince(w.Since)
 	if err != nil {
-		return UsageError(err)
+		return err
 	}
 	w.w.Since = since
 	now := w.now().UTC()
@@ -132,8 +92,10 @@ func (w *windowFlags) validate() error {
 		return UsageError(futureSince(w.Since, since, now))
 	case w.Follow && (*w.dryRun || w.w.Prune):
 		return UsageError(errors.New("--follow cannot be combined with --dry-run or --prune (run them once, before or after following)"))
-	case w.Follow && (w.Interval <= 0 || w.Skew < 0):
-		return UsageError(fmt.Errorf("--interval must be positive and --skew not negative, got %s and %s", w.Interval, w.Skew))
+	case w.Follow && w.Interval <= 0:
+		return badValue("--interval", w.Interval, "a positive duration such as 10s or 1m")
+	case w.Follow && w.Skew < 0:
+		return badValue("--skew", w.Skew, "a duration of 0s or more")
 	}
 	return nil
 }
@@ -141,11 +103,11 @@ func (w *windowFlags) validate() error {
 // parseSince parses --since.
 func parseSince(s string) (time.Time, error) {
 	if strings.TrimSpace(s) == "" {
-		return time.Time{}, fmt.Errorf("--since is required: an RFC 3339 time such as %s", sinceExample)
+		return time.Time{}, UsageError(fmt.Errorf("--since is required: an RFC 3339 time such as %s", sinceExample))
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--since %q is not an RFC 3339 time such as %s", s, sinceExample)
+		return time.Time{}, badValue("--since", s, "an RFC 3339 time such as "+sinceExample)
 	}
 	return t.UTC(), nil
 }
@@ -167,14 +129,14 @@ func futureSince(given string, since, now time.Time) error {
 // then reaches back further than the migration, which is seldom what was
 // meant. It only reads state.json (no lock, nothing written, in a dry run
 // too), and says so when it cannot.
-func warnReach(o *output, dir string, since time.Time) {
+func warnReach(o *ui.Output, dir string, since time.Time) {
 	st, err := migrate.LoadState(dir)
 	switch {
 	case err != nil:
-		o.warning("%s cannot be read, so --since is not checked against when the migration started", filepath.Join(dir, migrate.StateFile))
+		o.Warning("%s cannot be read, so --since is not checked against when the migration started", filepath.Join(dir, migrate.StateFile))
 	case st == nil || st.Started.IsZero():
 	case st.Started.Sub(since) > 24*time.Hour:
-		o.warning("--since %s reaches %s before the migration started (run %s at %s): every change since then is in the window; check that it is the time you meant",
+		o.Warning("--since %s reaches %s before the migration started (run %s at %s): every change since then is in the window; check that it is the time you meant",
 			since.Format(time.RFC3339Nano), days(st.Started.Sub(since)), st.RunID, st.Started.UTC().Format(time.RFC3339))
 	}
 }
@@ -192,57 +154,32 @@ func days(d time.Duration) string {
 	return fmt.Sprintf("%d %s %d h", h/24, unit, h%24)
 }
 
-// windowSummary is a replay's or a reverse's summary as the code they
-// share reads it (replaySummary, reverseSummary).
-type windowSummary interface {
+// windowReport is a replay's or a reverse's summary as the steps they
+// share read it: plain values, made by replayReport and reverseReport.
+type windowReport struct {
 	// window is what every window's summary holds: since, a dry run, the
 	// warnings and the dead letters.
-	window() migrate.WindowSummary
-	tally() tally
-	// text are the parts of its text that are its own.
-	text() (summaryText, error)
-	conflicts() []windowConflict
-	// plus returns o's totals added to its own: the totals of the passes
-	// of one --follow, which are all of the same command.
-	plus(o windowSummary) windowSummary
-	// totals are its counts, as --follow's JSON summary lists them.
-	totals() any
-}
-
-// summaryText are the parts of a summary's text that differ between
-// replay and reverse.
-type summaryText struct {
+	window migrate.WindowSummary
+	tally  tally
 	// counts is the table of counts by table or container; writes the
 	// lines that say what was written (in a dry run: would be); forced
 	// the conflicts line's count of what --force wrote ("2 written with
 	// --force"); plan, when not empty, a dry run's writes.
-	counts, writes, forced, plan string
+	counts               countTable
+	writes, forced, plan string
+	conflicts            []listedConflict
+	// summary is the engine's summary: the fields of the JSON summary
+	// line.
+	summary any
 }
 
-// windowConflict is a conflict of a replay or a reverse as the code they
-// share lists it (replayConflict, reverseConflict); --output json lists
-// its fields.
-type windowConflict interface {
-	// doc names the doc it is of: --follow keeps the latest of each doc's.
-	doc() string
-	writeText(w io.Writer)
+// listedConflict is a conflict of a replay or a reverse as the summary
+// lists it: the doc it is of (--follow keeps the latest of each doc's),
+// its lines of text, and its value, whose fields --output json lists.
+type listedConflict struct {
+	doc, text string
+	value     any
 }
-
-// listConflicts lists the conflicts cs of a summary, each as as makes it
-// a windowConflict.
-func listConflicts[C any](cs []C, as func(C) windowConflict) []windowConflict {
-	out := make([]windowConflict, len(cs))
-	for i, c := range cs {
-		out[i] = as(c)
-	}
-	return out
-}
-
-// windowPass runs the engine of a replay or a reverse once, from since,
-// with progress p (counted: p shows totals, which the engine then
-// pre-counts); keep appends to the dead-letter file (the passes of
-// --follow after the first).
-type windowPass func(ctx context.Context, since time.Time, p migrate.Progress, counted, keep bool) (windowSummary, error)
 
 // windowCommand is a replay or a reverse at work, once its flags are
 // valid: what the two share from their start to their last line.
@@ -251,34 +188,45 @@ type windowCommand struct {
 	flags  windowFlags
 	words  wayWords
 	common *migrate.Common
-	o      *output
-	obs    *observer
+	o      *ui.Output
+	obs    *ui.Progress
+	// atWork says, once, what the command says only once its engine is
+	// at work (a command refused at its start, the state directory in
+	// use, prints only its error): how far back --since reaches.
+	atWork func()
+	// rec keeps replay.json or reverse.json (status reads it); started
+	// is when the command began, the start of a pass that runs once.
+	rec     *passRecorder
+	started time.Time
 }
 
 // begin starts the replay or reverse of words whose engine options are
-// c: the transform options and the pacer (engineOptions.start), then the
-// observer of its progress, which the caller finishes.
+// c: the options it works with and the pacer (engineOptions.start), then
+// its progress, which the caller finishes.
 func (w *windowOptions) begin(words wayWords, c *migrate.Common) (*windowCommand, error) {
 	e := &w.engineOptions
 	o, err := e.start(words.name, c)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := e.Observe.observe(e.IO, o, words.name, &e.RU, words.observed, "")
+	obs, err := e.Observe.progress(e.IO, o, words.name, e.RU.meters(), words.observed, "")
 	if err != nil {
 		return nil, err
 	}
 	if w.window.Follow {
-		obs.following(w.window.w.Since)
+		obs.Following(w.window.w.Since)
 	}
-	return &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs}, nil
+	wc := &windowCommand{e: e, flags: w.window, words: words, common: c, o: o, obs: obs,
+		rec: newPassRecorder(o, words, c, w.window), started: time.Now()}
+	wc.atWork = sync.OnceFunc(func() { warnReach(o, c.StateDir, w.window.w.Since) })
+	return wc, nil
 }
 
 // ready prints where the command works (c's accounts), then fails when
 // the database or containers are missing or the tables cannot be read
 // through rows (prefix before their names; none given: all three).
-func ready(ctx context.Context, o *output, c conn, rows store.PageReader, prefix string, tables []string) error {
-	o.status("%s", c.where())
+func ready(ctx context.Context, o *ui.Output, c conn, rows store.PageReader, prefix string, tables []string) error {
+	o.Status("%s", c.where())
 	if len(c.missing) > 0 {
 		return &notProvisionedError{Missing: c.missing}
 	}
@@ -291,102 +239,143 @@ func (w *windowCommand) ready(ctx context.Context, c conn, rows store.PageReader
 	if err := ready(ctx, w.o, c, rows, w.common.TablePrefix, tables); err != nil {
 		return err
 	}
-	w.e.sayOptions()
+	w.e.migration.say(w.o)
 	w.flags.startStatus(w.o, w.words.reads, w.flags.w.Since, w.common.DryRun)
 	return nil
 }
 
-// atWork says what the command says only once its engine is at work (a
-// command refused at its start, the state directory in use, prints only
-// its error): how far back --since reaches.
-func (w *windowCommand) atWork() func() {
-	return sync.OnceFunc(func() { warnReach(w.o, w.common.StateDir, w.flags.w.Since) })
+// progress is the progress of a replay or reverse that runs once, whose
+// first report says what the command says once at work; counted: it
+// shows totals, which the engine then pre-counts. The caller finishes
+// it once the engine is done, before the summary.
+func (w *windowCommand) progress() (p *ui.Progress, counted bool) {
+	w.obs.OnWork(w.atWork)
+	return w.obs, w.obs.WantsTotals()
 }
 
-// once runs pass once with progress, prints the summary and returns the
-// error the command ends with (windowExit).
-func (w *windowCommand) once(ctx context.Context, pass windowPass) error {
-	p, bars, counted := newProgress(w.o, w.e.ErrIsTerminal, time.Now, w.e.RU.recent(), w.obs)
-	s, err := pass(ctx, w.flags.w.Since, workingProgress{p, w.atWork()}, counted, false)
-	if bars != nil {
-		bars.finish()
-	}
-	t := s.tally()
+// ended prints the summary r of a replay or reverse that ran once, which
+// its error err stopped (or nil), and returns the error the command ends
+// with (windowExit).
+func (w *windowCommand) ended(ctx context.Context, r windowReport, err error) error {
+	t := r.tally
+	w.rec.passEnded(w.started, w.flags.w.Since, r)
 	ru := w.e.RU.report(t.ruDocs)
 	end := endingOf(err, ctx.Err() != nil)
 	var werr error
 	switch {
-	case !t.ran || err != nil && !t.counted():
+	case !t.ran || err != nil && !t.counted() && ctx.Err() == nil:
 		// Nothing was done: the error alone says what happened.
-	case w.o.json():
-		werr = w.o.lines.emit(lineSummary, windowLine{end == endedDone, s, ru})
+	case w.o.JSON():
+		werr = w.o.Lines().Emit(ui.LineSummary, windowLine{end == endedDone, r.summary, ru})
 	default:
-		werr = writeWindowText(w.e.Out, w.words, s, ru, end)
+		werr = writeWindowText(w.e.Out, w.words, r, ru, end)
 	}
 	if err == nil {
 		err = werr
 	}
-	return windowExit(err, ctx.Err() != nil, w.common.DryRun, t, s.window().DeadLetterFile, w.words)
+	return w.rec.end(ctx, windowExit(err, ctx.Err() != nil, w.common.DryRun, t, r.window.DeadLetterFile, w.words))
 }
 
-// follow runs the passes of --follow until ctx ends (SPEC §16), each from
-// the previous pass's watermark less --skew, then prints the totals (from
-// none, the summary with no counts) and the conflicts of every pass; exit
-// 4 when any conflict was left, else 3 when there were dead letters. The
-// passes report their rows to the observer only (no bars or progress
-// lines: a pass line ends each).
-func (w *windowCommand) follow(ctx context.Context, none windowSummary, pass windowPass) error {
-	var (
-		sum   tally
-		total = none
-		p     migrate.Progress
-	)
-	if w.obs.shows() {
-		p = commandProgress{displays: []counter{w.obs}}
+// following is what the passes of --follow did so far (SPEC §16): each
+// pass reports to the progress, which shows no bar and no JSON progress
+// lines while following (a pass line ends each), and the passes after
+// the first add to the dead-letter file.
+type following struct {
+	w        *windowCommand
+	progress migrate.Progress
+	keep     bool
+	sum      tally
+	followed followed
+	last     followPass
+	werr     error
+	// passStart and passSince are the pass at work's start and the time
+	// it reads from, for the pass record.
+	passStart, passSince time.Time
+}
+
+// follow starts following: the options of migrate.Follow, from --since,
+// --interval and --skew, and the progress of its passes.
+func (w *windowCommand) follow() (*following, migrate.FollowOptions) {
+	w.obs.OnWork(w.atWork)
+	f := &following{w: w, progress: w.obs, followed: followed{conflicts: map[string]listedConflict{}}}
+	return f, migrate.FollowOptions{Since: w.flags.w.Since, Interval: w.flags.Interval, Skew: w.flags.Skew}
+}
+
+// started is said when a pass that reads from since starts.
+func (f *following) started(since time.Time) {
+	f.passStart, f.passSince = time.Now(), since
+	f.w.obs.PassStarted()
+}
+
+// passed counts what a pass did (r) and returns what migrate.Follow
+// takes of it; the passes after it add to the dead-letter file.
+func (f *following) passed(r windowReport) migrate.PassResult {
+	t := r.tally
+	f.w.rec.passEnded(f.passStart, f.passSince, r)
+	f.keep = true
+	f.sum.add(t)
+	f.last = newFollowPass(t.deadLetters, r.conflicts)
+	f.followed.deadLetters += t.deadLetters
+	for k, c := range f.last.conflicts {
+		f.followed.conflicts[k] = c
 	}
-	atWork, keep := w.atWork(), false
-	f, err := followPasses(ctx, w.o, w.obs, migrate.FollowOptions{Since: w.flags.w.Since, Interval: w.flags.Interval, Skew: w.flags.Skew},
-		func(pctx context.Context, since time.Time) (followPass, error) {
-			s, err := pass(pctx, since, workingProgress{p, atWork}, false, keep)
-			keep = true // the passes after the first add to the dead-letter file
-			if err != nil {
-				return followPass{}, err
-			}
-			t := s.tally()
-			sum.add(t)
-			total = total.plus(s)
-			return newFollowPass(migrate.PassResult{Read: t.read, Applied: t.written, Conflicts: t.conflicts, Newest: deref(t.newest)}, t.deadLetters, s.conflicts()), nil
-		})
+	return migrate.PassResult{Read: t.read, Applied: t.written, Conflicts: t.conflicts, Newest: deref(t.newest)}
+}
+
+// ended prints the line of a pass that ended (migrate.Follow's onPass).
+func (f *following) ended(r migrate.PassReport) {
+	f.w.obs.PassEnded(r)
+	f.followed.passes = r.Pass
+	if err := writePass(f.w.o, r, f.last.deadLetters); err != nil && f.werr == nil {
+		f.werr = err
+	}
+}
+
+// summary prints, once following ended (err: the first error of a pass),
+// the totals of every pass (total: the engine's counts added up), their
+// conflicts and request units, and returns the error the command ends
+// with: exit 4 when any conflict was left, else 3 when there were dead
+// letters.
+func (f *following) summary(ctx context.Context, err error, total any) error {
+	if err == nil {
+		err = f.werr
+	}
 	if err != nil {
-		return err
+		return f.w.rec.end(ctx, err)
 	}
-	return followedSummary(w.o, f, total.totals(), w.e.RU.report(sum.ruDocs), fmt.Sprintf(w.words.followed, sum.read, sum.written),
-		w.common.StateDir, w.words.deadLetterFile)
+	w := f.w
+	return w.rec.end(ctx, followedSummary(w.o, f.followed, total, w.e.RU.report(f.sum.ruDocs), fmt.Sprintf(w.words.followed, f.sum.read, f.sum.written),
+		w.common.StateDir, w.words.deadLetterFile))
 }
 
 // followedSummary prints what the passes of --follow did — the totals
 // (text: the line read), the conflicts and the request units — and
 // returns the error that ends the command: exit 4 when conflicts are
 // left, else 3 when there were dead letters (in stateDir/deadLetters).
-func followedSummary(o *output, f followed, total any, ru ruReport, read string, stateDir, deadLetters string) error {
+func followedSummary(o *ui.Output, f followed, total any, ru ui.RUReport, read string, stateDir, deadLetters string) error {
 	var err error
-	if o.json() {
-		err = o.lines.emit(lineSummary, struct {
-			Passes    int              `json:"passes"`
-			Totals    any              `json:"totals"`
-			Conflicts []windowConflict `json:"conflicts"`
-			RU        ruReport         `json:"ru"`
-		}{f.passes, total, f.listed(), ru})
+	if o.JSON() {
+		listed := f.listed()
+		values := make([]any, len(listed))
+		for i, c := range listed {
+			values[i] = c.value
+		}
+		err = o.Lines().Emit(ui.LineSummary, struct {
+			Passes    int         `json:"passes"`
+			Totals    any         `json:"totals"`
+			Conflicts []any       `json:"conflicts"`
+			RU        ui.RUReport `json:"ru"`
+		}{f.passes, total, values, ru})
 	} else {
-		fmt.Fprintf(o.out, "followed for %d pass(es): %s, %d conflict(s), %d dead letter(s)\n", f.passes, read, len(f.conflicts), f.deadLetters)
+		fmt.Fprintf(o.Out(), "followed for %d pass(es): %s, %d conflict(s), %d dead letter(s)\n", f.passes, read, len(f.conflicts), f.deadLetters)
 		for i, c := range f.listed() {
 			if i == maxConflictsShown {
-				fmt.Fprintf(o.out, "  … and %d more\n", len(f.conflicts)-i)
+				fmt.Fprintf(o.Out(), "  … and %d more\n", len(f.conflicts)-i)
 				break
 			}
-			c.writeText(o.out)
+			io.WriteString(o.Out(), c.text)
 		}
-		ru.writeText(o.out)
+		ru.WriteText(o.Out())
 	}
 	if err != nil {
 		return err
@@ -394,47 +383,45 @@ func followedSummary(o *output, f followed, total any, ru ruReport, read string,
 	return f.exit(filepath.Join(stateDir, deadLetters))
 }
 
-// writeWindowText prints the text summary of a replay or reverse s with
+// writeWindowText prints the text summary of a replay or reverse r with
 // its request units ru, its last line saying how it ended (end).
-func writeWindowText(w io.Writer, words wayWords, s windowSummary, ru ruReport, end ending) error {
-	ws, t := s.window(), s.tally()
-	text, err := s.text()
-	if err != nil {
-		return err
-	}
+func writeWindowText(w io.Writer, words wayWords, r windowReport, ru ui.RUReport, end ending) error {
+	ws, t := r.window, r.tally
 	if ws.DryRun {
 		fmt.Fprintf(w, "DRY RUN: nothing was written; the counts say what %s would do.\n", words.name)
 	}
 	fmt.Fprintf(w, "%s of %s changed since %s\n\n", words.name, words.reads, ws.Since)
-	io.WriteString(w, text.counts)
+	if err := writeCountTable(w, r.counts); err != nil {
+		return err
+	}
 	if err := writeWarnings(w, ws.Warnings); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
-	io.WriteString(w, text.writes)
-	ru.writeText(w)
+	io.WriteString(w, r.writes)
+	ru.WriteText(w)
 	if !writeDeadLetterCount(w, t.deadLetters, ws.DeadLetterFile) {
 		for _, dl := range ws.DeadLetters {
 			fmt.Fprintf(w, "  %s %s/%s: %s\n", dl.Table, dl.PartitionKey, dl.RowKey, dl.Reason)
 		}
 	}
-	fmt.Fprintf(w, "conflicts: %d %s, %s\n", t.conflicts, would(ws.DryRun, "left unresolved"), text.forced)
-	writeConflicts(w, s.conflicts())
-	io.WriteString(w, text.plan)
+	fmt.Fprintf(w, "conflicts: %d %s, %s\n", t.conflicts, would(ws.DryRun, "left unresolved"), r.forced)
+	writeConflicts(w, r.conflicts)
+	io.WriteString(w, r.plan)
 	return writeWindowEnd(w, words, end, t, ws.DryRun)
 }
 
 // startStatus prints what a replay or reverse reads (what: "rows" or
 // "docs") and how.
-func (w windowFlags) startStatus(o *output, what string, since time.Time, dryRun bool) {
+func (w windowFlags) startStatus(o *ui.Output, what string, since time.Time, dryRun bool) {
 	if w.Follow {
-		o.status("following %s changed since %s: a pass every %s, each from the newest change read less %s; SIGINT, SIGTERM or SIGHUP stops after the pass in progress",
+		o.Status("following %s changed since %s: a pass every %s, each from the newest change read less %s; SIGINT, SIGTERM or SIGHUP stops after the pass in progress",
 			what, since.Format(time.RFC3339Nano), w.Interval, w.Skew)
 		return
 	}
-	o.status("%s changed since %s", what, since.Format(time.RFC3339Nano))
+	o.Status("%s changed since %s", what, since.Format(time.RFC3339Nano))
 	if dryRun {
-		o.status("dry run: nothing will be written")
+		o.Status("dry run: nothing will be written")
 	}
 }
 
@@ -469,9 +456,9 @@ type tally struct {
 	ran bool
 	// read counts the changes read; written the writes (in a dry run:
 	// those it would do); conflicts those left unresolved; deadLetters
-	// what was dead-lettered.
-	read, written, conflicts, deadLetters int64
-	// ruDocs are the docs the request units are spread over (ruReport).
+	// what was dead-lettered; unchanged what needed no write.
+	read, written, conflicts, deadLetters, unchanged int64
+	// ruDocs are the docs the request units are spread over (ui.RUReport).
 	ruDocs int64
 	// newest is the time of the newest change applied (nil: none).
 	newest *time.Time
@@ -502,57 +489,7 @@ type wayWords struct {
 	// deadLetterFile is the name of the dead-letter file in --state-dir.
 	deadLetterFile string
 	// observed are the words of its progress lines.
-	observed observeWords
-}
-
-// workingProgress is the progress p (nil: none) of an engine that calls
-// atWork at each report, first: what the command says only once the
-// engine is at work.
-type workingProgress struct {
-	p      migrate.Progress
-	atWork func()
-}
-
-func (w workingProgress) Total(table string, rows int64) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Total(table, rows)
-	}
-}
-
-func (w workingProgress) Resumed(table string, n int64) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Resumed(table, n)
-	}
-}
-
-func (w workingProgress) Advance(table string, n int64) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Advance(table, n)
-	}
-}
-
-func (w workingProgress) TableDone(table string) {
-	w.atWork()
-	if w.p != nil {
-		w.p.TableDone(table)
-	}
-}
-
-func (w workingProgress) Message(msg string) {
-	w.atWork()
-	if w.p != nil {
-		w.p.Message(msg)
-	}
-}
-
-// Outcome passes o on to p when p hears outcomes.
-func (w workingProgress) Outcome(group string, o migrate.Outcome) {
-	if op, ok := w.p.(migrate.OutcomeProgress); ok {
-		op.Outcome(group, o)
-	}
+	observed ui.Words
 }
 
 // windowLine is the summary line of a replay or reverse with --output
@@ -561,7 +498,7 @@ func (w workingProgress) Outcome(group string, o migrate.Outcome) {
 type windowLine struct {
 	complete bool
 	summary  any
-	ru       ruReport
+	ru       ui.RUReport
 }
 
 func (l windowLine) MarshalJSON() ([]byte, error) {
@@ -637,13 +574,13 @@ func whatIsDone(dryRun bool, what, done string) string {
 }
 
 // writeConflicts prints the first maxConflictsShown of conflicts.
-func writeConflicts(w io.Writer, conflicts []windowConflict) {
+func writeConflicts(w io.Writer, conflicts []listedConflict) {
 	for i, c := range conflicts {
 		if i == maxConflictsShown {
 			fmt.Fprintf(w, "  … and %d more (--output json lists up to 1000)\n", len(conflicts)-maxConflictsShown)
 			break
 		}
-		c.writeText(w)
+		io.WriteString(w, c.text)
 	}
 }
 
@@ -676,7 +613,7 @@ var replayWords = wayWords{
 	deadLettered:   "row(s)",
 	followed:       "%d row(s) read, %d written",
 	deadLetterFile: migrate.ReplayDeadLetterFile,
-	observed:       rowsToDocs,
+	observed:       ui.RowsToDocs,
 }
 
 // reverseWords are the words of reverse.
@@ -687,5 +624,5 @@ var reverseWords = wayWords{
 	deadLettered:   "doc(s)",
 	followed:       "%d doc(s) read, %d row(s) written",
 	deadLetterFile: migrate.ReverseDeadLetterFile,
-	observed:       docsToRows,
+	observed:       ui.DocsToRows,
 }

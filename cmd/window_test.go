@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
+	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -110,7 +111,7 @@ func TestSinceBeforeTheMigrationWarns(t *testing.T) {
 		{broken, time.Date(2026, 11, 9, 0, 0, 0, 0, time.UTC), "reverse: " + filepath.Join(broken, migrate.StateFile) + " cannot be read, so --since is not checked against when the migration started\n"},
 	} {
 		var out, errOut bytes.Buffer
-		warnReach(newOutput("reverse", &out, &errOut, false, true), tc.dir, tc.since)
+		warnReach(ui.NewOutput("reverse", &out, &errOut, false, true, nil), tc.dir, tc.since)
 		if errOut.String() != tc.want || out.Len() != 0 {
 			t.Errorf("since %s: stderr %q, want %q (stdout %q)", tc.since, errOut.String(), tc.want, out.String())
 		}
@@ -126,7 +127,7 @@ func TestReplayWarnsOfASinceBeforeTheMigration(t *testing.T) {
 	lines := checkJSONRun(t, "replay --dry-run", code, stdout, stderr, true)
 	var warnings []string
 	for _, l := range lines {
-		if l.Type == lineWarning {
+		if l.Type == ui.LineWarning {
 			warnings = append(warnings, l.str("message"))
 		}
 	}

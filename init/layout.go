@@ -8,6 +8,8 @@ import (
 	"math"
 	"regexp"
 	"strings"
+
+	"github.com/bifrost/bifrost-migrate/internal/words"
 )
 
 // Layout is the full set of resources init provisions in one database.
@@ -62,6 +64,10 @@ type CompositePath struct {
 // policy says; comparisons treat it as always excluded.
 const etagPath = `/"_etag"/?`
 
+// decodeErrorLimit is how many characters of the JSON decoder's message
+// a Parse error keeps.
+const decodeErrorLimit = 200
+
 // Parse decodes a layout file. Unknown fields are errors, so that a typo
 // does not silently drop a setting. It does not validate; call Validate.
 func Parse(data []byte) (Layout, error) {
@@ -69,7 +75,13 @@ func Parse(data []byte) (Layout, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&l); err != nil {
-		return Layout{}, fmt.Errorf("container definitions: %w", err)
+		// The decoder's message quotes an unknown field's name whole,
+		// however long: it is cut.
+		msg, cut := words.Cut(err.Error(), decodeErrorLimit)
+		if cut {
+			msg += "…"
+		}
+		return Layout{}, fmt.Errorf("container definitions: %s", msg)
 	}
 	if dec.More() {
 		return Layout{}, errors.New("container definitions: more than one JSON value")
@@ -89,6 +101,16 @@ type ValidationError struct {
 
 func (e *ValidationError) Error() string {
 	return "invalid container definitions:\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// IDRule says what the id of a Cosmos DB database or container may be
+// (ValidID).
+const IDRule = `1-255 characters without "/", "\", "?", "#" or surrounding spaces`
+
+// ValidID reports whether id may name a Cosmos DB database or container:
+// IDRule.
+func ValidID(id string) bool {
+	return containerID.MatchString(id) && strings.TrimSpace(id) == id
 }
 
 var (
@@ -111,7 +133,7 @@ func (l Layout) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, c := range l.Containers {
-		name := fmt.Sprintf("container %q", c.ID)
+		name := "container " + words.Quote(c.ID)
 		if c.ID == "" {
 			name = fmt.Sprintf("container #%d", i+1)
 		}
@@ -119,8 +141,8 @@ func (l Layout) Validate() error {
 		switch {
 		case c.ID == "":
 			add("id is missing")
-		case !containerID.MatchString(c.ID) || strings.TrimSpace(c.ID) != c.ID:
-			add(`id must be 1-255 characters without "/", "\", "?", "#" or surrounding spaces`)
+		case !ValidID(c.ID):
+			add("id must be " + IDRule)
 		case seen[c.ID]:
 			add("defined twice")
 		}
@@ -129,7 +151,7 @@ func (l Layout) Validate() error {
 	}
 	for _, b := range l.BlobContainers {
 		if !blobContainer.MatchString(b) {
-			p = append(p, fmt.Sprintf("blob container %q: name must be 3-63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit", b))
+			p = append(p, fmt.Sprintf("blob container %s: name must be 3-63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit", words.Quote(b)))
 		}
 	}
 	if len(p) > 0 {
@@ -155,11 +177,11 @@ func (c Container) validate(name string) []string {
 			add("partitionKey kind MultiHash takes at most 3 paths, it has %d", len(pk.Paths))
 		}
 	default:
-		add("partitionKey.kind %q must be Hash or MultiHash", kind)
+		add("partitionKey.kind %s must be Hash or MultiHash", words.Quote(kind))
 	}
 	for _, path := range pk.Paths {
 		if !plainPath(path) {
-			add("partitionKey path %q must be a property path such as \"/scope\"", path)
+			add("partitionKey path %s must be a property path such as \"/scope\"", words.Quote(path))
 		}
 	}
 	if v := pk.Version; v != 0 && v != 1 && v != 2 {
@@ -189,7 +211,7 @@ func (ip IndexingPolicy) validate(name string) []string {
 		}
 		return p
 	default:
-		add("indexingPolicy.indexingMode %q must be consistent or none", ip.IndexingMode)
+		add("indexingPolicy.indexingMode %s must be consistent or none", words.Quote(ip.IndexingMode))
 	}
 	root := false
 	included := map[string]bool{}
@@ -205,10 +227,10 @@ func (ip IndexingPolicy) validate(name string) []string {
 				root = true
 			}
 			if why := indexPathProblem(path.Path); why != "" {
-				add("indexingPolicy.%s: path %q %s", set.field, path.Path, why)
+				add("indexingPolicy.%s: path %s %s", set.field, words.Quote(path.Path), why)
 			}
 			if set.field == "excludedPaths" && included[path.Path] {
-				add("indexingPolicy: path %q is in both includedPaths and excludedPaths: a path is either indexed or not", path.Path)
+				add("indexingPolicy: path %s is in both includedPaths and excludedPaths: a path is either indexed or not", words.Quote(path.Path))
 			}
 		}
 	}
@@ -221,12 +243,12 @@ func (ip IndexingPolicy) validate(name string) []string {
 		}
 		for _, cp := range ci {
 			if !compositePath(cp.Path) {
-				add("indexingPolicy.compositeIndexes[%d]: path %q must be a property path without wildcards such as \"/workspace_id\" (no \"/?\" or \"/*\"; array elements as \"[]\")", i, cp.Path)
+				add("indexingPolicy.compositeIndexes[%d]: path %s must be a property path without wildcards such as \"/workspace_id\" (no \"/?\" or \"/*\"; array elements as \"[]\")", i, words.Quote(cp.Path))
 			}
 			switch strings.ToLower(cp.Order) {
 			case "", "ascending", "descending":
 			default:
-				add("indexingPolicy.compositeIndexes[%d]: path %q has order %q, it must be ascending or descending", i, cp.Path, cp.Order)
+				add("indexingPolicy.compositeIndexes[%d]: path %s has order %s, it must be ascending or descending", i, words.Quote(cp.Path), words.Quote(cp.Order))
 			}
 		}
 	}
@@ -261,7 +283,7 @@ func indexPathProblem(s string) string {
 		case strings.ContainsAny(seg, "*?"):
 			return `has a wildcard before its last segment: "*" and "?" may only end a path ("/path/*" or "/path/?"); array elements are "[]"`
 		case strings.HasPrefix(seg, "[") && seg != "[]" && !(tuple && arrayPosition(seg)):
-			return fmt.Sprintf(`has the segment %q: the elements of an array are addressed all at once as "[]"`, seg)
+			return fmt.Sprintf(`has the segment %s: the elements of an array are addressed all at once as "[]"`, words.Quote(seg))
 		}
 	}
 	if segs[last] != "?" && segs[last] != "*" {

@@ -2,10 +2,8 @@ package migrate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -32,24 +30,24 @@ func factsOf(idx transform.BlobIndex, row transform.Row) transform.BlobFacts {
 }
 
 // uploadBlobs uploads the blobs a row's doc needs, create-only and in
-// order (SPEC §8), for run, replay and reverse alike. It returns how many
-// blobs it created and their bytes (an identical blob already there is
-// not counted); a blob that exists with other content makes the row a
-// dead letter, whose reason it returns (not an error); any other failure
-// is an error naming the row and the blob.
-func uploadBlobs(ctx context.Context, blobs BlobStore, row transform.Row, uploads []transform.Upload) (created, bytes int64, deadLetter string, err error) {
+// order (SPEC §8), for run, replay and reverse alike, each answer taken by
+// ruleUploadBlob (settle): a blob that exists with other content (the
+// blob store compares it: the same content is success) or that the
+// service refuses makes the row a dead letter, its reason in f. It
+// returns how many blobs it created and their bytes (an identical blob
+// already there is not counted) and the step: stepOn when every blob is
+// there, stepDeadLetter, or stepStop with the error, naming the row and
+// the blob.
+func uploadBlobs(ctx context.Context, blobs BlobStore, row transform.Row, uploads []transform.Upload, f *fate) (created, bytes int64, s step, err error) {
 	for _, u := range uploads {
 		ok, err := blobs.PutIfAbsent(ctx, u.Path, u.Data, u.ContentType)
-		switch {
-		case errors.Is(err, store.ErrBlobConflict):
-			return created, bytes, fmt.Sprintf("blob %s already exists with different content", u.Path), nil
-		case err != nil:
-			return created, bytes, "", fmt.Errorf("%s %s/%s: upload blob %s: %w", row.Table, row.PartitionKey, row.RowKey, u.Path, err)
+		if s, err := ruleUploadBlob.settle(err, "blob "+u.Path+" ", f); s != stepOn {
+			return created, bytes, s, wrapIf(err, fmt.Sprintf("%s %s/%s: upload blob %s", row.Table, row.PartitionKey, row.RowKey, u.Path))
 		}
 		if ok {
 			created++
 			bytes += int64(len(u.Data))
 		}
 	}
-	return created, bytes, "", nil
+	return created, bytes, stepOn, nil
 }

@@ -118,41 +118,48 @@ func TestPoolFirstErrorStops(t *testing.T) {
 	}
 }
 
-// TestPipelineCommitsInOrder: batches are committed in the source's order
-// whatever order their writes end in, and nothing is committed from the
-// first batch with a failed write on.
-func TestPipelineCommitsInOrder(t *testing.T) {
+// TestCommitInOrder: pages are committed in read order whatever order
+// their writes (through the pool) end in, and nothing is committed from
+// the first page with a failed write on.
+func TestCommitInOrder(t *testing.T) {
 	for _, failAt := range []int{-1, 2} {
 		var committed []int
 		fail := errors.New("write failed")
-		p := pipeline[int]{
-			flow:   fixedFlow(8),
-			writes: func(it *int) bool { return *it%2 == 0 },
-			write: func(ctx context.Context, it *int) error {
-				if *it/10 == failAt {
-					return fail
-				}
+		pool := newPool(context.Background(), fixedFlow(8))
+		pages := make(chan *page, pagesInFlight)
+		done := make(chan error, 1)
+		go func() {
+			done <- commitInOrder(pages, func(p *page) error {
+				committed = append(committed, p.items[0].docSize/10)
 				return nil
-			},
-			commit: func(b *batch[int]) error {
-				committed = append(committed, b.items[0]/10)
-				return nil
-			},
-		}
-		err := p.run(context.Background(), func(ctx context.Context, emit func(*batch[int]) error) error {
-			for i := range 5 {
-				if err := emit(&batch[int]{items: []int{i * 10, i*10 + 1, i*10 + 2}}); err != nil {
-					return err
+			})
+		}()
+		for i := range 5 {
+			p := &page{items: []item{{docSize: i * 10}, {docSize: i*10 + 1}, {docSize: i*10 + 2}}}
+			for j := range p.items {
+				p.pending.Add(1)
+				if err := pool.Go(func(context.Context) error {
+					defer p.pending.Done()
+					runtime.Gosched()
+					if i == failAt && j == 1 {
+						p.failed.Store(true)
+						return fail
+					}
+					return nil
+				}); err != nil {
+					p.pending.Done()
 				}
 			}
-			return nil
-		})
+			pages <- p
+		}
+		close(pages)
+		err := errors.Join(pool.Wait(), <-done)
 		want := []int{0, 1, 2, 3, 4}
 		if failAt >= 0 {
 			want = want[:failAt]
 		}
 		if fmt.Sprint(committed) != fmt.Sprint(want) || (failAt >= 0) != errors.Is(err, fail) {
-			t.Errorf("failing batch %d: committed %v (want %v), error %v", failAt, committed, want, err)
+			t.Errorf("failing page %d: committed %v (want %v), error %v", failAt, committed, want, err)
 		}
 	}
 }
@@ -182,29 +189,32 @@ func TestAttempts(t *testing.T) {
 	}
 }
 
-// TestSettle: the one function that acts on a write's answer, for every
-// fault kind and every write of the engines (their rules): W written, G
-// gone (done), A again, R refused (a dead letter), F failed (the engine
-// stops with the error). The letters go by store.FaultKinds, after
-// NoFault.
+// TestSettle: the one function that acts on an answer, for every fault
+// kind and every request of the engines (their rules): W written (go
+// on), G gone (done), A again, R refused (a dead letter), F failed (the
+// engine stops with the error). The letters go by store.FaultKinds, after
+// NoFault. An answer that says the item changed meanwhile (A, G) is
+// counted by kind.
 func TestSettle(t *testing.T) {
 	kinds := append([]store.FaultKind{store.NoFault}, store.FaultKinds()...)
-	letters := map[answer]byte{answerWritten: 'W', answerGone: 'G', answerAgain: 'A', answerRefused: 'R', answerFailed: 'F'}
+	letters := map[step]byte{stepOn: 'W', stepGone: 'G', stepAgain: 'A', stepDeadLetter: 'R', stepStop: 'F'}
 	for _, tc := range []struct {
 		name string
-		rule writeRule
+		rule rule
 		// by kind: none, throttled, transient, unreachable, exists,
 		// changed, not found, refused, auth, fatal
 		want string
 	}{
 		{"run: upsert a doc", ruleUpsert, "WFFFFFFRFF"},
-		{"replay: read a doc", ruleReadDoc, "WFFFFFFRFF"},
+		{"replay, reverse, the prunes: read a doc", ruleReadDoc, "WFFFFFFRFF"},
+		{"replay, reverse, the prunes: look up a row", ruleReadRow, "WFFFFFFRFF"},
 		{"replay: create or replace a doc", ruleWriteDoc, "WFFFAAARFF"},
 		{"replay's prune: delete a doc", rulePruneDoc, "WFFFAAGRFF"},
 		{"reverse: insert or replace a row", ruleWriteRow, "WFFFAAARFF"},
 		{"reverse: delete a stale index row", ruleRemoveRow, "WFFFAAGRFF"},
 		{"reverse: record the sync on a doc", ruleRecordSync, "WFFFAAGRFF"},
 		{"reverse's prune: delete a row", rulePruneRow, "WFFFAAARFF"},
+		{"run, replay, reverse: upload a blob", ruleUploadBlob, "WFFFRFFRFF"},
 	} {
 		if len(tc.want) != len(kinds) {
 			t.Fatalf("%s: %d answers for %d kinds", tc.name, len(tc.want), len(kinds))
@@ -214,22 +224,38 @@ func TestSettle(t *testing.T) {
 			if k != store.NoFault {
 				err = fmt.Errorf("item x: %w", &store.Fault{Kind: k, Status: 499, Reason: "the " + k.String() + " answer"})
 			}
-			a, dl, stop := tc.rule.settle(err, "item x: ")
-			if letters[a] != tc.want[i] {
-				t.Errorf("%s, %s: %c, want %c", tc.name, k, letters[a], tc.want[i])
+			var f fate
+			s, stop := tc.rule.settle(err, "item x: ", &f)
+			if letters[s] != tc.want[i] {
+				t.Errorf("%s, %s: %c, want %c", tc.name, k, letters[s], tc.want[i])
 			}
 			wantDL := ""
-			if a == answerRefused {
+			switch {
+			case s == stepDeadLetter && k == store.Exists:
+				wantDL = "item x: " + tc.rule.exists
+			case s == stepDeadLetter:
 				wantDL = "item x: " + tc.rule.refusal + " (499): the refused answer"
 			}
-			if dl != wantDL || (a == answerFailed) != (stop != nil) || stop != nil && stop != err {
-				t.Errorf("%s, %s: dead letter %q, stop %v; want %q and the error itself only when it fails", tc.name, k, dl, stop, wantDL)
+			if f.deadLetter != wantDL || (s == stepStop) != (stop != nil) || stop != nil && stop != err {
+				t.Errorf("%s, %s: dead letter %q, stop %v; want %q and the error itself only when it fails", tc.name, k, f.deadLetter, stop, wantDL)
+			}
+			var want changes
+			if s == stepAgain || s == stepGone {
+				want = map[store.FaultKind]changes{store.Exists: {exists: 1}, store.Changed: {changed: 1}, store.NotFound: {gone: 1}}[k]
+			}
+			if f.changes != want {
+				t.Errorf("%s, %s: changes counted %+v, want %+v", tc.name, k, f.changes, want)
 			}
 		}
 		// An error that carries no fault (the tool's own) stops the engine.
-		if a, _, stop := tc.rule.settle(errors.New("disk full"), ""); a != answerFailed || stop == nil {
-			t.Errorf("%s: an error of the tool's: %d, %v", tc.name, a, stop)
+		if s, stop := tc.rule.settle(errors.New("disk full"), "", &fate{}); s != stepStop || stop == nil {
+			t.Errorf("%s: an error of the tool's: %d, %v", tc.name, s, stop)
 		}
+	}
+	// The blob stores' conflict is an answer of kind exists.
+	var f fate
+	if s, _ := ruleUploadBlob.settle(fmt.Errorf("blob x: %w", store.ErrBlobConflict), "blob x ", &f); s != stepDeadLetter || f.deadLetter != "blob x already exists with different content" {
+		t.Errorf("a blob conflict: %c, %q", letters[s], f.deadLetter)
 	}
 }
 

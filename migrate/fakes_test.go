@@ -50,14 +50,37 @@ func fixtureBlobs(t testing.TB) *fakes.Blobs {
 // recordingProgress records what the pipeline reports.
 type recordingProgress struct {
 	mu       sync.Mutex
+	counting []string
 	totals   map[string]int64
+	read     map[string]int64
 	advanced map[string]int64
+	outcomes Outcome
 	done     []string
 	messages []string
 }
 
 func newRecordingProgress() *recordingProgress {
-	return &recordingProgress{totals: map[string]int64{}, advanced: map[string]int64{}}
+	return &recordingProgress{totals: map[string]int64{}, read: map[string]int64{}, advanced: map[string]int64{}}
+}
+
+func (p *recordingProgress) Counting(tables []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.counting = append(p.counting, tables...)
+}
+
+func (p *recordingProgress) Read(table string, n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.read[table] += n
+}
+
+func (p *recordingProgress) Outcome(_ string, o Outcome) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.outcomes.Written += o.Written
+	p.outcomes.DeadLetters += o.DeadLetters
+	p.outcomes.Conflicts += o.Conflicts
 }
 
 func (p *recordingProgress) Total(table string, n int64) {

@@ -55,9 +55,10 @@ type PassReport struct {
 }
 
 // Follow runs pass again and again (SPEC §16): each pass applies what
-// changed since the previous pass's watermark (the newest change it read)
-// less opts.Skew, never going back before where the previous pass
-// started; between passes it waits opts.Interval. onPass hears each pass
+// changed since the previous pass's watermark (the newest change it read,
+// or when it started if that was earlier: watermark) less opts.Skew,
+// never going back before where the previous pass started; between
+// passes it waits opts.Interval. onPass hears each pass
 // that ended. When ctx ends, the pass in progress runs to its end (it gets
 // a context that ctx's end does not cancel) and Follow returns nil: an
 // operator's SIGINT, SIGTERM or SIGHUP stops following cleanly. A pass's error
@@ -89,7 +90,7 @@ func Follow(ctx context.Context, opts FollowOptions, pass func(ctx context.Conte
 		rep := PassReport{Pass: n, Started: start, Since: since, PassResult: res, Took: end.Sub(start)}
 		if !res.Newest.IsZero() {
 			rep.Lag = end.Sub(res.Newest)
-			if next := res.Newest.Add(-opts.Skew); next.After(since) {
+			if next := watermark(res.Newest, start).Add(-opts.Skew); next.After(since) {
 				since = next
 			}
 		}
@@ -100,4 +101,17 @@ func Follow(ctx context.Context, opts FollowOptions, pass func(ctx context.Conte
 			return nil // interrupted between passes
 		}
 	}
+}
+
+// watermark is where the pass after one that started at start and read
+// changes up to newest reads from, before the skew: newest, but never
+// later than start. A pass reads its ranges over time, so a change
+// written while it read, to a range it had already read, is not among
+// what it read, while a later change to a range it read afterwards may
+// be: only the changes before its start are all behind it.
+func watermark(newest, start time.Time) time.Time {
+	if newest.After(start) {
+		return start
+	}
+	return newest
 }

@@ -72,3 +72,21 @@ func TestFollowStopsOnAPassError(t *testing.T) {
 		t.Errorf("err %v, want boom", err)
 	}
 }
+
+// The next pass reads from the newest change a pass read, never later
+// than when the pass started (before the skew).
+func TestWatermark(t *testing.T) {
+	start := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		newest, want time.Time
+	}{
+		{start.Add(-time.Hour), start.Add(-time.Hour)}, // all it read came before it started
+		{start, start},
+		{start.Add(time.Second), start}, // a change written while it read: others may have been missed
+		{start.Add(time.Hour), start},
+	} {
+		if got := watermark(tc.newest, start); !got.Equal(tc.want) {
+			t.Errorf("newest %s: watermark %s, want %s", tc.newest, got, tc.want)
+		}
+	}
+}

@@ -8,15 +8,7 @@ import (
 )
 
 // What the prunes of replay (replay_prune.go) and reverse
-// (reverse_prune.go) share: their sources in memory, the list of migrated
-// docs, the keys of rows.
-
-// sliceSource is the source of items already in memory: one batch.
-func sliceSource[T any](items []T) itemSource[T] {
-	return func(_ context.Context, emit func(*batch[T]) error) error {
-		return emit(&batch[T]{items: items})
-	}
-}
+// (reverse_prune.go) share: the list of migrated docs, the keys of rows.
 
 // listMigrated calls fn, for every doc of both containers that carries
 // _migration, with its container, the source row _migration names, and

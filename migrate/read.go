@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/store"
-	"github.com/bifrost/bifrost-migrate/transform"
 )
 
 // scan is one table read of a command: the table (its name without the
@@ -25,78 +24,62 @@ type tableRead struct {
 }
 
 // scanBuffer is the pages a started scan keeps ready beside what
-// store.ScanRanges itself reads ahead: none, a page is handed over when
-// the writes take it. ScanRanges's read-ahead keeps them fed, and a page
-// held is megabytes: one here and two ahead in ScanRanges, instead of
-// none and one, were 10 MB of a run's peak RSS (75.9 against 65.6 MB).
+// store.ScanSpans itself reads ahead: none, a page is handed over when
+// the writes take it. ScanSpans's read-ahead keeps them fed, and a page
+// held is megabytes: one here and two ahead in the scan, instead of none
+// and one, were 10 MB of a run's peak RSS (75.9 against 65.6 MB).
 const scanBuffer = 0
 
-// startReads starts the scans of a command in order (SPEC §14, Latency):
-// each one is read in key ranges at once (store.ScanRanges, split by
-// store.Splits), and the next one starts as soon as the one before has
-// read its last page, so that the next table is read while the current
-// one is still being written. Memory stays bounded: each scan holds at
-// most scanBuffer pages beyond what ScanRanges reads ahead. The reads end
-// with ctx; wait waits for them to end.
+// startReads starts the scans of a command (SPEC §14, Latency): one
+// store.ScanSpans of them all, each table split by store.Splits, so that
+// every key range of every table is read at once and a pass takes about
+// the time of its slowest range; the pages reach each scan's reader in
+// key order, one table after the other, so that rows are judged in run's
+// read order (SPEC §10) and checkpoints stay exact. Memory stays bounded:
+// each scan holds at most scanBuffer pages beyond what ScanSpans reads
+// ahead. The reads end with ctx; wait waits for them to end.
 func startReads(ctx context.Context, src store.PageReader, prefix string, scans []scan) (reads []*tableRead, wait func()) {
 	reads = make([]*tableRead, len(scans))
+	spans := make([]store.Span, len(scans))
 	for i, s := range scans {
 		reads[i] = &tableRead{scan: s, pages: make(chan store.Page, scanBuffer), done: make(chan struct{})}
+		spans[i] = store.Span{Table: s.table, Query: s.q, Splits: store.Splits(s.table)}
 	}
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		for _, rd := range reads {
-			rd.err = store.ScanRanges(ctx, src, prefix, rd.table, rd.q, store.Splits(rd.table), func(p store.Page) error {
-				select {
-				case rd.pages <- p:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			})
-			close(rd.pages)
-			close(rd.done)
-			if rd.err != nil {
-				failRest(reads, rd)
-				return
+		open := 0 // the first scan not ended
+		err := store.ScanSpans(ctx, src, prefix, spans, func(i int, p store.Page) error {
+			select {
+			case reads[i].pages <- p:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
+			if p.Next.IsZero() {
+				reads[i].close(nil)
+				open = i + 1
+			}
+			return nil
+		})
+		for _, rd := range reads[open:] {
+			rd.close(err) // nil only when every scan passed its last page
 		}
 	}()
 	return reads, func() { <-finished }
 }
 
-// failRest ends the scans after failed (which failed, or was stopped) with
-// ctx's error, so that nobody waits for them.
-func failRest(reads []*tableRead, failed *tableRead) {
-	after := false
-	for _, rd := range reads {
-		if after {
-			rd.err = failed.err
-			close(rd.pages)
-			close(rd.done)
-		}
-		after = after || rd == failed
-	}
+// close ends the read with err (nil: read to the end).
+func (rd *tableRead) close(err error) {
+	rd.err = err
+	close(rd.pages)
+	close(rd.done)
 }
 
-// readSource is the itemSource of a started scan: its pages, each a batch
-// of items decided in read order by decide; a line per page to log.
-func readSource[T any](rd *tableRead, log func(string, ...any), decide func(transform.Row) T) itemSource[T] {
-	return func(ctx context.Context, emit func(*batch[T]) error) error {
-		for p := range rd.pages {
-			logPage(log, rd.table, rd.q, p)
-			b := &batch[T]{next: p.Next, items: make([]T, len(p.Rows))}
-			for i, row := range p.Rows {
-				b.items[i] = decide(row)
-			}
-			if err := emit(b); err != nil {
-				return err
-			}
-		}
-		<-rd.done
-		return rd.err
-	}
+// end waits for the read to end and returns its error (nil: read to the
+// end); the caller has taken its pages, or stopped the read.
+func (rd *tableRead) end() error {
+	<-rd.done
+	return rd.err
 }
 
 // logPage logs a line for a page read.
@@ -108,14 +91,33 @@ func logPage(log func(string, ...any), table string, q store.Query, p store.Page
 	}
 }
 
-// tableSource is the itemSource of one table, read when the source is
-// (startReads of that table alone).
-func tableSource[T any](src store.PageReader, prefix, table string, q store.Query, log func(string, ...any), decide func(transform.Row) T) itemSource[T] {
-	return func(ctx context.Context, emit func(*batch[T]) error) error {
-		ctx, cancel := context.WithCancel(ctx)
-		reads, wait := startReads(ctx, src, prefix, []scan{{table, q}})
-		defer wait()
-		defer cancel()
-		return readSource(reads[0], log, decide)(ctx, emit)
+// readTables starts reading the scans at once (startReads), each table's
+// pages to be taken in turn; stop ends the reads and waits for them.
+func readTables(ctx context.Context, src store.PageReader, prefix string, scans []scan) (reads []*tableRead, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	reads, wait := startReads(ctx, src, prefix, scans)
+	return reads, func() {
+		cancel()
+		wait()
+	}
+}
+
+// eachPage calls fn with each page rd reads, in order, until the read
+// ends (its error: nil at the end), fn fails (its error), or pool stops
+// first (a write failed, or ctx ended: the pool's context's error, which
+// passEnd leaves for the pool's own).
+func eachPage(pool *pool, rd *tableRead, fn func(store.Page) error) error {
+	for {
+		select {
+		case p, ok := <-rd.pages:
+			if !ok {
+				return rd.end()
+			}
+			if err := fn(p); err != nil {
+				return err
+			}
+		case <-pool.ctx.Done():
+			return pool.ctx.Err()
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
@@ -78,8 +79,24 @@ type ReplayCounts struct {
 	DeadLetters  int64 `json:"deadLetters"`
 }
 
-// Add adds o's counts to c.
-func (c *ReplayCounts) Add(o ReplayCounts) { addCounts(c, o) }
+// Add adds o's counts to c, field by field (TestCountsAddEveryField).
+func (c *ReplayCounts) Add(o ReplayCounts) {
+	c.Rows += o.Rows
+	c.Created += o.Created
+	c.Replaced += o.Replaced
+	c.Forced += o.Forced
+	c.Unchanged += o.Unchanged
+	c.Conflicts += o.Conflicts
+	c.Pruned += o.Pruned
+	c.ForcedPrunes += o.ForcedPrunes
+	c.PreconditionFailed += o.PreconditionFailed
+	c.CreateConflicts += o.CreateConflicts
+	c.DocVanished += o.DocVanished
+	c.DroppedIndex += o.DroppedIndex
+	c.KeptInTables += o.KeptInTables
+	c.Expired += o.Expired
+	c.DeadLetters += o.DeadLetters
+}
 
 // Writes returns the number of docs written: created, replaced, forced
 // and pruned.
@@ -172,66 +189,92 @@ const maxConflictFields = 50
 // it returns; when another process (a run or a replay) holds it, Replay
 // returns a *StateDirBusyError at once, having changed nothing.
 func Replay(ctx context.Context, opts ReplayOptions, deps ReplayDeps) (ReplaySummary, error) {
-	tables, err := transform.SelectTables(opts.Tables)
-	if err == nil {
-		err = deps.check(&opts)
-	}
+	r, err := newReplayer(opts, deps)
 	if err != nil {
 		return ReplaySummary{}, err
 	}
-	return inWindow(opts.Common, opts.WindowOptions, deps.Now, "replay", ReplayDeadLetterFile, func(sink deadLetterSink) (ReplaySummary, error) {
-		r, err := newReplayer(opts, deps, tables, sink)
-		if err != nil {
-			return ReplaySummary{}, err
-		}
-		err = windowWork(ctx, r, r.progress, r.log, r.opts.Prune)
-		return r.summary(), err
-	})
-}
-
-// check checks that d has the services opts need, and opts (whose
-// defaults it fills).
-func (d ReplayDeps) check(opts *ReplayOptions) error {
-	if d.Source == nil || d.Docs == nil || d.Blobs == nil {
-		return errors.New("migrate: Source, Docs and Blobs are required")
+	h, err := holdWindow(r.opts.Common, r.opts.KeepDeadLetters, r.now(), "replay", ReplayDeadLetterFile)
+	if err != nil {
+		return ReplaySummary{}, err
 	}
-	return checkWindow("ReplayOptions", &opts.Common, &opts.WindowOptions, d.Query != nil)
+	r.ledger.sink = h.sink
+	err = r.work(ctx)
+	return r.summary(), h.close(err)
 }
 
-// newReplayer returns the replay of tables, its dead letters recorded in
-// sink.
-func newReplayer(opts ReplayOptions, deps ReplayDeps, tables []string, sink deadLetterSink) (*replayer, error) {
-	w, err := newWindow[ReplayCounts, Conflict](&opts.Common, deps.Env, sink, deps.Docs, deps.Blobs, deps.Query)
+// newReplayer checks that deps has the services opts need, and opts
+// (whose defaults it fills), and returns the replay; nothing is read or
+// written yet.
+func newReplayer(opts ReplayOptions, deps ReplayDeps) (*replayer, error) {
+	tables, err := transform.SelectTables(opts.Tables)
 	if err != nil {
 		return nil, err
 	}
-	return &replayer{window: w, opts: opts, tables: tables, src: deps.Source, ids: transform.NewIDSet()}, nil
+	if deps.Source == nil || deps.Docs == nil || deps.Blobs == nil {
+		return nil, errors.New("migrate: Source, Docs and Blobs are required")
+	}
+	if err := checkWindow("ReplayOptions", &opts.WindowOptions, deps.Query != nil); err != nil {
+		return nil, err
+	}
+	e := newEngine(&opts.Common, deps.Env)
+	r := &replayer{engine: e, opts: opts, tables: tables, src: deps.Source, docs: deps.Docs, blobs: deps.Blobs, query: deps.Query,
+		ids: transform.NewIDSet(), ledger: newLedger(opts.DryRun, e.log), book: replayBook{counts: map[string]map[string]*ReplayCounts{}}}
+	if opts.DryRun {
+		r.docs, r.blobs = dryRunStore{inner: deps.Docs}, newDryRunBlobs(deps.Blobs)
+	}
+	return r, nil
 }
 
 // replayer is one invocation of Replay.
 type replayer struct {
-	window[ReplayCounts, Conflict]
-	opts    ReplayOptions
-	tables  []string
-	src     RowSource
+	engine
+	opts   ReplayOptions
+	tables []string
+	src    RowSource
+	// The Cosmos DB side, behind the dry run's decorators in a dry run.
+	docs    DocStore
+	blobs   BlobStore
+	query   DocQuerier
 	blobIdx transform.BlobIndex
 	ids     *transform.IDSet // used by the reading goroutine only
+	// ledger and book record what it did.
+	ledger *ledger
+	book   replayBook
 }
 
-// prepare lists the blob container once (blob facts) and starts the
-// pre-count, which stop ends.
-func (r *replayer) prepare(ctx context.Context) (stop func(), err error) {
+// work is the replay proper: it lists the blob container once (blob
+// facts), starts the pre-count, reads the tables' changes at once (every
+// key range of every table: readTables) and replays each table in order,
+// then prunes.
+func (r *replayer) work(ctx context.Context) error {
+	var err error
 	if r.blobIdx, err = listBlobs(ctx, r.blobs); err != nil {
-		return func() {}, err
+		return err
 	}
-	if !r.opts.CountRows {
-		return func() {}, nil
+	if r.opts.CountRows {
+		defer precount(ctx, r.src, r.opts.TablePrefix, r.tables, store.Query{Since: r.opts.Since}, r.progress)()
 	}
-	return precount(ctx, r.src, r.opts.TablePrefix, r.tables, store.Query{Since: r.opts.Since}, r.progress), nil
+	scans := make([]scan, len(r.tables))
+	for i, table := range r.tables {
+		scans[i] = scan{table, store.Query{Since: r.opts.Since}}
+	}
+	reads, stop := readTables(ctx, r.src, r.opts.TablePrefix, scans)
+	defer stop()
+	for _, rd := range reads {
+		r.log("reading %s: started", rd.table)
+		if err := r.pass(ctx, rd); err != nil {
+			return err
+		}
+		r.log("reading %s: finished", rd.table)
+		r.progress.TableDone(rd.table)
+	}
+	stop()
+	if !r.opts.Prune {
+		return nil
+	}
+	r.log("prune: started")
+	return r.prune(ctx)
 }
-
-// groups are the tables replay reads, in order.
-func (r *replayer) groups() []string { return r.tables }
 
 // replayItem is one row on its way through replay.
 type replayItem struct {
@@ -240,75 +283,121 @@ type replayItem struct {
 	res docResult
 }
 
-// pass replays the rows of table changed since Since: transforms them in
-// read order (collisions within the window are judged as run judges them)
-// and applies their docs through the pool.
-func (r *replayer) pass(ctx context.Context, table string) error {
-	q := store.Query{Since: r.opts.Since}
-	p := pipeline[replayItem]{
-		flow:   r.flow,
-		writes: func(it *replayItem) bool { return it.out.Disposition == transform.DispositionDoc },
-		write:  r.apply,
-		record: r.record,
+// pass replays the rows of one table changed since Since, which rd reads:
+// it transforms them in read order (collisions within the window are
+// judged as run judges them), applies their docs through the pool, and
+// records each row.
+func (r *replayer) pass(ctx context.Context, rd *tableRead) error {
+	pool := newPool(ctx, r.flow)
+	return pool.end(ctx, r.dispatch(pool, rd))
+}
+
+// dispatch transforms each row rd reads, in read order: a row with a doc
+// goes to the pool, to be applied and recorded (replayRow); any other is
+// recorded at once.
+func (r *replayer) dispatch(pool *pool, rd *tableRead) error {
+	return eachPage(pool, rd, func(p store.Page) error {
+		logPage(r.log, rd.table, rd.q, p)
+		for _, row := range p.Rows {
+			it := &replayItem{row: row, out: r.ids.Check(transform.Transform(row, factsOf(r.blobIdx, row), r.topts))}
+			var err error
+			if it.out.Disposition == transform.DispositionDoc {
+				err = pool.Go(func(ctx context.Context) error { return r.replayRow(ctx, it) })
+			} else {
+				err = r.record(it)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// replayRow applies the doc of one row (apply) and records the row.
+func (r *replayer) replayRow(ctx context.Context, it *replayItem) error {
+	if err := r.apply(ctx, it); err != nil {
+		return err
 	}
-	return p.run(ctx, tableSource(r.src, r.opts.TablePrefix, table, q, r.log, func(row transform.Row) replayItem {
-		return replayItem{row: row, out: r.ids.Check(transform.Transform(row, factsOf(r.blobIdx, row), r.topts))}
-	}))
+	return r.record(it)
 }
 
 // record counts the result of one row and records its dead letter, if
 // any.
 func (r *replayer) record(it *replayItem) error {
 	row, o, res := it.row, it.out, it.res
-	e := entry[ReplayCounts, Conflict]{group: row.Table, kind: o.Kind, newest: row.Timestamp}
-	reason := ""
+	c, reason := ReplayCounts{Rows: 1}, ""
+	e := entry{newest: row.Timestamp}
+	var conflict *Conflict
 	switch o.Disposition {
 	case transform.DispositionDroppedIndex:
-		e.count = func(c *ReplayCounts) { c.Rows++; c.DroppedIndex++ }
+		c.DroppedIndex++
 	case transform.DispositionKeptInTables:
-		e.count = func(c *ReplayCounts) { c.Rows++; c.KeptInTables++ }
+		c.KeptInTables++
 	case transform.DispositionExpired:
-		e.count = func(c *ReplayCounts) { c.Rows++; c.Expired++ }
+		c.Expired++
 	case transform.DispositionDeadLetter:
+		c.DeadLetters++
 		reason = o.DeadLetter
-		e.count = func(c *ReplayCounts) { c.Rows++; c.DeadLetters++ }
 	case transform.DispositionDoc:
-		res.tally(&e)
-		count := e.count
-		e.count = func(c *ReplayCounts) { c.Rows++; count(c) }
+		c.Add(res.counts())
+		conflict = res.tally(&e)
 		reason = res.deadLetter
 	}
 	for _, w := range o.Warnings {
 		e.warnings = append(e.warnings, w.Reason)
 	}
 	if reason != "" {
-		dl := newDeadLetter(row, row.Table, reason)
-		e.deadLetters = []DeadLetter{dl}
+		e.deadLetters = []DeadLetter{newDeadLetter(row, row.Table, reason)}
 	}
 	r.progress.Advance(row.Table, 1)
-	if !r.opts.DryRun && e.count != nil {
-		var c ReplayCounts
-		e.count(&c)
-		reportOutcome(r.progress, row.Table, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
+	if !r.opts.DryRun {
+		r.progress.Outcome(row.Table, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
 	}
-	return r.rec.add(e)
+	r.book.add(row.Table, o.Kind, c, conflict)
+	return r.ledger.add(e)
+}
+
+// replayBook is replay's counts by table and kind, and the conflicts it
+// lists. It is safe for concurrent use.
+type replayBook struct {
+	mu        sync.Mutex
+	counts    map[string]map[string]*ReplayCounts
+	conflicts []Conflict
+}
+
+// add adds c to the counts of kind in table, and lists conflict (when not
+// nil) while the list is not full.
+func (b *replayBook) add(table, kind string, c ReplayCounts, conflict *Conflict) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	countsOf(b.counts, table, kind).Add(c)
+	b.conflicts = listed(b.conflicts, conflict)
 }
 
 func (r *replayer) summary() ReplaySummary {
-	w, groups, conflicts := r.rec.summary(r.opts.Common, r.opts.WindowOptions, r.opts.StateDir, ReplayDeadLetterFile, r.now().Sub(r.start), r.tables)
-	s := ReplaySummary{WindowSummary: w, Tables: []ReplayTableSummary{}, Conflicts: conflicts}
+	s := ReplaySummary{Tables: []ReplayTableSummary{}}
+	s.WindowSummary = r.ledger.summary(r.opts.Common, r.opts.WindowOptions, r.opts.StateDir, ReplayDeadLetterFile, r.now().Sub(r.start))
+	r.ledger.mu.Lock()
+	s.RequestCharge = r.ledger.ru
+	r.ledger.mu.Unlock()
+	r.book.mu.Lock()
+	defer r.book.mu.Unlock()
+	for _, table := range r.tables {
+		ts := ReplayTableSummary{Table: table, Kinds: map[string]ReplayCounts{}}
+		for k, c := range r.book.counts[table] {
+			ts.Kinds[k] = *c
+			ts.ReplayCounts.Add(*c)
+		}
+		s.Tables = append(s.Tables, ts)
+		s.Totals.Add(ts.ReplayCounts)
+	}
+	s.Conflicts = append([]Conflict{}, r.book.conflicts...)
 	slices.SortFunc(s.Conflicts, func(a, b Conflict) int {
 		if c := transform.TableOrder(a.Table) - transform.TableOrder(b.Table); c != 0 {
 			return c
 		}
 		return transform.CompareKeys(a.PartitionKey, a.RowKey, b.PartitionKey, b.RowKey)
 	})
-	for _, g := range groups {
-		s.Tables = append(s.Tables, ReplayTableSummary{Table: g.name, Kinds: g.kinds, ReplayCounts: g.total})
-		s.Totals.Add(g.total)
-	}
-	r.rec.mu.Lock()
-	s.RequestCharge = r.rec.ru
-	r.rec.mu.Unlock()
 	return s
 }

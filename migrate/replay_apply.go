@@ -14,35 +14,42 @@ import (
 // replaced it; a warning, the start-overs, the blobs it created and the
 // request units it used.
 type docResult struct {
-	verdict      verdict
-	conflict     *Conflict
-	deadLetter   string
+	verdict  verdict
+	conflict *Conflict
+	// fate is what the answers made of it: its dead letter, the
+	// start-overs by kind.
+	fate
 	warning      string
-	starts       startOvers
 	blobs, bytes int64
 	ru           float64
 }
 
-// tally sets e's counts (and conflict, warning, blobs, request units)
-// from res. A doc that ended as a dead letter counts only as that.
-func (res docResult) tally(e *entry[ReplayCounts, Conflict]) {
-	e.count = func(c *ReplayCounts) {
-		if res.deadLetter != "" {
-			c.DeadLetters++
-		} else {
-			res.verdict.count(c)
-		}
-		c.PreconditionFailed += res.starts.changed
-		c.CreateConflicts += res.starts.exists
-		c.DocVanished += res.starts.gone
+// counts are what res adds to its table's counts: its verdict's count,
+// or for a doc that ended as a dead letter only that, and its start-overs.
+func (res docResult) counts() ReplayCounts {
+	var c ReplayCounts
+	if res.deadLetter != "" {
+		c.DeadLetters++
+	} else {
+		res.verdict.count(&c)
 	}
-	if res.deadLetter == "" {
-		e.conflict = res.conflict
-	}
+	c.PreconditionFailed += res.changes.changed
+	c.CreateConflicts += res.changes.exists
+	c.DocVanished += res.changes.gone
+	return c
+}
+
+// tally sets e's warning, blobs and request units from res, and returns
+// its conflict (nil for a doc that ended as a dead letter).
+func (res docResult) tally(e *entry) *Conflict {
 	if res.warning != "" {
 		e.warnings = append(e.warnings, res.warning)
 	}
 	e.blobs, e.blobBytes, e.ru = res.blobs, res.bytes, res.ru
+	if res.deadLetter != "" {
+		return nil
+	}
+	return res.conflict
 }
 
 // count adds one doc of verdict v to c.
@@ -100,7 +107,7 @@ func (r *replayer) apply(ctx context.Context, it *replayItem) error {
 	exhausted, err := attempts(ctx, r.opts.MaxAttempts, func() (bool, error) { return r.attempt(ctx, it, want, &uploaded) })
 	if exhausted {
 		res.deadLetter = fmt.Sprintf("the doc kept changing during replay: gave up after %d attempts (%d × 412, %d × 409, %d × 404); replay again",
-			r.opts.MaxAttempts, res.starts.changed, res.starts.exists, res.starts.gone)
+			r.opts.MaxAttempts, res.changes.changed, res.changes.exists, res.changes.gone)
 	}
 	return err
 }
@@ -117,12 +124,8 @@ func (r *replayer) attempt(ctx context.Context, it *replayItem, want wantedDoc, 
 	o, res := it.out, &it.res
 	raw, etag, found, ru, err := r.docs.Read(ctx, o.Container, o.Scope, o.ID)
 	res.ru += ru
-	switch a, dl, err := ruleReadDoc.settle(err, ""); a {
-	case answerRefused:
-		res.deadLetter = dl
-		return false, nil
-	case answerFailed:
-		return false, fmt.Errorf("%s: %w", it.where("read"), err)
+	if next, err := ruleReadDoc.settle(err, "", &res.fate); next != stepOn {
+		return false, wrapIf(err, it.where("read"))
 	}
 	var s docState
 	if found {
@@ -135,10 +138,9 @@ func (r *replayer) attempt(ctx context.Context, it *replayItem, want wantedDoc, 
 		return false, nil
 	}
 	if !*uploaded {
-		created, bytes, dl, err := uploadBlobs(ctx, r.blobs, it.row, o.Uploads)
+		created, bytes, next, err := uploadBlobs(ctx, r.blobs, it.row, o.Uploads, &res.fate)
 		res.blobs, res.bytes = res.blobs+created, res.bytes+bytes
-		if err != nil || dl != "" {
-			res.deadLetter = dl
+		if next != stepOn {
 			return false, err
 		}
 		*uploaded = true
@@ -152,14 +154,8 @@ func (r *replayer) attempt(ctx context.Context, it *replayItem, want wantedDoc, 
 		wr, err = r.docs.Replace(ctx, o.Container, o.Scope, o.ID, o.DocJSON, etag)
 	}
 	res.ru += wr.RequestCharge
-	a, dl, stop := ruleWriteDoc.settle(err, "")
-	switch a {
-	case answerAgain:
-		res.starts.add(err)
-	case answerRefused:
-		res.deadLetter = dl
-	}
-	return a == answerAgain, wrapIf(stop, it.where(op))
+	next, err := ruleWriteDoc.settle(err, "", &res.fate)
+	return next == stepAgain, wrapIf(err, it.where(op))
 }
 
 // judged acts on a verdict that writes nothing (unchanged, not older, a

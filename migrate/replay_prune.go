@@ -19,28 +19,30 @@ type pruneCandidate struct {
 }
 
 // prune deletes unchanged migrated docs whose source row no longer
-// exists. It reads the keys of every selected table into a compact set,
+// exists. It reads the keys of every selected table (every key range of
+// every table at once) into a compact set,
 // lists the migrated docs of both containers in bulk, and for each doc
 // whose row is not in the set checks the row once more (it may have been
 // added since) before deleting the doc with If-Match.
 func (r *replayer) prune(ctx context.Context) error {
 	r.progress.Message("prune: reading the keys of the tables")
 	rows := map[[16]byte]struct{}{}
-	keysOnly := store.Query{Select: []string{"PartitionKey", "RowKey"}}
-	for _, t := range r.tables {
-		err := store.Scan(ctx, r.src, r.opts.TablePrefix, t, keysOnly, store.Cursor{}, func(p store.Page) error {
-			for _, row := range p.Rows {
-				rows[rowKeyHash(t, row.PartitionKey, row.RowKey)] = struct{}{}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
+	spans := make([]store.Span, len(r.tables))
+	for i, t := range r.tables {
+		spans[i] = store.Span{Table: t, Query: store.Query{Select: []string{"PartitionKey", "RowKey"}}, Splits: store.Splits(t)}
+	}
+	err := store.ScanSpans(ctx, r.src, r.opts.TablePrefix, spans, func(_ int, p store.Page) error {
+		for _, row := range p.Rows {
+			rows[rowKeyHash(row.Table, row.PartitionKey, row.RowKey)] = struct{}{}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	r.progress.Message("prune: listing migrated docs")
 	var cands []pruneCandidate
-	err := listMigrated(ctx, r.query, func(c string, src source, scope, id string) {
+	err = listMigrated(ctx, r.query, func(c string, src source, scope, id string) {
 		if !slices.Contains(r.tables, src.table) {
 			return
 		}
@@ -54,53 +56,62 @@ func (r *replayer) prune(ctx context.Context) error {
 	}
 	clear(rows)
 	r.progress.Message(fmt.Sprintf("prune: %d migrated doc(s) whose row is gone", len(cands)))
-	p := pipeline[pruneCandidate]{
-		flow:   r.flow,
-		writes: func(*pruneCandidate) bool { return true },
-		write:  r.pruneDoc,
-		record: r.recordPrunedDoc,
+	pool := newPool(ctx, r.flow)
+	for i := range cands {
+		pc := &cands[i]
+		if err := pool.Go(func(ctx context.Context) error { return r.pruneCandidate(ctx, pc) }); err != nil {
+			return pool.end(ctx, err)
+		}
 	}
-	return p.run(ctx, sliceSource(cands))
+	return pool.end(ctx, nil)
+}
+
+// pruneCandidate prunes one candidate doc (pruneDoc) and records it.
+func (r *replayer) pruneCandidate(ctx context.Context, pc *pruneCandidate) error {
+	if err := r.pruneDoc(ctx, pc); err != nil {
+		return err
+	}
+	return r.recordPrunedDoc(pc)
 }
 
 // pruneDoc deletes one candidate doc when its row is still gone and the
 // doc is unchanged (or --force), with If-Match; a 412 reads and decides
-// again.
+// again, at most opts.MaxAttempts times.
 func (r *replayer) pruneDoc(ctx context.Context, pc *pruneCandidate) error {
-	res := &pc.res
 	where := fmt.Sprintf("prune %s/%s/%s", pc.container, pc.scope, pc.id)
-	exhausted, err := attempts(ctx, r.opts.MaxAttempts, func() (bool, error) {
-		etag, err := r.judgePrune(ctx, pc)
-		if err != nil || !res.verdict.writes() {
-			return false, wrapIf(err, where)
-		}
-		wr, err := r.docs.Delete(ctx, pc.container, pc.scope, pc.id, etag)
-		res.ru += wr.RequestCharge
-		a, dl, stop := rulePruneDoc.settle(err, where+": ")
-		switch a {
-		case answerGone:
-			res.starts.add(err)
-			res.verdict = verdictNone // deleted meanwhile: nothing left to do
-		case answerAgain:
-			res.starts.add(err)
-		case answerRefused:
-			res.deadLetter = dl
-		}
-		return a == answerAgain, wrapIf(stop, where)
-	})
+	exhausted, err := attempts(ctx, r.opts.MaxAttempts, func() (bool, error) { return r.pruneAttempt(ctx, pc, where) })
 	if exhausted {
-		res.deadLetter = fmt.Sprintf("prune: the doc %s/%s/%s kept changing: gave up after %d attempts", pc.container, pc.scope, pc.id, r.opts.MaxAttempts)
+		pc.res.deadLetter = fmt.Sprintf("prune: the doc %s/%s/%s kept changing: gave up after %d attempts", pc.container, pc.scope, pc.id, r.opts.MaxAttempts)
 	}
 	return err
 }
 
+// pruneAttempt is one look-decide-delete of a candidate doc (where names
+// it); again is true when a 409 or 412 says to start over. Every answer is
+// taken by its rule (settle): a refusal dead-letters the candidate.
+func (r *replayer) pruneAttempt(ctx context.Context, pc *pruneCandidate, where string) (again bool, err error) {
+	res := &pc.res
+	etag, next, err := r.judgePrune(ctx, pc, where+": ")
+	if next != stepOn || !res.verdict.writes() {
+		return false, wrapIf(err, where)
+	}
+	wr, err := r.docs.Delete(ctx, pc.container, pc.scope, pc.id, etag)
+	res.ru += wr.RequestCharge
+	if next, err = rulePruneDoc.settle(err, where+": ", &res.fate); next != stepOn {
+		res.verdict = verdictNone // deleted meanwhile, changed or refused: not pruned
+	}
+	return next == stepAgain, wrapIf(err, where)
+}
+
 // judgePrune looks the candidate's row up again and reads its doc, then
-// decides (decidePrune) into pc.res; it returns the doc's etag.
-func (r *replayer) judgePrune(ctx context.Context, pc *pruneCandidate) (etag string, err error) {
+// decides (decidePrune) into pc.res; it returns the doc's etag, and the
+// step of the reads' answers (settle; item names the candidate in a dead
+// letter).
+func (r *replayer) judgePrune(ctx context.Context, pc *pruneCandidate, item string) (etag string, next step, err error) {
 	res := &pc.res
 	_, exists, err := store.Lookup(ctx, r.src, r.opts.TablePrefix, pc.table, store.Key{PartitionKey: pc.pk, RowKey: pc.rk}, "PartitionKey", "RowKey")
-	if err != nil {
-		return "", err
+	if next, err := ruleReadRow.settle(err, item, &res.fate); next != stepOn {
+		return "", next, err
 	}
 	var (
 		found bool
@@ -113,12 +124,12 @@ func (r *replayer) judgePrune(ctx context.Context, pc *pruneCandidate) (etag str
 		)
 		raw, etag, found, ru, err = r.docs.Read(ctx, pc.container, pc.scope, pc.id)
 		res.ru += ru
-		if err != nil {
-			return "", err
+		if next, err := ruleReadDoc.settle(err, item, &res.fate); next != stepOn {
+			return "", next, err
 		}
 		if found {
 			if s, err = readDocState(raw); err != nil {
-				return "", err
+				return "", stepStop, err
 			}
 		}
 	}
@@ -128,21 +139,22 @@ func (r *replayer) judgePrune(ctx context.Context, pc *pruneCandidate) (etag str
 			Migrated: true, Reason: "its row was deleted from the tables, but the application changed the doc after it was migrated",
 			Resolution: res.verdict.resolution(), Fields: []FieldDiff{}}
 	}
-	return etag, nil
+	return etag, stepOn, nil
 }
 
-// recordPrunedDoc counts what pruning one candidate doc did (nothing when its row
-// is back or its doc gone, without start-overs or a dead letter).
+// recordPrunedDoc counts what pruning one candidate doc did (nothing
+// when its row is back or its doc gone, without start-overs or a dead
+// letter), and records its dead letter, if any.
 func (r *replayer) recordPrunedDoc(pc *pruneCandidate) error {
 	res := pc.res
-	if res.verdict == verdictNone && res.deadLetter == "" && res.starts.total() == 0 {
+	if res.verdict == verdictNone && res.deadLetter == "" && res.changes.total() == 0 {
 		return nil
 	}
-	e := entry[ReplayCounts, Conflict]{group: pc.table, kind: transform.Kind(pc.rk)}
-	res.tally(&e)
+	var e entry
+	conflict := res.tally(&e)
 	if res.deadLetter != "" {
-		dl := newDeadLetter(transform.Row{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk}, pc.table, res.deadLetter)
-		e.deadLetters = []DeadLetter{dl}
+		e.deadLetters = []DeadLetter{newDeadLetter(transform.Row{Table: pc.table, PartitionKey: pc.pk, RowKey: pc.rk}, pc.table, res.deadLetter)}
 	}
-	return r.rec.add(e)
+	r.book.add(pc.table, transform.Kind(pc.rk), res.counts(), conflict)
+	return r.ledger.add(e)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -112,8 +113,20 @@ type ReverseCounts struct {
 	DeadLetters int64 `json:"deadLetters"`
 }
 
-// Add adds o to c.
-func (c *ReverseCounts) Add(o ReverseCounts) { addCounts(c, o) }
+// Add adds o to c, field by field (TestCountsAddEveryField).
+func (c *ReverseCounts) Add(o ReverseCounts) {
+	c.Docs += o.Docs
+	c.Unchanged += o.Unchanged
+	c.Synced += o.Synced
+	c.Forced += o.Forced
+	c.RowsWritten += o.RowsWritten
+	c.IndexWritten += o.IndexWritten
+	c.IndexDeleted += o.IndexDeleted
+	c.Conflicts += o.Conflicts
+	c.Pruned += o.Pruned
+	c.StartOvers += o.StartOvers
+	c.DeadLetters += o.DeadLetters
+}
 
 // Writes counts the rows written or deleted.
 func (c ReverseCounts) Writes() int64 {
@@ -192,73 +205,89 @@ type ReverseSummary struct {
 // Unless opts.DryRun, it holds the lock of opts.StateDir (command
 // "reverse") until it returns.
 func Reverse(ctx context.Context, opts ReverseOptions, deps ReverseDeps) (ReverseSummary, error) {
-	if err := deps.check(&opts); err != nil {
+	r, err := newReverser(opts, deps)
+	if err != nil {
 		return ReverseSummary{}, err
 	}
-	return inWindow(opts.Common, opts.WindowOptions, deps.Now, "reverse", ReverseDeadLetterFile, func(sink deadLetterSink) (ReverseSummary, error) {
-		r, err := newReverser(opts, deps, sink)
-		if err != nil {
-			return ReverseSummary{}, err
-		}
-		err = windowWork(ctx, r, r.progress, r.log, r.opts.Prune)
-		return r.summary(), err
-	})
+	h, err := holdWindow(r.opts.Common, r.opts.KeepDeadLetters, r.now(), "reverse", ReverseDeadLetterFile)
+	if err != nil {
+		return ReverseSummary{}, err
+	}
+	r.ledger.sink = h.sink
+	err = r.work(ctx)
+	return r.summary(), h.close(err)
 }
 
-// check checks that d has the services opts need, and opts (whose
-// defaults it fills).
-func (d ReverseDeps) check(opts *ReverseOptions) error {
-	if d.Changes == nil || d.Position == nil || d.Rows == nil || d.Docs == nil || d.Blobs == nil {
-		return errors.New("migrate: Changes, Position, Rows, Docs and Blobs are required")
+// newReverser checks that deps has the services opts need, and opts
+// (whose defaults it fills), and returns the reverse; nothing is read or
+// written yet.
+func newReverser(opts ReverseOptions, deps ReverseDeps) (*reverser, error) {
+	if deps.Changes == nil || deps.Position == nil || deps.Rows == nil || deps.Docs == nil || deps.Blobs == nil {
+		return nil, errors.New("migrate: Changes, Position, Rows, Docs and Blobs are required")
 	}
 	if opts.Start.IsZero() {
 		opts.Start = opts.Since
 	}
-	return checkWindow("ReverseOptions", &opts.Common, &opts.WindowOptions, d.Query != nil)
-}
-
-// newReverser returns the reverse, its dead letters recorded in sink.
-func newReverser(opts ReverseOptions, deps ReverseDeps, sink deadLetterSink) (*reverser, error) {
-	w, err := newWindow[ReverseCounts, ReverseConflict](&opts.Common, deps.Env, sink, deps.Docs, deps.Blobs, deps.Query)
-	if err != nil {
+	if err := checkWindow("ReverseOptions", &opts.WindowOptions, deps.Query != nil); err != nil {
 		return nil, err
 	}
-	r := &reverser{window: w, opts: opts, changes: deps.Changes, position: deps.Position, rows: deps.Rows, inStep: deps.InStep}
+	e := newEngine(&opts.Common, deps.Env)
+	r := &reverser{engine: e, opts: opts, changes: deps.Changes, position: deps.Position, rows: deps.Rows, docs: deps.Docs, blobs: deps.Blobs,
+		query: deps.Query, inStep: deps.InStep, ledger: newLedger(opts.DryRun, e.log), book: reverseBook{counts: map[string]map[string]*ReverseCounts{}}}
 	if r.inStep == nil {
 		r.inStep = &RowsInStep{}
 	}
 	if opts.DryRun {
-		r.rows = dryRunRows{inner: deps.Rows}
+		r.rows, r.docs, r.blobs = dryRunRows{inner: deps.Rows}, dryRunStore{inner: deps.Docs}, newDryRunBlobs(deps.Blobs)
 	}
 	return r, nil
 }
 
 // reverser is one invocation of Reverse.
 type reverser struct {
-	window[ReverseCounts, ReverseConflict]
+	engine
 	opts     ReverseOptions
 	changes  ChangeFeed
 	position ChangePosition
-	rows     RowStore
+	// The services written, behind the dry run's decorators in a dry run.
+	rows  RowStore
+	docs  DocStore
+	blobs BlobStore
+	query DocQuerier
 	// inStep holds the ETag of each row this reverse (or an earlier pass
 	// of its --follow) wrote or found in step with a doc; see ours.
 	inStep *RowsInStep
 	// docLocks serialize the copies of one doc: a doc the change feed
 	// sends twice is applied once at a time.
 	docLocks keyedLocks
+	// ledger and book record what it did.
+	ledger *ledger
+	book   reverseBook
 }
 
-// prepare lists the blob container once in a dry run, whose blob
-// decorator answers from that listing.
-func (r *reverser) prepare(ctx context.Context) (stop func(), err error) {
+// work is the reverse proper: in a dry run it lists the blob container
+// once (its blob decorator answers from that listing); then it writes
+// back the changed docs of each container in order, then prunes.
+func (r *reverser) work(ctx context.Context) error {
 	if r.opts.DryRun {
-		_, err = listBlobs(ctx, r.blobs)
+		if _, err := listBlobs(ctx, r.blobs); err != nil {
+			return err
+		}
 	}
-	return func() {}, err
+	for _, c := range containers {
+		r.log("reading %s: started", c)
+		if err := r.pass(ctx, c); err != nil {
+			return err
+		}
+		r.log("reading %s: finished", c)
+		r.progress.TableDone(c)
+	}
+	if !r.opts.Prune {
+		return nil
+	}
+	r.log("prune: started")
+	return r.prune(ctx)
 }
-
-// groups are the containers reverse reads, in order.
-func (r *reverser) groups() []string { return containers }
 
 // reverseItem is one changed doc on its way through reverse.
 type reverseItem struct {
@@ -268,33 +297,35 @@ type reverseItem struct {
 	res       revResult
 }
 
-// pass writes back the changed docs of container c through the pool.
+// pass writes back the changed docs of container c: each doc the change
+// feed sends goes to the pool, to be written back and recorded
+// (reverseDoc). The feed starts at Since rounded down to the second, the
+// resolution of _ts: a doc changed within that second, before Since,
+// comes too (harmless: one that came from the tables unchanged is
+// skipped).
 func (r *reverser) pass(ctx context.Context, c string) error {
-	p := pipeline[reverseItem]{
-		flow:   r.flow,
-		writes: func(*reverseItem) bool { return true },
-		write:  r.applyLocked,
-		record: r.record,
-	}
-	return p.run(ctx, func(ctx context.Context, emit func(*batch[reverseItem]) error) error {
-		// The feed starts at Since rounded down to the second, the
-		// resolution of _ts: a doc changed within that second, before
-		// Since, comes too (harmless: one that came from the tables
-		// unchanged is skipped).
-		_, err := r.changes.Changes(ctx, c, r.position(r.opts.Since), 0, func(raw []byte) error {
-			return emit(&batch[reverseItem]{items: []reverseItem{{container: c, raw: raw, info: infoOf(raw)}}})
-		})
-		return wrapIf(err, "read the changes of container "+c)
-	})
+	pool := newPool(ctx, r.flow)
+	_, err := r.changes.Changes(pool.ctx, c, r.position(r.opts.Since), 0, func(raw []byte) error { return r.dispatch(pool, c, raw) })
+	return pool.end(ctx, wrapIf(err, "read the changes of container "+c))
 }
 
-// applyLocked applies one doc holding its lock, so that two copies of a
-// doc are never applied at once (and different docs never wait for each
-// other).
-func (r *reverser) applyLocked(ctx context.Context, it *reverseItem) error {
+// dispatch hands one changed doc of container c to the pool.
+func (r *reverser) dispatch(pool *pool, c string, raw []byte) error {
+	it := &reverseItem{container: c, raw: raw, info: infoOf(raw)}
+	return pool.Go(func(ctx context.Context) error { return r.reverseDoc(ctx, it) })
+}
+
+// reverseDoc writes back one doc (apply) holding its lock, so that two
+// copies of a doc are never applied at once (and different docs never
+// wait for each other), then records it.
+func (r *reverser) reverseDoc(ctx context.Context, it *reverseItem) error {
 	unlock := r.docLocks.lock(it.container + "\x00" + it.info.scope + "\x00" + it.info.id)
-	defer unlock()
-	return r.apply(ctx, it)
+	err := r.apply(ctx, it)
+	unlock()
+	if err != nil {
+		return err
+	}
+	return r.record(it)
 }
 
 // keyedLocks are mutexes by key, made on first use and dropped when
@@ -358,53 +389,75 @@ func infoOf(raw []byte) docInfo {
 // record counts one doc's result and records its dead letter, if any.
 func (r *reverser) record(it *reverseItem) error {
 	res := it.res
-	e := entry[ReverseCounts, ReverseConflict]{group: it.container, kind: res.kind, warnings: res.warnings, plan: res.plan, blobs: res.blobs, blobBytes: res.bytes}
+	e := entry{warnings: res.warnings, plan: res.plan, blobs: res.blobs, blobBytes: res.bytes, deadLetters: res.deadLetters(it.container)}
 	// The newest change of the application's: the tool's own sync
 	// records come back in the feed as unchanged docs, and are not lag.
 	if res.synced || res.conflict != nil {
 		e.newest = res.ts
 	}
-	e.count = func(c *ReverseCounts) {
-		c.Docs++
-		addCounts(c, res.counts)
-		c.DeadLetters += int64(len(res.indexDead))
-		switch {
-		case res.deadLetter != "":
-			c.DeadLetters++
-		case res.unchanged:
-			c.Unchanged++
-		case res.conflict != nil && !res.forced:
-			c.Conflicts++
-		case res.synced:
-			c.Synced++
-			if res.forced {
-				c.Forced++
-			}
+	c := res.counts
+	c.Docs++
+	c.DeadLetters += int64(len(res.indexDead))
+	switch {
+	case res.deadLetter != "":
+		c.DeadLetters++
+	case res.unchanged:
+		c.Unchanged++
+	case res.conflict != nil && !res.forced:
+		c.Conflicts++
+	case res.synced:
+		c.Synced++
+		if res.forced {
+			c.Forced++
 		}
 	}
+	var conflict *ReverseConflict
 	if cf := res.conflict; cf != nil && res.deadLetter == "" {
 		r.log("conflict %s/%s/%s ← %s %s/%s: %s; %s", cf.Container, cf.Scope, cf.ID, cf.Table, cf.PartitionKey, cf.RowKey, cf.Reason, cf.Resolution)
-		e.conflict = cf
+		conflict = cf
 	}
-	e.deadLetters = res.deadLetters(it.container)
 	r.progress.Advance(it.container, 1)
 	if !r.opts.DryRun {
-		var c ReverseCounts
-		e.count(&c)
-		reportOutcome(r.progress, it.container, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
+		r.progress.Outcome(it.container, Outcome{Written: c.Writes(), DeadLetters: c.DeadLetters, Conflicts: c.Conflicts})
 	}
-	return r.rec.add(e)
+	r.book.add(it.container, res.kind, c, conflict)
+	return r.ledger.add(e)
+}
+
+// reverseBook is reverse's counts by container and kind, and the
+// conflicts it lists. It is safe for concurrent use.
+type reverseBook struct {
+	mu        sync.Mutex
+	counts    map[string]map[string]*ReverseCounts
+	conflicts []ReverseConflict
+}
+
+// add adds c to the counts of kind in container, and lists conflict
+// (when not nil) while the list is not full.
+func (b *reverseBook) add(container, kind string, c ReverseCounts, conflict *ReverseConflict) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	countsOf(b.counts, container, kind).Add(c)
+	b.conflicts = listed(b.conflicts, conflict)
 }
 
 func (r *reverser) summary() ReverseSummary {
-	w, groups, conflicts := r.rec.summary(r.opts.Common, r.opts.WindowOptions, r.opts.StateDir, ReverseDeadLetterFile, r.now().Sub(r.start), containers)
-	s := ReverseSummary{WindowSummary: w, Containers: []ReverseContainerSummary{}, Conflicts: conflicts}
-	for _, g := range groups {
-		s.Containers = append(s.Containers, ReverseContainerSummary{Container: g.name, Kinds: g.kinds, ReverseCounts: g.total})
-		s.Totals.Add(g.total)
+	s := ReverseSummary{Containers: []ReverseContainerSummary{}}
+	s.WindowSummary = r.ledger.summary(r.opts.Common, r.opts.WindowOptions, r.opts.StateDir, ReverseDeadLetterFile, r.now().Sub(r.start))
+	r.ledger.mu.Lock()
+	s.Plan = slices.Clone(r.ledger.plan)
+	r.ledger.mu.Unlock()
+	r.book.mu.Lock()
+	defer r.book.mu.Unlock()
+	for _, c := range containers {
+		cs := ReverseContainerSummary{Container: c, Kinds: map[string]ReverseCounts{}}
+		for k, n := range r.book.counts[c] {
+			cs.Kinds[k] = *n
+			cs.ReverseCounts.Add(*n)
+		}
+		s.Containers = append(s.Containers, cs)
+		s.Totals.Add(cs.ReverseCounts)
 	}
-	r.rec.mu.Lock()
-	s.Plan = append([]PlannedWrite(nil), r.rec.plan...)
-	r.rec.mu.Unlock()
+	s.Conflicts = append([]ReverseConflict{}, r.book.conflicts...)
 	return s
 }

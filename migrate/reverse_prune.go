@@ -46,37 +46,71 @@ func (r *reverser) prune(ctx context.Context) error {
 		tables = append(tables, transform.TableRelationships)
 	}
 	r.progress.Message("prune: reading the tables")
-	p := pipeline[prunedRow]{
-		flow:   r.flow,
-		writes: func(it *prunedRow) bool { return it.candidate },
-		write:  r.pruneRow,
-		record: r.recordPrunedRow,
+	scans := make([]scan, len(tables))
+	for i, table := range tables {
+		scans[i] = scan{table, store.Query{}}
 	}
-	for _, table := range tables {
-		err := p.run(ctx, tableSource(r.rows, r.opts.TablePrefix, table, store.Query{}, r.log, func(row transform.Row) prunedRow {
-			row.Table = table
-			it := prunedRow{row: row}
-			if _, ok := skip[rowKeyHash(table, row.PartitionKey, row.RowKey)]; ok || !row.Timestamp.Before(r.opts.Since) {
-				return it
-			}
-			it.out = transform.Transform(row, transform.BlobFacts{}, r.topts)
-			// Never a doc, or expired: the tables keep it.
-			it.candidate = it.out.Disposition == transform.DispositionDoc && !r.mayHaveExpired(row, it.out)
-			return it
-		}))
-		if err != nil {
+	reads, stop := readTables(ctx, r.rows, r.opts.TablePrefix, scans)
+	defer stop()
+	for _, rd := range reads {
+		if err := r.pruneTable(ctx, rd, skip); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// pruneTable prunes the rows of one table, which rd reads: each row that
+// is a candidate (candidate) goes to the pool, to be pruned and recorded
+// (pruneCandidate).
+func (r *reverser) pruneTable(ctx context.Context, rd *tableRead, skip map[[16]byte]struct{}) error {
+	pool := newPool(ctx, r.flow)
+	return pool.end(ctx, r.dispatchPrune(pool, rd, skip))
+}
+
+// dispatchPrune hands the candidates among the rows rd reads to the pool.
+func (r *reverser) dispatchPrune(pool *pool, rd *tableRead, skip map[[16]byte]struct{}) error {
+	return eachPage(pool, rd, func(p store.Page) error {
+		logPage(r.log, rd.table, rd.q, p)
+		for _, row := range p.Rows {
+			it := &prunedRow{row: row}
+			if !r.candidate(it, skip) {
+				continue
+			}
+			if err := pool.Go(func(ctx context.Context) error { return r.pruneCandidate(ctx, it) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// candidate decides whether the row of it may be one whose doc is gone
+// (its outcome in it): not skipped (a dead letter, or named by a doc's
+// _migration), last written before Since, and a row run makes a doc of
+// whose doc cannot have expired by its ttl (the tables keep it).
+func (r *reverser) candidate(it *prunedRow, skip map[[16]byte]struct{}) bool {
+	row := it.row
+	if _, ok := skip[rowKeyHash(row.Table, row.PartitionKey, row.RowKey)]; ok || !row.Timestamp.Before(r.opts.Since) {
+		return false
+	}
+	it.out = transform.Transform(row, transform.BlobFacts{}, r.topts)
+	return it.out.Disposition == transform.DispositionDoc && !r.mayHaveExpired(row, it.out)
+}
+
+// pruneCandidate prunes one candidate row (pruneRow) and records it.
+func (r *reverser) pruneCandidate(ctx context.Context, it *prunedRow) error {
+	if err := r.pruneRow(ctx, it); err != nil {
+		return err
+	}
+	return r.recordPrunedRow(it)
+}
+
 // prunedRow is a row of the tables on its way through reverse's prune.
 type prunedRow struct {
-	row       transform.Row
-	out       transform.Outcome
-	candidate bool // its doc may be gone: look and delete
-	res       revResult
+	row transform.Row
+	out transform.Outcome
+	res revResult
 }
 
 // pruneRow deletes the row of it, whose doc is gone, after its index rows.
@@ -87,8 +121,8 @@ type prunedRow struct {
 func (r *reverser) pruneRow(ctx context.Context, it *prunedRow) error {
 	row, o, res := it.row, it.out, &it.res
 	_, _, found, _, err := r.docs.Read(ctx, o.Container, o.Scope, o.ID)
-	if err != nil || found {
-		return err
+	if next, err := ruleReadDoc.settle(err, "read "+o.Container+"/"+o.Scope+"/"+o.ID+": ", &res.fate); next != stepOn || found {
+		return err // a refusal is the row's dead letter; a doc there: the row stays
 	}
 	if o.Kind == "execution" {
 		back, err := transform.ReverseDoc(o.Doc, &row, r.topts)
@@ -107,38 +141,31 @@ func (r *reverser) pruneRow(ctx context.Context, it *prunedRow) error {
 		}
 	}
 	err = r.rows.Delete(ctx, r.opts.TablePrefix+row.Table, store.Key{PartitionKey: row.PartitionKey, RowKey: row.RowKey}, row.ETag)
-	switch a, err := settleRow(rulePruneRow, err, "prune", transform.RowRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}, res); a {
-	case answerAgain:
-		res.counts.StartOvers++
-		return nil // changed or deleted meanwhile: leave it to the next prune
-	case answerRefused, answerFailed:
-		return err // a refusal is the row's dead letter
+	item := rowItem("prune", transform.RowRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey})
+	next, err := rulePruneRow.settle(err, item+": ", &res.fate)
+	if next == stepAgain {
+		res.counts.StartOvers++ // changed or deleted meanwhile: left to the next prune
+	}
+	if next != stepOn {
+		return wrapIf(err, item) // a refusal is the row's dead letter
 	}
 	res.counts.Pruned++
 	res.plan = append([]PlannedWrite{{Action: "delete", Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}}, res.plan...)
 	return nil
 }
 
-// recordPrunedRow counts what pruning one candidate row did, and records
-// its dead letter, if any.
+// recordPrunedRow counts what pruning one candidate row did, and
+// records its dead letter, if any.
 func (r *reverser) recordPrunedRow(it *prunedRow) error {
-	if !it.candidate {
-		return nil
-	}
 	res := it.res
-	e := entry[ReverseCounts, ReverseConflict]{
-		group: it.out.Container, kind: it.out.Kind, plan: res.plan,
-		count: func(c *ReverseCounts) {
-			addCounts(c, res.counts)
-			if res.deadLetter != "" {
-				c.DeadLetters++
-			}
-		},
-	}
+	c := res.counts
+	e := entry{plan: res.plan}
 	if res.deadLetter != "" {
+		c.DeadLetters++
 		e.deadLetters = []DeadLetter{newDeadLetter(it.row, it.row.Table, res.deadLetter)}
 	}
-	return r.rec.add(e)
+	r.book.add(it.out.Container, it.out.Kind, c, nil)
+	return r.ledger.add(e)
 }
 
 // mayHaveExpired reports whether the doc of an execution row may have
@@ -146,7 +173,7 @@ func (r *reverser) recordPrunedRow(it *prunedRow) error {
 // remaining's expiry) makes a doc of it: with full or none the doc lives
 // 14 days from its write, which came after the row's Timestamp.
 func (r *reverser) mayHaveExpired(row transform.Row, o transform.Outcome) bool {
-	if o.Container != transform.ContainerExecutions || r.topts.ExecutionTTL == transform.TTLRemaining {
+	if ttl := r.topts.ExecutionTTL; o.Container != transform.ContainerExecutions || ttl != transform.TTLFull && ttl != transform.TTLNone { // remaining, or "" (its default)
 		return false
 	}
 	return !r.topts.Now.Before(row.Timestamp.Add(transform.ExecutionRetention * time.Second))

@@ -16,16 +16,18 @@ import (
 
 // revResult is what reverse did with one doc.
 type revResult struct {
-	kind       string
-	scope, id  string    // the doc's
-	ts         time.Time // the doc's _ts
-	unchanged  bool
-	wrote      bool // rows were written by an attempt on this doc
-	synced     bool
-	forced     bool
-	conflict   *ReverseConflict
-	deadLetter string
-	dlRow      transform.Row // the dead letter's row: the doc's keys, or the row's
+	kind      string
+	scope, id string    // the doc's
+	ts        time.Time // the doc's _ts
+	unchanged bool
+	wrote     bool // rows were written by an attempt on this doc
+	synced    bool
+	forced    bool
+	conflict  *ReverseConflict
+	// fate is what the answers made of the doc: its dead letter (its
+	// start-overs are counted in counts, by attempt).
+	fate
+	dlRow transform.Row // the dead letter's row: the doc's keys, or the row's
 	// indexDead are the doc's index rows that cannot be written (their
 	// keys hold a character Table Storage forbids); the rest of the doc is
 	// written.
@@ -72,7 +74,7 @@ func (r *reverser) apply(ctx context.Context, it *reverseItem) error {
 		res.counts.StartOvers++
 		// Read the doc again: it may have changed meanwhile.
 		doc, _, found, _, err := r.docs.Read(ctx, c, info.scope, info.id)
-		if err != nil || !found {
+		if next, err := ruleReadDoc.settle(err, "read again: ", &res.fate); next != stepOn || !found {
 			return false, wrapIf(err, where+": read again") // deleted meanwhile: nothing to write back
 		}
 		raw, info = doc, infoOf(doc)
@@ -103,8 +105,8 @@ func (r *reverser) attempt(ctx context.Context, c string, raw []byte, info docIn
 		return false, nil
 	}
 	res.dlRow = transform.Row{Table: key.Table, PartitionKey: key.PartitionKey, RowKey: key.RowKey}
-	current, err := r.lookup(ctx, key)
-	if err != nil {
+	current, next, err := r.lookup(ctx, key, &res.fate)
+	if next != stepOn {
 		return false, err
 	}
 	out, err := transform.ReverseDoc(d.doc, current, r.topts)
@@ -153,13 +155,21 @@ func (r *reverser) judged(c string, info docInfo, d revDoc, key transform.RowRef
 	return true
 }
 
-// lookup reads the row at ref; nil when there is none.
-func (r *reverser) lookup(ctx context.Context, ref transform.RowRef) (*transform.Row, error) {
-	row, found, err := store.Lookup(ctx, r.rows, r.opts.TablePrefix, ref.Table, store.Key{PartitionKey: ref.PartitionKey, RowKey: ref.RowKey})
-	if err != nil || !found {
-		return nil, err
+// lookup reads the row at ref (nil when there is none), the answer taken
+// by ruleReadRow (settle): the step, and a refusal dead-letters the doc
+// (in f), naming the row.
+func (r *reverser) lookup(ctx context.Context, ref transform.RowRef, f *fate, sel ...string) (*transform.Row, step, error) {
+	row, found, err := store.Lookup(ctx, r.rows, r.opts.TablePrefix, ref.Table, store.Key{PartitionKey: ref.PartitionKey, RowKey: ref.RowKey}, sel...)
+	if next, err := ruleReadRow.settle(err, rowItem("look up", ref)+": ", f); next != stepOn || !found {
+		return nil, next, err
 	}
-	return &row, nil
+	return &row, stepOn, nil
+}
+
+// rowItem names a request for the row at ref in dead letters and errors:
+// "insert Entities GLOBAL/user:x".
+func rowItem(action string, ref transform.RowRef) string {
+	return fmt.Sprintf("%s %s %s/%s", action, ref.Table, ref.PartitionKey, ref.RowKey)
 }
 
 // writeRows uploads the blobs of out, then writes its index rows, deletes
@@ -168,10 +178,9 @@ func (r *reverser) lookup(ctx context.Context, ref transform.RowRef) (*transform
 // rerun after a kill finds them again. A 409, 412 or 404 on any of them
 // starts the doc over (again). It returns the main row's Timestamp.
 func (r *reverser) writeRows(ctx context.Context, out transform.ReverseOutcome, current *transform.Row, res *revResult) (ts time.Time, again bool, err error) {
-	created, bytes, reason, err := uploadBlobs(ctx, r.blobs, res.dlRow, out.Uploads)
+	created, bytes, next, err := uploadBlobs(ctx, r.blobs, res.dlRow, out.Uploads, &res.fate)
 	res.blobs, res.bytes = res.blobs+created, res.bytes+bytes
-	if err != nil || reason != "" {
-		res.deadLetter = reason
+	if next != stepOn {
 		return ts, false, err
 	}
 	if again, err := r.sideRows(ctx, out, res); again || err != nil || res.deadLetter != "" {
@@ -198,8 +207,8 @@ func (r *reverser) sideRows(ctx context.Context, out transform.ReverseOutcome, r
 	g.SetLimit(sideRowsAtOnce)
 	for i, ix := range out.Index {
 		g.Go(func() (err error) {
-			cur, err := r.lookup(gctx, transform.RowRef{Table: ix.Table, PartitionKey: ix.PartitionKey, RowKey: ix.RowKey})
-			if err == nil {
+			cur, next, err := r.lookup(gctx, transform.RowRef{Table: ix.Table, PartitionKey: ix.PartitionKey, RowKey: ix.RowKey}, &parts[i].fate)
+			if next == stepOn {
 				_, agains[i], err = r.put(gctx, ix, cur, true, &parts[i])
 			}
 			return err
@@ -239,15 +248,9 @@ func (r *reverser) recordSync(ctx context.Context, c string, info docInfo, d rev
 		return false, err
 	}
 	_, err = r.docs.Replace(ctx, c, info.scope, info.id, synced, info.etag)
-	a, dl, err := ruleRecordSync.settle(err, "")
-	switch a {
-	case answerAgain:
-		return true, nil // the doc changed since it was read: again
-	case answerRefused:
-		res.deadLetter = dl
-		return false, nil
-	case answerFailed:
-		return false, fmt.Errorf("record the sync: %w", err)
+	next, err := ruleRecordSync.settle(err, "", &res.fate)
+	if !next.holds() {
+		return next == stepAgain, wrapIf(err, "record the sync") // again: the doc changed since it was read
 	}
 	res.synced = true // written, or deleted since: its rows are written
 	return false, nil
@@ -275,8 +278,9 @@ func (r *reverser) put(ctx context.Context, row transform.Row, cur *transform.Ro
 		action = "replace"
 		etag, err = r.rows.Replace(ctx, r.opts.TablePrefix+row.Table, entity, cur.ETag)
 	}
-	if a, err := settleRow(ruleWriteRow, err, action, ref, res); a != answerWritten {
-		return ts, a == answerAgain, err
+	item := rowItem(action, ref)
+	if next, err := ruleWriteRow.settle(err, item+": ", &res.fate); next != stepOn {
+		return ts, next == stepAgain, wrapIf(err, item)
 	}
 	r.inStep.note(ref, etag)
 	res.wrote = true
@@ -286,43 +290,28 @@ func (r *reverser) put(ctx context.Context, row transform.Row, cur *transform.Ro
 		res.counts.RowsWritten++
 	}
 	res.plan = append(res.plan, PlannedWrite{Action: action, Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey})
-	return r.writtenAt(ctx, row, etag)
+	return r.writtenAt(ctx, row, etag, &res.fate)
 }
 
 // writtenAt is when the row was written, from the ETag its write returned
 // or, when the ETag does not say, read back (gone already, or changed
-// since — its ETag is not ours: start over).
-func (r *reverser) writtenAt(ctx context.Context, row transform.Row, etag string) (ts time.Time, again bool, err error) {
+// since — its ETag is not ours: start over), that read's answer taken by
+// its rule into f.
+func (r *reverser) writtenAt(ctx context.Context, row transform.Row, etag string, f *fate) (ts time.Time, again bool, err error) {
 	if t, ok := etagTime(etag); ok {
 		return t, false, nil
 	}
 	if r.opts.DryRun {
 		return r.now(), false, nil
 	}
-	back, found, err := store.Lookup(ctx, r.rows, r.opts.TablePrefix, row.Table, store.Key{PartitionKey: row.PartitionKey, RowKey: row.RowKey})
-	if err != nil {
+	back, next, err := r.lookup(ctx, transform.RowRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey}, f)
+	switch {
+	case next != stepOn:
 		return ts, false, err
-	}
-	if !found || back.ETag != etag {
-		return ts, true, nil
+	case back == nil || back.ETag != etag:
+		return ts, true, nil // gone or changed since: start over
 	}
 	return back.Timestamp, false, nil
-}
-
-// settleRow acts on the answer to a write of the row at ref (action:
-// insert, replace, delete) by rule (settle): a refusal for good
-// dead-letters the doc, naming the row; an error that stops the engine
-// is returned, naming the row.
-func settleRow(rule writeRule, err error, action string, ref transform.RowRef, res *revResult) (answer, error) {
-	if err == nil {
-		return answerWritten, nil
-	}
-	item := fmt.Sprintf("%s %s %s/%s", action, ref.Table, ref.PartitionKey, ref.RowKey)
-	a, dl, err := rule.settle(err, item+": ")
-	if a == answerRefused {
-		res.deadLetter = dl
-	}
-	return a, wrapIf(err, item)
 }
 
 // remove deletes a stale row when it is there, with If-Match on the ETag
@@ -330,13 +319,14 @@ func settleRow(rule writeRule, err error, action string, ref transform.RowRef, r
 // meanwhile is what was wanted; a delete the service refuses for good
 // makes the doc a dead letter.
 func (r *reverser) remove(ctx context.Context, ref transform.RowRef, res *revResult) (again bool, err error) {
-	cur, found, err := store.Lookup(ctx, r.rows, r.opts.TablePrefix, ref.Table, store.Key{PartitionKey: ref.PartitionKey, RowKey: ref.RowKey}, "PartitionKey", "RowKey")
-	if err != nil || !found {
+	cur, next, err := r.lookup(ctx, ref, &res.fate, "PartitionKey", "RowKey")
+	if next != stepOn || cur == nil {
 		return false, err
 	}
 	err = r.rows.Delete(ctx, r.opts.TablePrefix+ref.Table, store.Key{PartitionKey: ref.PartitionKey, RowKey: ref.RowKey}, cur.ETag)
-	if a, err := settleRow(ruleRemoveRow, err, "delete", ref, res); a != answerWritten {
-		return a == answerAgain, err
+	item := rowItem("delete", ref)
+	if next, err := ruleRemoveRow.settle(err, item+": ", &res.fate); next != stepOn {
+		return next == stepAgain, wrapIf(err, item) // gone: what was wanted
 	}
 	res.counts.IndexDeleted++
 	res.plan = append(res.plan, PlannedWrite{Action: "delete", Table: ref.Table, PartitionKey: ref.PartitionKey, RowKey: ref.RowKey})

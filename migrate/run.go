@@ -11,9 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/internal/spill"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -101,7 +104,12 @@ func Run(ctx context.Context, opts RunOptions, deps Deps) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	return locked(r.opts.StateDir, "run", r.opts.DryRun, r.now, func() (Summary, error) { return r.work(ctx) })
+	release, err := lockStateDir(r.opts.StateDir, "run", r.opts.DryRun, r.now())
+	if err != nil {
+		return Summary{}, err
+	}
+	s, err := r.work(ctx)
+	return s, errors.Join(err, release())
 }
 
 // runner is one invocation of Run.
@@ -142,10 +150,7 @@ func newRunner(opts RunOptions, deps Deps) (*runner, error) {
 	if deps.Source == nil || deps.Docs == nil || deps.Blobs == nil {
 		return nil, errors.New("migrate: Source, Docs and Blobs are required")
 	}
-	e, err := newEngine(&opts.Common, deps.Env)
-	if err != nil {
-		return nil, err
-	}
+	e := newEngine(&opts.Common, deps.Env)
 	z := opts.sets.withDefaults()
 	r := &runner{
 		engine: e, opts: opts, tables: tables, src: deps.Source, docs: deps.Docs, blobs: deps.Blobs,
@@ -268,32 +273,13 @@ func (r *runner) resume(st *State) (*Summary, error) {
 		for _, ts := range st.Tables {
 			done += ts.Rows
 		}
-		r.progress.Message(fmt.Sprintf("resuming run %s from its checkpoint of %s (%d rows done); use --restart to start over", st.RunID, st.Updated.UTC().Format(time.RFC3339), done))
+		r.progress.Message(fmt.Sprintf("resuming run %s from its checkpoint of %s (%s done); use --restart to start over",
+			st.RunID, st.Updated.UTC().Format(time.RFC3339), words.Count(done, "row", "rows")))
 	default:
 		st = r.newState()
 	}
 	r.state = st
 	return nil, nil
-}
-
-// locked runs work holding the lock of the state directory dir for
-// command (LockStateDir), and returns what work returns, with the
-// release's error joined to its own; a dry run (which writes nothing
-// there) takes no lock.
-func locked[S any](dir, command string, dryRun bool, now func() time.Time, work func() (S, error)) (S, error) {
-	if dryRun {
-		return work()
-	}
-	release, err := LockStateDir(dir, command, now())
-	if err != nil {
-		var zero S
-		return zero, err
-	}
-	s, err := work()
-	if rerr := release(); rerr != nil {
-		err = errors.Join(err, rerr)
-	}
-	return s, err
 }
 
 // work is the run proper: open the state, then read, transform, write and
@@ -468,62 +454,161 @@ type item struct {
 	docSize int
 	// Set by the writer; read by the committer after the page's writes
 	// are all done.
-	deadLetter string
-	blobs      int64
-	blobBytes  int64
-	ru         float64
+	fate      fate
+	blobs     int64
+	blobBytes int64
+	ru        float64
 	// err is why the item could not be decided: its write returns it,
 	// which stops the run before its page is committed.
 	err error
 }
 
-// process migrates table from its checkpoint to its end: it transforms
-// each page as it is read (rd), hands its docs to the pool, and commits
+// page is one page of rows on its way through run: read, decided, its
+// docs written through the pool, then committed (checkpointed) in order.
+type page struct {
+	items []item
+	// next is where the table's read goes on after this page: the
+	// checkpoint is its last row.
+	next store.Cursor
+	// pending counts the writes of the page not yet done; failed is set
+	// when one of them failed.
+	pending sync.WaitGroup
+	failed  atomic.Bool
+}
+
+// process migrates table from its checkpoint to its end: it decides each
+// page as it is read (rd), hands its docs to the pool, and commits
 // (checkpoint) the pages in order once their writes are acknowledged.
 func (r *runner) process(ctx context.Context, table string, ts *TableState, rd *tableRead) error {
-	p := pipeline[item]{
-		flow:   r.flow,
-		writes: func(it *item) bool { return it.err != nil || it.out.Disposition == transform.DispositionDoc },
-		write:  func(ctx context.Context, it *item) error { return r.write(ctx, table, it) },
-		commit: func(b *batch[item]) error { return r.checkpoint(table, ts, b) },
-	}
-	err := p.run(ctx, readSource(rd, r.log, func(row transform.Row) item {
-		it := item{row: row}
-		if it.out, it.err = r.decide(row); it.err != nil {
-			return it
-		}
-		r.planRow(&it)
-		it.lighten()
-		return it
-	}))
+	pctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	pool := newPool(pctx, r.flow)
+	pages := make(chan *page, pagesInFlight)
+	committed := make(chan error, 1)
+	go r.commit(table, ts, pages, stop, committed)
+	readErr := r.dispatch(pool, table, rd, pages)
+	close(pages)
+	werr := pool.Wait()
+	err := passEnd(ctx, pool, werr, <-committed, readErr)
 	if err == nil && !ts.Done {
 		return fmt.Errorf("%s: reading stopped before the end of the table", table)
 	}
 	return err
 }
 
-// write uploads the blobs a doc needs, then upserts the doc. A
-// conflicting blob or a permanent write error dead-letters the row; other
-// errors are returned, naming the row.
+// commit checkpoints the pages of table in order (commitInOrder); its
+// error stops the pass and is sent to committed.
+func (r *runner) commit(table string, ts *TableState, pages <-chan *page, stop context.CancelCauseFunc, committed chan<- error) {
+	err := commitInOrder(pages, func(p *page) error { return r.checkpoint(table, ts, p) })
+	if err != nil {
+		stop(err)
+	}
+	committed <- err
+}
+
+// dispatch decides the rows of each page rd reads, in read order, hands
+// the docs of the page (and the rows that could not be decided, whose
+// write fails) to the pool, and passes the page on to the committer.
+func (r *runner) dispatch(pool *pool, table string, rd *tableRead, pages chan<- *page) error {
+	for p := range rd.pages {
+		logPage(r.log, rd.table, rd.q, p)
+		r.progress.Read(table, int64(len(p.Rows)))
+		pg := &page{next: p.Next, items: make([]item, len(p.Rows))}
+		for i, row := range p.Rows {
+			pg.items[i] = r.item(row)
+		}
+		for i := range pg.items {
+			if it := &pg.items[i]; it.err != nil || it.out.Disposition == transform.DispositionDoc {
+				if err := r.goWrite(pool, table, pg, it); err != nil {
+					return err
+				}
+			}
+		}
+		select {
+		case pages <- pg:
+		case <-pool.ctx.Done():
+			return pool.ctx.Err()
+		}
+	}
+	return rd.end()
+}
+
+// item decides one row in read order (decide), keeps what a dry run
+// reports of it, and drops what it will no longer need.
+func (r *runner) item(row transform.Row) item {
+	it := item{row: row}
+	if it.out, it.err = r.decide(row); it.err != nil {
+		return it
+	}
+	r.planRow(&it)
+	it.lighten()
+	return it
+}
+
+// goWrite writes it, a row of pg, on the pool; a failed write marks pg,
+// which is then never committed.
+func (r *runner) goWrite(pool *pool, table string, pg *page, it *item) error {
+	pg.pending.Add(1)
+	err := pool.Go(func(ctx context.Context) error {
+		defer pg.pending.Done()
+		err := r.write(ctx, table, it)
+		if err != nil {
+			pg.failed.Store(true)
+		}
+		return err
+	})
+	if err != nil {
+		pg.pending.Done() // the write never started
+	}
+	return err
+}
+
+// commitInOrder commits the pages in the order they come, each once its
+// writes are done. It stops committing at the first page with a failed
+// write, and at commit's first error (which it returns), but keeps
+// receiving pages so that the sender never blocks.
+func commitInOrder(pages <-chan *page, commit func(*page) error) error {
+	var (
+		err     error
+		stopped bool
+	)
+	for p := range pages {
+		p.pending.Wait()
+		if stopped {
+			continue
+		}
+		if p.failed.Load() {
+			stopped = true // the write's error reaches run through the pool
+			continue
+		}
+		if err = commit(p); err != nil {
+			stopped = true
+		}
+	}
+	return err
+}
+
+// write uploads the blobs a doc needs, then upserts the doc, each answer
+// taken by its rule (settle): a refusal dead-letters the row (in it.fate);
+// an error that stops the run is returned, naming the row.
 func (r *runner) write(ctx context.Context, table string, it *item) error {
 	if it.err != nil {
 		return fmt.Errorf("%s %s/%s: %w", table, it.row.PartitionKey, it.row.RowKey, it.err)
 	}
 	o := &it.out
+	var s step
 	var err error
-	if it.blobs, it.blobBytes, it.deadLetter, err = uploadBlobs(ctx, r.blobs, it.row, o.Uploads); err != nil || it.deadLetter != "" {
+	if it.blobs, it.blobBytes, s, err = uploadBlobs(ctx, r.blobs, it.row, o.Uploads, &it.fate); s != stepOn {
 		return err
 	}
 	res, err := r.docs.Upsert(ctx, o.Container, o.Scope, o.ID, o.DocJSON)
-	a, dl, err := ruleUpsert.settle(err, "")
-	switch a {
-	case answerRefused:
-		it.deadLetter = dl
-		return nil
-	case answerFailed:
-		return fmt.Errorf("%s %s/%s: write %s/%s: %w", table, it.row.PartitionKey, it.row.RowKey, o.Container, o.ID, err)
+	if s, err := ruleUpsert.settle(err, "", &it.fate); s != stepOn {
+		return wrapIf(err, fmt.Sprintf("%s %s/%s: write %s/%s", table, it.row.PartitionKey, it.row.RowKey, o.Container, o.ID))
 	}
 	it.ru = res.RequestCharge
+	if !r.opts.DryRun {
+		r.progress.Outcome(table, Outcome{Written: 1})
+	}
 	// The bytes are no longer needed; the page may wait for others.
 	o.DocJSON, o.Uploads, it.row.Props = nil, nil, nil
 	return nil
@@ -546,8 +631,7 @@ func (it *item) lighten() {
 
 // checkpoint records a page whose writes are all acknowledged: its dead
 // letters, its counts, and the new state.
-func (r *runner) checkpoint(table string, ts *TableState, b *batch[item]) error {
-	docsBefore := r.docsWritten
+func (r *runner) checkpoint(table string, ts *TableState, b *page) error {
 	c, dls := r.countPage(table, b)
 	if m := int64(r.opts.MaxErrors); m > 0 && len(dls) > 0 && r.deadLetters+int64(len(dls)) >= m {
 		// Record the dead letters up to the limit, but do not checkpoint
@@ -585,7 +669,7 @@ func (r *runner) checkpoint(table string, ts *TableState, b *batch[item]) error 
 	}
 	r.progress.Advance(table, int64(len(b.items)))
 	if !r.opts.DryRun {
-		reportOutcome(r.progress, table, Outcome{Written: r.docsWritten - docsBefore, DeadLetters: int64(len(dls))})
+		r.progress.Outcome(table, Outcome{DeadLetters: int64(len(dls))})
 	}
 	if ts.Done {
 		r.log("table %s: finished: %d rows (%d docs, %d dead letters)", table, ts.Rows,
@@ -597,7 +681,7 @@ func (r *runner) checkpoint(table string, ts *TableState, b *batch[item]) error 
 
 // countPage counts the items of a page by kind and disposition, with
 // their warnings, blobs and request units, and returns its dead letters.
-func (r *runner) countPage(table string, b *batch[item]) (Counts, []DeadLetter) {
+func (r *runner) countPage(table string, b *page) (Counts, []DeadLetter) {
 	var (
 		c   Counts
 		dls []DeadLetter
@@ -605,9 +689,9 @@ func (r *runner) countPage(table string, b *batch[item]) (Counts, []DeadLetter) 
 	for i := range b.items {
 		it := &b.items[i]
 		d := string(it.out.Disposition)
-		if it.deadLetter != "" {
+		if it.fate.deadLetter != "" {
 			d = string(transform.DispositionDeadLetter)
-			dls = append(dls, newDeadLetter(it.row, table, it.deadLetter))
+			dls = append(dls, newDeadLetter(it.row, table, it.fate.deadLetter))
 		} else if it.out.Disposition == transform.DispositionDeadLetter {
 			dls = append(dls, newDeadLetter(it.row, table, it.out.DeadLetter))
 		}

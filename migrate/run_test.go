@@ -108,9 +108,19 @@ func TestRunFixturesMatchInventory(t *testing.T) {
 		t.Fatalf("state after a complete run: %+v, %v", st, err)
 	}
 	for _, table := range fixtures.Tables() {
-		if e.progress.totals[table] != int64(len(e.src.Rows(table))) || e.progress.advanced[table] != e.progress.totals[table] {
-			t.Errorf("%s: progress total %d, advanced %d", table, e.progress.totals[table], e.progress.advanced[table])
+		if e.progress.totals[table] != int64(len(e.src.Rows(table))) || e.progress.advanced[table] != e.progress.totals[table] ||
+			e.progress.read[table] != e.progress.totals[table] {
+			t.Errorf("%s: progress total %d, advanced %d, read %d", table, e.progress.totals[table], e.progress.advanced[table], e.progress.read[table])
 		}
+	}
+
+	// The docs are reported as they are written, the dead letters at
+	// their page's checkpoint; the pre-count names its tables first.
+	if want := (Outcome{Written: 60, DeadLetters: 6}); e.progress.outcomes != want {
+		t.Errorf("outcomes %+v, want %+v", e.progress.outcomes, want)
+	}
+	if !reflect.DeepEqual(e.progress.counting, fixtures.Tables()) {
+		t.Errorf("counting %v, want %v", e.progress.counting, fixtures.Tables())
 	}
 
 	// A rerun of a complete run does nothing and says so.

@@ -226,7 +226,15 @@ func TestRunSaveFailed(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.store = store
-		return locked(e.dir, "run", false, time.Now, func() (Summary, error) { return r.work(context.Background()) })
+		release, err := LockStateDir(e.dir, "run", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := r.work(context.Background())
+		if rerr := release(); rerr != nil {
+			t.Fatal(rerr)
+		}
+		return s, err
 	}
 	ref := newEnv(t, 4)
 	all := &failingStore{dirStore: dirStore{dir: ref.dir}, failAt: 1 << 30}

@@ -1,6 +1,17 @@
+#!/usr/bin/env bash
 # shellcheck shell=bash
-# Local emulator stack, sourced by test.sh, bench.sh and demo.sh (not run on
-# its own).
+# Local emulator stack. test.sh, bench.sh and demo.sh source it; run on
+# its own, it starts the emulators for rehearsing by hand and leaves them
+# running:
+#
+#   scripts/emulators.sh start   start them; print the exports of their settings on stdout
+#   scripts/emulators.sh env     print the exports of the running ones again
+#   scripts/emulators.sh stop    stop them and remove their folder
+#
+# `eval "$(scripts/emulators.sh env)"` sets them in a shell. Their pids,
+# logs and settings are in one folder, BIFROST_EMULATORS_DIR (default
+# bifrost-emulators-UID in TMPDIR or /tmp), which start names; start
+# ignores any emulators the environment points to and starts its own.
 #
 # start_emulators installs Azurite (Table + Blob) and @vercel/cosmosdb-server
 # from npm into a cache folder (pinned versions), starts them on free
@@ -30,7 +41,11 @@ FEED_FRONT_DIR=
 # The emulators' logs: a temporary folder, removed by stop_emulators,
 # unless EMULATOR_LOGS names one to keep.
 EMULATOR_LOGS_OWNED=
-if [ -z "${EMULATOR_LOGS:-}" ]; then
+# Run on its own (not sourced): emulators_main, at the end, chooses the
+# folder for the logs.
+EMULATORS_MAIN=
+[ "${BASH_SOURCE[0]}" = "$0" ] && EMULATORS_MAIN=1
+if [ -z "${EMULATOR_LOGS:-}" ] && [ -z "$EMULATORS_MAIN" ]; then
 	EMULATOR_LOGS=$(mktemp -d "${TMPDIR:-/tmp}/bifrost-emulators.XXXXXX")
 	EMULATOR_LOGS_OWNED=1
 fi
@@ -110,7 +125,9 @@ start_feed_front() {
 	local cosmos_ep port
 	cosmos_ep=$(conn_value "$CosmosDBConnection" AccountEndpoint)
 	command -v go >/dev/null || { log "go not found: the change-feed front (internal/feedfront) is a Go program"; return 1; }
-	FEED_FRONT_DIR=$(mktemp -d "${TMPDIR:-/tmp}/bifrost-feedfront.XXXXXX") || return 1
+	if [ -z "$FEED_FRONT_DIR" ]; then
+		FEED_FRONT_DIR=$(mktemp -d "${TMPDIR:-/tmp}/bifrost-feedfront.XXXXXX") || return 1
+	fi
 	if ! (cd "$EMULATOR_REPO" && go build -o "$FEED_FRONT_DIR/feedfront" ./internal/feedfront) >&2; then
 		log "building the change-feed front (internal/feedfront) failed"
 		return 1
@@ -249,3 +266,99 @@ stop_emulators() {
 		EMULATOR_LOGS_OWNED=
 	fi
 }
+
+# emulators_dir prints the folder of the emulators `start` leaves running.
+emulators_dir() {
+	printf '%s\n' "${BIFROST_EMULATORS_DIR:-${TMPDIR:-/tmp}/bifrost-emulators-$(id -u)}"
+}
+
+# ours PID succeeds when PID runs one of the programs start starts (so
+# that a pid reused since by another program is never signalled).
+ours() {
+	local args
+	args=$(ps -o args= -p "$1" 2>/dev/null) || return 1
+	case "$args" in *azurite-* | *cosmosdb-server* | *feedfront*) return 0 ;; esac
+	return 1
+}
+
+# running DIR succeeds when DIR lists pids and every one still runs.
+running() {
+	local pid n=0
+	[ -s "$1/pids" ] || return 1
+	while read -r pid; do
+		ours "$pid" || return 1
+		n=$((n + 1))
+	done <"$1/pids"
+	[ "$n" -gt 0 ]
+}
+
+# stop_dir DIR stops what DIR lists (those still running) and removes DIR.
+stop_dir() {
+	local pid
+	EMULATOR_PIDS=()
+	if [ -f "$1/pids" ]; then
+		while read -r pid; do
+			ours "$pid" && EMULATOR_PIDS+=("$pid")
+		done <"$1/pids"
+	fi
+	FEED_FRONT_DIR=
+	stop_emulators
+	rm -rf "$1"
+}
+
+# emulators_main COMMAND: start, env or stop (see the top of this file).
+emulators_main() {
+	local dir
+	dir=$(emulators_dir)
+	case "${1:-}" in
+	start)
+		if running "$dir"; then
+			log "emulators already running (pids, logs and settings in $dir); 'scripts/emulators.sh stop' stops them"
+			cat "$dir/env"
+			return 0
+		fi
+		stop_dir "$dir"
+		mkdir -p "$dir/logs" "$dir/feedfront" && chmod 700 "$dir" || return 1
+		EMULATOR_LOGS=$dir/logs FEED_FRONT_DIR=$dir/feedfront
+		unset BIFROST_TABLES_CONNECTION CosmosDBConnection BIFROST_COSMOS_FEED_CONNECTION
+		if ! start_emulators; then
+			stop_emulators 1
+			log "the emulators did not start; their logs are in $dir/logs"
+			return 1
+		fi
+		printf '%s\n' "${EMULATOR_PIDS[@]}" >"$dir/pids"
+		{
+			echo "export BIFROST_TABLES_CONNECTION='$BIFROST_TABLES_CONNECTION'"
+			echo "export CosmosDBConnection='$CosmosDBConnection'"
+			echo "export BIFROST_COSMOS_FEED_CONNECTION='$BIFROST_COSMOS_FEED_CONNECTION'"
+		} >"$dir/env"
+		cat "$dir/env"
+		log "emulators running until 'scripts/emulators.sh stop'; pids, logs and settings in $dir"
+		log "in a shell: eval \"\$(scripts/emulators.sh env)\"; for reverse, send Cosmos DB traffic through the change-feed front: export CosmosDBConnection=\"\$BIFROST_COSMOS_FEED_CONNECTION\""
+		;;
+	env)
+		if ! running "$dir"; then
+			log "no emulators running (nothing in $dir): 'scripts/emulators.sh start' starts them"
+			return 1
+		fi
+		cat "$dir/env"
+		;;
+	stop)
+		if [ ! -e "$dir" ]; then
+			log "no emulators to stop (no $dir)"
+			return 0
+		fi
+		stop_dir "$dir"
+		log "emulators stopped; $dir removed"
+		;;
+	*)
+		log "usage: scripts/emulators.sh start|env|stop (or source it: see the comments at its top)"
+		return 2
+		;;
+	esac
+}
+
+if [ -n "$EMULATORS_MAIN" ]; then
+	emulators_main "$@"
+	exit
+fi

@@ -32,6 +32,7 @@ type memTable struct {
 	mu           sync.Mutex
 	active, most int
 	read         int // pages read
+	rowsRead     int // rows in them
 }
 
 func newMemTable(rows []transform.Row, pageSize int) *memTable {
@@ -64,6 +65,7 @@ func (m *memTable) ReadPage(ctx context.Context, table string, q store.Query, fr
 	if err == nil {
 		m.mu.Lock()
 		m.read++
+		m.rowsRead += len(p.Rows)
 		m.mu.Unlock()
 	}
 	return p, err
@@ -92,9 +94,8 @@ func keysOf(rows []transform.Row) []string {
 var testSplits = []store.Key{{PartitionKey: "1"}, {PartitionKey: "4"}, {PartitionKey: "G"}, {PartitionKey: "GLOBAL", RowKey: "k:00500"}, {PartitionKey: "S"}, {PartitionKey: "a"}, {PartitionKey: "d"}, {PartitionKey: "o"}}
 
 // TestScanRangesInKeyOrder: every row once, in key order, whatever the
-// splits, with ranges read at once (at most store.RangesAtOnce); the last page
-// alone has no Next; resuming after a row's keys reads exactly the rows
-// after it.
+// splits, with ranges read at once; the last page alone has no Next;
+// resuming after a row's keys reads exactly the rows after it.
 func TestScanRangesInKeyOrder(t *testing.T) {
 	m := newMemTable(memRows(2000), 37)
 	for _, splits := range [][]store.Key{nil, testSplits, {{PartitionKey: "zzz"}}} {
@@ -112,8 +113,8 @@ func TestScanRangesInKeyOrder(t *testing.T) {
 			t.Fatalf("splits %v: err %v; %d rows of %d, in order %v; %d pages without Next, want 1", splits, err, len(got), len(m.rows), slices.Equal(keysOf(got), keysOf(m.rows)), ends)
 		}
 	}
-	if m.most < 2 || m.most > store.RangesAtOnce {
-		t.Errorf("%d reads at once, want 2..%d", m.most, store.RangesAtOnce)
+	if m.most < 2 || m.most > len(testSplits)+1 {
+		t.Errorf("%d reads at once, want 2..%d (one per range)", m.most, len(testSplits)+1)
 	}
 	for _, cut := range []int{0, 1, 499, 500, 1000, 1998, 1999} {
 		after := m.rows[cut]
@@ -242,29 +243,31 @@ func TestQueryMatch(t *testing.T) {
 }
 
 // TestScanRangesBoundsReadAhead: however many ranges and however slow the
-// caller, the pages read and not yet passed on are at most the one the
-// range being delivered holds and store.PagesAhead of the ranges after it.
+// caller, the rows read and not yet passed on are at most those of the
+// page the range being delivered read ahead and store.RowsAhead held by
+// the ranges after it.
 func TestScanRangesBoundsReadAhead(t *testing.T) {
-	m := newMemTable(memRows(2000), 37)
-	// Every range holds rows, so that no page read is empty (empty pages
-	// are not passed on).
+	const pageSize = 37
+	m := newMemTable(memRows(6000), pageSize)
+	// Every range holds rows, so that no page read is empty (an empty page
+	// holds nothing).
 	splits := []store.Key{{PartitionKey: "1"}, {PartitionKey: "4"}, {PartitionKey: "S"}, {PartitionKey: "a"}, {PartitionKey: "d"}, {PartitionKey: "o"}}
 	delivered, most := 0, 0
 	err := store.ScanRanges(context.Background(), m, "", "T", store.Query{}, splits, func(p store.Page) error {
-		delivered++
-		time.Sleep(3 * time.Millisecond) // a slow caller: the readers run ahead as far as they may
+		delivered += len(p.Rows)
+		time.Sleep(time.Millisecond) // a slow caller: the readers run ahead as far as they may
 		m.mu.Lock()
-		most = max(most, m.read-delivered)
+		most = max(most, m.rowsRead-delivered)
 		m.mu.Unlock()
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if most > store.PagesAhead+1 {
-		t.Errorf("%d pages read ahead of the caller at most, want ≤ %d", most, store.PagesAhead+1)
+	if most > store.RowsAhead+pageSize {
+		t.Errorf("%d rows read ahead of the caller at most, want ≤ %d", most, store.RowsAhead+pageSize)
 	}
-	if most < 2 {
-		t.Errorf("%d pages read ahead of the caller at most: the ranges after the first did not read ahead", most)
+	if most <= pageSize {
+		t.Errorf("%d rows read ahead of the caller at most: the ranges after the first did not read ahead", most)
 	}
 }

@@ -105,13 +105,16 @@ type WriteResult struct {
 	ETag string
 }
 
+// ErrBlobConflict: a blob that must be created already exists with
+// different content (the blob store compares the two itself): a fault of
+// kind Exists that no start-over changes, so the row is a dead letter
+// (migrate's ruleUploadBlob). The blob stores wrap it in errors that name
+// the blob; test with errors.Is.
+var ErrBlobConflict error = &Fault{Kind: Exists, Reason: "a different blob already exists"}
+
 // The errors that are no fault of a request. The adapters wrap them in
 // errors that say more; test with errors.Is.
 var (
-	// ErrBlobConflict: a blob that must be created already exists with
-	// different content (the blob store compares the two itself): the
-	// row is a dead letter.
-	ErrBlobConflict = errors.New("a different blob already exists")
 	// ErrRetriesExhausted: a retryable fault (FaultKind.Retryable)
 	// outlasted the retry timeout (--retry-timeout). The error that wraps
 	// it wraps the last attempt's fault too, whose kind it has; the

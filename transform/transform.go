@@ -55,6 +55,12 @@ const (
 	TTLNone TTLMode = "none"
 )
 
+// TTLModes are the ttl modes, in the order the help says them.
+func TTLModes() []TTLMode { return []TTLMode{TTLRemaining, TTLFull, TTLNone} }
+
+// Valid reports whether m is one of TTLModes, or "" (TTLRemaining).
+func (m TTLMode) Valid() bool { return m == "" || slices.Contains(TTLModes(), m) }
+
 // RelationshipsMode is what happens to non-index relationships
 // (--relationships, SPEC §9).
 type RelationshipsMode string
@@ -66,6 +72,16 @@ const (
 	// RelationshipsMigrate writes each as a doc in entities.
 	RelationshipsMigrate RelationshipsMode = "migrate"
 )
+
+// RelationshipsModes are the relationship modes, in the order the help
+// says them.
+func RelationshipsModes() []RelationshipsMode {
+	return []RelationshipsMode{RelationshipsKeep, RelationshipsMigrate}
+}
+
+// Valid reports whether m is one of RelationshipsModes, or ""
+// (RelationshipsKeep).
+func (m RelationshipsMode) Valid() bool { return m == "" || slices.Contains(RelationshipsModes(), m) }
 
 // Options are the settings that change what Transform produces.
 type Options struct {
@@ -105,9 +121,9 @@ func (o Options) Validate() error {
 	switch {
 	case o.BlobThreshold < 0:
 		return fmt.Errorf("blob threshold %d is negative", o.BlobThreshold)
-	case o.ExecutionTTL != TTLRemaining && o.ExecutionTTL != TTLFull && o.ExecutionTTL != TTLNone:
+	case !o.ExecutionTTL.Valid():
 		return fmt.Errorf("execution ttl mode %q is not remaining, full or none", o.ExecutionTTL)
-	case o.Relationships != RelationshipsKeep && o.Relationships != RelationshipsMigrate:
+	case !o.Relationships.Valid():
 		return fmt.Errorf("relationships mode %q is not keep or migrate", o.Relationships)
 	case o.ExecutionTTL == TTLRemaining && o.Now.IsZero():
 		return fmt.Errorf("the current time is not set (needed by execution ttl mode remaining)")

@@ -10,40 +10,34 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bifrost/bifrost-migrate/internal/numfmt"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 )
-
-// RatePoint is one sample of a run's throughput, for the HTML report's
-// charts: the rates over the time before Time.
-type RatePoint struct {
-	Time                                      time.Time
-	RowsPerSecond, DocsPerSecond, RUPerSecond float64
-}
-
-// HTMLFacts are what the HTML report shows beyond the Report: the tool's
-// version, the run's throughput samples and where they come from.
-type HTMLFacts struct {
-	ToolVersion string
-	Rates       []RatePoint
-	// RatesFrom names the samples file (shown when there are none).
-	RatesFrom string
-}
 
 //go:embed report.html
 var reportHTML string
 
 var reportTemplate = template.Must(template.New("report").Parse(reportHTML))
 
-// WriteHTML writes the report as one self-contained HTML page for a
-// change ticket: the verdict in words, source rows → dispositions per
-// table and kind (a bar chart and the table), the run's throughput and
-// request units over time (f.Rates), the rows not migrated with their
-// reasons (the first MaxDeadLetters, redacted), the differences, the
+// HTML is the report as one self-contained HTML page for a change
+// ticket: the verdict in words, source rows → dispositions per table and
+// kind (a bar chart and the table), the run's throughput and request
+// units over time (Meta.Rates), the rows not migrated with their reasons
+// (the first MaxDeadLetters, redacted), the differences, the
 // access-pattern findings, and the settings, endpoints and versions. Its
 // charts are inline SVG; it references nothing outside itself, and each
 // section prints on its own A4 page.
-func (r *Report) WriteHTML(w io.Writer, f HTMLFacts) error {
-	return reportTemplate.Execute(w, newHTMLView(r, f))
+type HTML struct{}
+
+// Name is "html".
+func (HTML) Name() string { return "html" }
+
+// Exts are .html and .htm.
+func (HTML) Exts() []string { return []string{".html", ".htm"} }
+
+// Write writes r as the page, with the version and the throughput
+// samples of meta; it returns the template's or w's error.
+func (HTML) Write(w io.Writer, r *Report, meta Meta) error {
+	return reportTemplate.Execute(w, newHTMLView(r, meta, meta.rates()))
 }
 
 // htmlView is what the template shows.
@@ -278,7 +272,7 @@ type accessGroup struct {
 	Lines []string
 }
 
-func newHTMLView(r *Report, f HTMLFacts) htmlView {
+func newHTMLView(r *Report, f Meta, rates []RatePoint) htmlView {
 	v := htmlView{R: r, ToolVersion: f.ToolVersion, Verdict: reportVerdict(r), RatesFrom: f.RatesFrom}
 	if r.Migration != nil {
 		m := r.Migration
@@ -310,11 +304,11 @@ func newHTMLView(r *Report, f HTMLFacts) htmlView {
 	// Three charts, not one: the rows of a table that is only read (the
 	// dropped indexes) go many times faster than the docs written, and
 	// would flatten them.
-	v.Throughput = newLineChart("Docs written", "per second", f.Rates, []string{"docs written/s"}, []string{"#2e7d32"},
+	v.Throughput = newLineChart("Docs written", "per second", rates, []string{"docs written/s"}, []string{"#2e7d32"},
 		[]func(RatePoint) float64{func(p RatePoint) float64 { return p.DocsPerSecond }})
-	v.Rows = newLineChart("Source rows given their outcome", "per second", f.Rates, []string{"rows/s"}, []string{"#1565c0"},
+	v.Rows = newLineChart("Source rows given their outcome", "per second", rates, []string{"rows/s"}, []string{"#1565c0"},
 		[]func(RatePoint) float64{func(p RatePoint) float64 { return p.RowsPerSecond }})
-	v.RU = newLineChart("Request units", "RU/s", f.Rates, []string{"RU/s"}, []string{"#6a1b9a"},
+	v.RU = newLineChart("Request units", "RU/s", rates, []string{"RU/s"}, []string{"#6a1b9a"},
 		[]func(RatePoint) float64{func(p RatePoint) float64 { return p.RUPerSecond }})
 
 	for _, m := range first(r.Missing, ShownDifferences) {
@@ -354,7 +348,7 @@ func newHTMLView(r *Report, f HTMLFacts) htmlView {
 	s := r.Settings
 	sample := "every row"
 	if s.Sample > 0 && s.Sample < 1 {
-		sample = numfmt.Percent(s.Sample) + " of the rows (by a hash of their keys)"
+		sample = words.Percent(s.Sample) + " of the rows (by a hash of their keys)"
 	}
 	v.Settings = []fact{
 		{"Database", s.Database},

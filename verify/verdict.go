@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bifrost/bifrost-migrate/internal/numfmt"
+	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -96,9 +96,9 @@ func (s Scope) what() string {
 	}
 	switch {
 	case s.Sample < 1 && w != "":
-		return "a " + numfmt.Percent(s.Sample) + " sample of " + w
+		return "a " + words.Percent(s.Sample) + " sample of " + w
 	case s.Sample < 1:
-		return "a " + numfmt.Percent(s.Sample) + " sample"
+		return "a " + words.Percent(s.Sample) + " sample"
 	case w == "":
 		return "every row"
 	}
@@ -110,7 +110,7 @@ func (s Scope) what() string {
 func (s Scope) judged() string {
 	docs := ""
 	if !s.Since.IsZero() {
-		docs = " and " + numfmt.Count(int64(s.DocsJudged)) + " docs"
+		docs = " and " + words.Thousands(int64(s.DocsJudged)) + " docs"
 	}
 	if s.RowsRead == 0 && s.DocsJudged == 0 {
 		if !s.Since.IsZero() {
@@ -118,7 +118,7 @@ func (s Scope) judged() string {
 		}
 		return "no rows to judge"
 	}
-	return fmt.Sprintf("%s of %s rows%s judged", numfmt.Count(int64(s.RowsJudged)), numfmt.Count(int64(s.RowsRead)), docs)
+	return fmt.Sprintf("%s of %s rows%s judged", words.Thousands(int64(s.RowsJudged)), words.Thousands(int64(s.RowsRead)), docs)
 }
 
 // VerdictLine is the last line of the text output: "verify: OK" for a

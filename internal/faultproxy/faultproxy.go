@@ -362,14 +362,19 @@ func (p *Proxy) draw(rule int, key string, n int) float64 {
 	binary.LittleEndian.PutUint64(b[16:], uint64(n))
 	h.Write(b[:])
 	h.Write([]byte(key))
-	x := h.Sum64()
-	// splitmix64 finaliser: FNV alone mixes the last bytes poorly.
+	return float64(mix(h.Sum64())>>11) / (1 << 53)
+}
+
+// mix is splitmix64's finaliser: the proxy's hashes are FNV, which alone
+// mixes the last bytes of its input poorly (ids that differ at their end
+// would draw alike, and fall into the same feed range).
+func mix(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
-	return float64(x>>11) / (1 << 53)
+	return x
 }
 
 // decide returns the rule to apply to this request, or -1.

@@ -137,17 +137,9 @@ func epkString(v uint32) string {
 // id: a hash of the id (the service hashes the partition key value),
 // spread over the whole space.
 func docEPK(id string) uint32 {
-	h := fnv.New32a()
+	h := fnv.New64a()
 	h.Write([]byte(id))
-	x := h.Sum32()
-	// murmur3's finaliser: FNV alone leaves the high bits of ids that
-	// differ in their last bytes alike, and the ranges split by them.
-	x ^= x >> 16
-	x *= 0x85ebca6b
-	x ^= x >> 13
-	x *= 0xc2b2ae35
-	x ^= x >> 16
-	return x % epkSpace
+	return uint32(mix(h.Sum64()) % uint64(epkSpace))
 }
 
 // containerOf is the path of the container r is about, /dbs/{db}/colls/{coll},

@@ -1,4 +1,4 @@
-package cmd
+package ui
 
 import (
 	"fmt"
@@ -11,12 +11,12 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 )
 
-// logFile is --log-file: a timestamped record of what a command did, one
+// LogFile is --log-file: a timestamped record of what a command did, one
 // line per page, retry, dead letter and checkpoint, for a long production
 // run. Lines name tables, keys, endpoints and reasons, never a property's
 // value; each is scrubbed of the settings' secrets before it is written,
 // as a last line of defence. It is safe for concurrent use.
-type logFile struct {
+type LogFile struct {
 	now    func() time.Time
 	redact func(string) string
 
@@ -25,19 +25,20 @@ type logFile struct {
 	err error // the first write error, reported when the command ends
 }
 
-// openLogFile opens (creating, or appending to) the file at path, readable
-// by its owner only.
-func openLogFile(path string, now func() time.Time, redact func(string) string) (*logFile, error) {
+// OpenLogFile opens (creating, or appending to) the file at path,
+// readable by its owner only; its lines are stamped by now and scrubbed by
+// redact. It returns the error of opening it.
+func OpenLogFile(path string, now func() time.Time, redact func(string) string) (*LogFile, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, UsageError(fmt.Errorf("--log-file %s: %v", path, unwrapPath(err)))
+		return nil, err
 	}
-	return &logFile{f: f, now: now, redact: redact}, nil
+	return &LogFile{f: f, now: now, redact: redact}, nil
 }
 
 // Printf writes one line: an RFC 3339 UTC timestamp with milliseconds,
-// then the message. A nil *logFile writes nothing.
-func (l *logFile) Printf(format string, args ...any) {
+// then the message. A nil *LogFile writes nothing.
+func (l *LogFile) Printf(format string, args ...any) {
 	if l == nil {
 		return
 	}
@@ -50,21 +51,21 @@ func (l *logFile) Printf(format string, args ...any) {
 	}
 }
 
-// logf returns l.Printf, or nil when there is no log file.
-func (l *logFile) logf() func(string, ...any) {
+// Logf returns l.Printf, or nil when there is no log file.
+func (l *LogFile) Logf() func(string, ...any) {
 	if l == nil {
 		return nil
 	}
 	return l.Printf
 }
 
-// retried is the OnRetry hook of the clients: one line per retry.
-func (l *logFile) retried(e azure.RetryEvent) {
+// Retried is the OnRetry hook of the clients: one line per retry.
+func (l *LogFile) Retried(e azure.RetryEvent) {
 	l.Printf("retry %s (attempt %d): %s; waiting %s", e.Op, e.Attempt, e.Cause, e.Wait.Round(time.Millisecond))
 }
 
 // Close closes the file and returns the first error met writing it.
-func (l *logFile) Close() error {
+func (l *LogFile) Close() error {
 	if l == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package cmd
+package ui
 
 import (
 	"context"
@@ -24,14 +24,14 @@ import (
 // metricPrefix begins the name of every metric of the tool.
 const metricPrefix = "bifrost_migrate_"
 
-// metrics are the Prometheus metrics of one command (--metrics-addr;
+// Metrics are the Prometheus metrics of one command (--metrics-addr;
 // docs/observability.md lists them): counters of what the engine did,
 // of the HTTP requests and of the request units, gauges of the flow and
 // of --follow, a histogram of request latency, and the health that
 // /healthz answers. Labels name tables, containers, services and status
 // codes, never an endpoint or a key. Its methods are safe for concurrent
 // use.
-type metrics struct {
+type Metrics struct {
 	reg    *prometheus.Registry
 	health *health
 
@@ -46,20 +46,21 @@ type metrics struct {
 	hosts map[string]string
 
 	mu sync.Mutex
-	// ru is the command's pacer and flow once it has them (nil before).
-	ru *ruFlags
+	// meters are the command's pacer and flow once it has them.
+	meters Meters
 	// watermark is the time up to which --follow has applied every change
 	// (the start of the last pass, or a newer change it applied; before
 	// the first pass, --since); zero when not following.
 	watermark time.Time
 }
 
-// newMetrics returns the metrics of command (run, replay, reverse,
-// verify) whose requests go to the endpoints of hosts, stuck when no
-// request completed for longer than timeout (--retry-timeout).
-func newMetrics(command string, hosts map[string]string, timeout time.Duration) *metrics {
+// NewMetrics returns the metrics of command (run, replay, reverse,
+// verify) whose requests go to the endpoints of hosts (a host with its
+// port, lower case → its service: "tables", "blobs", "cosmos"), stuck when
+// no request completed for longer than timeout (--retry-timeout).
+func NewMetrics(command string, hosts map[string]string, timeout time.Duration) *Metrics {
 	reg := prometheus.NewRegistry()
-	m := &metrics{reg: reg, hosts: hosts, health: newHealth(timeout, time.Now)}
+	m := &Metrics{reg: reg, hosts: hosts, health: newHealth(timeout, time.Now)}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricPrefix + name, Help: help}, labels)
 		reg.MustRegister(c)
@@ -93,24 +94,24 @@ func newMetrics(command string, hosts map[string]string, timeout time.Duration) 
 	return m
 }
 
-// watch makes the metrics read the pacer and the flow of r (once the
+// watch makes the metrics read the pacer and the flow of mt (once the
 // command made them).
-func (m *metrics) watch(r *ruFlags) {
+func (m *Metrics) watch(mt Meters) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.ru = r
+	m.meters = mt
 }
 
 // follow starts the lag at since: every change before it is, by
 // definition, not the follower's to apply.
-func (m *metrics) follow(since time.Time) {
+func (m *Metrics) follow(since time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.watermark = since
 }
 
 // pass records a finished pass of --follow.
-func (m *metrics) pass(r migrate.PassReport) {
+func (m *Metrics) pass(r migrate.PassReport) {
 	m.passes.Inc()
 	end := r.Started.Add(r.Took)
 	m.lastPass.Set(float64(end.UnixNano()) / 1e9)
@@ -130,7 +131,7 @@ func (m *metrics) pass(r migrate.PassReport) {
 }
 
 // outcome counts what became of some items of source.
-func (m *metrics) outcome(source string, o migrate.Outcome) {
+func (m *Metrics) outcome(source string, o migrate.Outcome) {
 	m.written.WithLabelValues(source).Add(float64(o.Written))
 	m.deadLetters.WithLabelValues(source).Add(float64(o.DeadLetters))
 	m.conflicts.WithLabelValues(source).Add(float64(o.Conflicts))
@@ -139,7 +140,7 @@ func (m *metrics) outcome(source string, o migrate.Outcome) {
 // engineCollector collects what the metrics read at each scrape: the
 // request units by container and the rates of the pacer, the requests in
 // flight and their bound from the flow, the follow lag and the health.
-type engineCollector struct{ m *metrics }
+type engineCollector struct{ m *Metrics }
 
 var (
 	descRU        = prometheus.NewDesc(metricPrefix+"request_units_total", "Request units consumed (the service's x-ms-request-charge), by service and container (\"account\": requests on no container).", []string{"service", "container"}, nil)
@@ -164,27 +165,27 @@ func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	m := c.m
 	m.mu.Lock()
-	r, mark := m.ru, m.watermark
+	r, mark := m.meters, m.watermark
 	m.mu.Unlock()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	if r != nil && r.p != nil {
-		s := r.p.Stats()
+	if r.Pacer != nil {
+		s := r.Pacer.Stats()
 		for container, ru := range s.ByContainer {
 			if container == "" {
 				container = "account"
 			}
 			ch <- prometheus.MustNewConstMetric(descRU, prometheus.CounterValue, ru, "cosmos", container)
 		}
-		perSecond, _ := r.p.Recent(5 * time.Second)
-		allowed, _ := r.p.Rate()
+		perSecond, _ := r.Pacer.Recent(recentWindow)
+		allowed, _ := r.Pacer.Rate()
 		gauge(descRURate, perSecond)
 		gauge(descRUAllowed, allowed)
 		gauge(descMaxRU, r.MaxRU)
 	}
-	if r != nil && r.f != nil {
-		fs := r.f.Stats()
+	if r.Flow != nil {
+		fs := r.Flow.Stats()
 		gauge(descInFlight, float64(fs.InFlight))
 		gauge(descLimit, float64(fs.Limit))
 		gauge(descMax, float64(fs.Max))
@@ -264,15 +265,15 @@ func (h *health) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, why)
 }
 
-// transport wraps next (nil: azure.NewTransport()) so that every request
+// Transport wraps next (nil: azure.NewTransport()) so that every request
 // is counted, timed and heard by the health.
-func (m *metrics) transport(next http.RoundTripper) http.RoundTripper {
+func (m *Metrics) Transport(next http.RoundTripper) http.RoundTripper {
 	return &metricsTransport{next: next, m: m}
 }
 
 type metricsTransport struct {
 	next http.RoundTripper
-	m    *metrics
+	m    *Metrics
 	once sync.Once
 }
 
@@ -306,7 +307,7 @@ func (t *metricsTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // service names the service a request goes to: by its host (with the
 // port) among the command's endpoints; a Cosmos DB account's regional
 // endpoints by their path; else "other" (a token endpoint of Entra ID).
-func (m *metrics) service(req *http.Request) string {
+func (m *Metrics) service(req *http.Request) string {
 	if s, ok := m.hosts[strings.ToLower(req.URL.Host)]; ok {
 		return s
 	}
@@ -316,40 +317,6 @@ func (m *metrics) service(req *http.Request) string {
 	return "other"
 }
 
-// endpointHosts returns the hosts of the endpoints of f's accounts
-// (those it can resolve), each with its service's name.
-func endpointHosts(f *Factory) map[string]string {
-	hosts := map[string]string{}
-	add := func(endpoint, service string) {
-		if h := hostOf(endpoint); h != "" {
-			hosts[h] = service
-		}
-	}
-	if a, err := f.Cosmos(); err == nil {
-		add(a.Endpoint, "cosmos")
-	}
-	if a, err := f.Storage(); err == nil {
-		add(a.TableEndpoint, "tables")
-	}
-	if a, err := f.BlobStorage(); err == nil {
-		add(a.BlobEndpoint, "blobs")
-	}
-	return hosts
-}
-
-// hostOf is the host (with its port, lower case) of an endpoint URL.
-func hostOf(endpoint string) string {
-	i := strings.Index(endpoint, "://")
-	if i < 0 {
-		return ""
-	}
-	h := endpoint[i+3:]
-	if j := strings.IndexAny(h, "/?#"); j >= 0 {
-		h = h[:j]
-	}
-	return strings.ToLower(h)
-}
-
 // metricsServer serves /metrics and /healthz on one address.
 type metricsServer struct {
 	srv  *http.Server
@@ -357,9 +324,17 @@ type metricsServer struct {
 	done chan error
 }
 
-// serveMetrics listens on addr (HOST:PORT, validated) and serves m. A
-// usage error names --metrics-addr when it cannot listen there.
-func serveMetrics(addr string, m *metrics) (*metricsServer, error) {
+// ListenError is the error of metrics that cannot be served: the
+// address asked for and why ("address already in use").
+type ListenError struct {
+	Addr, Why string
+}
+
+func (e *ListenError) Error() string { return "cannot listen on " + e.Addr + ": " + e.Why }
+
+// serveMetrics listens on addr (HOST:PORT, validated) and serves m; a
+// *ListenError when it cannot listen there.
+func serveMetrics(addr string, m *Metrics) (*metricsServer, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		why := err.Error()
@@ -367,7 +342,7 @@ func serveMetrics(addr string, m *metrics) (*metricsServer, error) {
 		if errors.As(err, &oe) && oe.Err != nil {
 			why = oe.Err.Error()
 		}
-		return nil, UsageError(fmt.Errorf("--metrics-addr %s: cannot listen there: %s", addr, strings.TrimPrefix(why, "bind: ")))
+		return nil, &ListenError{Addr: addr, Why: strings.TrimPrefix(why, "bind: ")}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))

@@ -23,13 +23,13 @@ func TestObserveFlagErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--metrics-addr", "not-an-address"},
-			"bifrost-migrate: --metrics-addr: \"not-an-address\" is not HOST:PORT (such as 127.0.0.1:9464, or 0.0.0.0:9464 to serve beyond this machine)\nRun 'bifrost-migrate run --help' for usage.\n"},
+			"bifrost-migrate: --metrics-addr \"not-an-address\": want HOST:PORT such as 127.0.0.1:9464 (or 0.0.0.0:9464 to serve beyond this machine)\nRun 'bifrost-migrate run --help' for usage.\n"},
 		{[]string{"reverse", "--since", "2026-11-20T14:00:00Z", "--metrics-addr", "127.0.0.1:99999"},
-			"bifrost-migrate: --metrics-addr: \"127.0.0.1:99999\" is not HOST:PORT: the port must be a number from 0 to 65535\nRun 'bifrost-migrate reverse --help' for usage.\n"},
+			"bifrost-migrate: --metrics-addr \"127.0.0.1:99999\": want HOST:PORT with a port from 0 to 65535\nRun 'bifrost-migrate reverse --help' for usage.\n"},
 		{[]string{"run", "--progress-interval", "0s"},
-			"bifrost-migrate: --progress-interval: \"0s\" is not a positive duration such as 10s or 1m\nRun 'bifrost-migrate run --help' for usage.\n"},
+			"bifrost-migrate: --progress-interval \"0s\": want a positive duration such as 10s or 1m\nRun 'bifrost-migrate run --help' for usage.\n"},
 		{[]string{"verify", "--report", "r.json", "--report-format", "xml"},
-			"bifrost-migrate: --report-format: \"xml\" is not json or html\nRun 'bifrost-migrate verify --help' for usage.\n"},
+			"bifrost-migrate: --report-format \"xml\": want json or html\nRun 'bifrost-migrate verify --help' for usage.\n"},
 		{[]string{"verify", "--report-format", "html"},
 			"bifrost-migrate: --report-format needs --report FILE\nRun 'bifrost-migrate verify --help' for usage.\n"},
 		{[]string{"run", "--state-dir", state, "--metrics-addr", busy},
