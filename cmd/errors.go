@@ -465,7 +465,7 @@ func unreadable(err error, res *azure.ResourceError) string {
 		where, about, service = string(res.Service)+" "+res.Endpoint, " about "+res.Resource.String(), res.Service
 	}
 	if errors.Is(err, azure.ErrNoChangeFeed) {
-		return where + " does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse reads it: point " +
+		return where + " does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse and verify --since read it: point " +
 			connectionSetting(azure.ServiceCosmos) + " at Azure Cosmos DB or its emulator"
 	}
 	return fmt.Sprintf("%s answered%s in a form that is not the service's: check that %s points at the service (run with --verbose for the details)",

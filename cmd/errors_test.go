@@ -343,7 +343,7 @@ func TestErrNoDecoderMessages(t *testing.T) {
 		want string
 	}{
 		{"no change feed", feed, "Cosmos DB " + cosmosEP + " does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), " +
-			"and reverse reads it: point the Cosmos DB connection at Azure Cosmos DB or its emulator"},
+			"and reverse and verify --since read it: point the Cosmos DB connection at Azure Cosmos DB or its emulator"},
 		{"decoder", &azure.ResourceError{Resource: entitiesCont, Op: "query", Err: decodeErr},
 			"Cosmos DB " + cosmosEP + " answered about container bifrost/entities in a form that is not the service's: check that the Cosmos DB connection points at the service (run with --verbose for the details)"},
 		{"decoder, no resource", fmt.Errorf("read: %w", decodeErr),

@@ -831,7 +831,7 @@ func TestReverseWithoutChangeFeed(t *testing.T) {
 	before := e.snapshot()
 	args := []string{"reverse", "--since", since, "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs, "--state-dir", e.stateDir}
 	want := "bifrost-migrate: cannot use Cosmos DB at " + hostPort(testenv.Cosmos(t).Endpoint) +
-		": it does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse reads it; use Azure Cosmos DB or its emulator; check " + cosmosSettings + "\n"
+		": it does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse and verify --since read it; use Azure Cosmos DB or its emulator; check " + cosmosSettings + "\n"
 
 	code, stdout, stderr := e.cli(args...)
 	if code != ExitFatal || stdout != "" || stderr != want {

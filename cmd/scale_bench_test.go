@@ -33,6 +33,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
+	"github.com/bifrost/bifrost-migrate/verify"
 )
 
 // scaleTransform is how the benchmark's runs transform (--execution-ttl
@@ -129,12 +130,156 @@ func TestScaleServers(t *testing.T) {
 		}
 	}
 
-	code, stdout, stderr := resExecute(srv.env(), nil, "run", "--execution-ttl", "full", "--retry-timeout", "20s", "--state-dir", filepath.Join(t.TempDir(), "state"), "--output", "json", "--quiet")
+	state := filepath.Join(t.TempDir(), "state")
+	code, stdout, stderr := resExecute(srv.env(), nil, "run", "--execution-ttl", "full", "--retry-timeout", "20s", "--state-dir", state, "--output", "json", "--quiet")
 	if code != cmd.ExitPartial {
 		t.Fatalf("run: exit %d, want %d (the collisions): %s", code, cmd.ExitPartial, stderr)
 	}
 	s := resSummary(t, stdout)
 	scaleCheck(t, srv, s)
+
+	// What verify reads: the services' docs are what run wrote (the
+	// sink's digests), and a full verify finds every one of them, the
+	// collisions not migrated, nothing else; a --since finds no change.
+	scaleDocsCheck(t, srv)
+	code, stdout, stderr = resExecute(srv.env(), nil, "verify", "--retry-timeout", "20s", "--state-dir", state, "--output", "json", "--quiet")
+	if code != cmd.ExitPartial {
+		t.Fatalf("verify: exit %d, want %d (the collisions): %s", code, cmd.ExitPartial, stderr)
+	}
+	scaleVerifyCheck(t, srv, verifySummary(t, stdout))
+	code, stdout, stderr = resExecute(srv.env(), nil, "verify", "--since", time.Now().UTC().Format(time.RFC3339), "--retry-timeout", "20s",
+		"--state-dir", state, "--output", "json", "--quiet")
+	if r := verifySummary(t, stdout); code != cmd.ExitOK || r.Scope.RowsRead != 0 || r.Scope.DocsJudged != 0 || !r.OK {
+		t.Fatalf("verify --since now: exit %d, scope %+v: %s", code, r.Scope, stderr)
+	}
+	if u := srv.Unexpected(); len(u) > 0 {
+		t.Errorf("requests the services do not know: %q", u)
+	}
+}
+
+// scaleDocsCheck holds the services' read side to what run wrote and to
+// the answers verify --since needs: every doc of a container's query
+// pages, and of the change feed from the beginning, is the doc whose
+// digest the sink holds; the count of a scope's docs is the number of its
+// ids, and they add up to the container's; a point read finds a doc and
+// not one of another scope; the change feed from now has nothing.
+func scaleDocsCheck(t *testing.T, srv *scaleServers) {
+	t.Helper()
+	ctx := context.Background()
+	acct, err := azure.ParseCosmosConnection(srv.env()["CosmosDBConnection"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := azure.NewCosmosClient(acct, azure.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := azure.NewDocReader(client, "bifrost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := func(c string, raw []byte) error {
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		id, _ := m["id"].(string)
+		for _, p := range []string{"_rid", "_self", "_etag", "_attachments", "_ts"} {
+			if _, ok := m[p]; !ok {
+				return fmt.Errorf("doc %s has no %s", id, p)
+			}
+		}
+		body := raw[:bytes.Index(raw, []byte(`,"_rid":`))]
+		want := uint64(0)
+		if n := execOfID(id); c == transform.ContainerExecutions && n >= 0 {
+			want = srv.sink.execs[n].Load()
+		} else {
+			srv.sink.mu.Lock()
+			want = srv.sink.others[c+"/"+id]
+			srv.sink.mu.Unlock()
+		}
+		if digest(append(body, '}')) != want {
+			return fmt.Errorf("doc %s/%s is not what run wrote", c, id)
+		}
+		return nil
+	}
+	for _, c := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
+		n := 0
+		if err := r.QueryAll(ctx, c, "SELECT * FROM c", nil, 37, func(raw []byte) error { n++; return written(c, raw) }); err != nil {
+			t.Fatal(err)
+		}
+		fed := 0
+		if _, err := r.Changes(ctx, c, azure.ChangeFeedSince(time.Time{}), 41, func(raw []byte) error { fed++; return written(c, raw) }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Changes(ctx, c, azure.ChangeFeedSince(time.Now()), 0, func([]byte) error { fed++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n != srv.docs.size(c) || fed != n {
+			t.Errorf("%s: %d docs queried, %d from the change feed, want %d", c, n, fed, srv.docs.size(c))
+		}
+		total := 0
+		for scope := range srv.docs.counts[c] {
+			p := []store.QueryParam{{Name: "@scope", Value: scope}}
+			var count, ids int
+			if err := r.QueryAll(ctx, c, "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope", p, 0, func(raw []byte) error {
+				count, err = strconv.Atoi(string(raw))
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.QueryAll(ctx, c, "SELECT c.id FROM c WHERE c.scope = @scope", p, 13, func([]byte) error { ids++; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if count != ids || count == 0 {
+				t.Errorf("%s, scope %s: count %d, %d ids", c, scope, count, ids)
+			}
+			total += count
+		}
+		if total != n {
+			t.Errorf("%s: the scopes' counts add up to %d, the container holds %d", c, total, n)
+		}
+	}
+	id := execID(3)
+	scope := transform.Scope(srv.w.orgs[srv.w.org(3)])
+	if doc, found, err := r.Read(ctx, transform.ContainerExecutions, scope, id); err != nil || !found || written(transform.ContainerExecutions, doc) != nil {
+		t.Errorf("point read of %s/%s: found %v, %v", scope, id, found, err)
+	}
+	if _, found, err := r.Read(ctx, transform.ContainerExecutions, "org-none", id); err != nil || found {
+		t.Errorf("point read of %s in another scope: found %v, %v", id, found, err)
+	}
+}
+
+// verifySummary is verify's --output json summary.
+func verifySummary(t *testing.T, stdout string) *verify.Report {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var r struct {
+			Type string `json:"type"`
+			verify.Report
+		}
+		if json.Unmarshal([]byte(lines[i]), &r) == nil && r.Type == "summary" {
+			return &r.Report
+		}
+	}
+	t.Fatalf("no verify summary in %s", lastLines(stdout, 5))
+	return nil
+}
+
+// scaleVerifyCheck fails t unless verify's report r judged every row of
+// srv's world and found every doc: the collisions not migrated, nothing
+// missing, different or orphaned.
+func scaleVerifyCheck(t *testing.T, srv *scaleServers, r *verify.Report) {
+	t.Helper()
+	w := srv.w
+	rows := w.tables["Config"].total + w.tables["Entities"].total + w.tables["Relationships"].total
+	docs := srv.docs.size(transform.ContainerEntities) + srv.docs.size(transform.ContainerExecutions)
+	if r.Totals.Rows != rows || r.Totals.Matched != docs || r.NotMigrated != w.collisions() ||
+		r.Totals.Missing+r.Totals.Different+r.Totals.Orphans+r.Totals.ChangedWhileRunning != 0 || r.Partial {
+		t.Errorf("verify: %d rows (want %d), %d matched (want %d), %d not migrated (want %d), totals %+v, partial %v",
+			r.Totals.Rows, rows, r.Totals.Matched, docs, r.NotMigrated, w.collisions(), r.Totals, r.Partial)
+	}
 }
 
 // scaleCheck fails t unless the run s wrote every doc and blob of the
@@ -246,17 +391,21 @@ func scaleVerify(w *scaleWorld, srv *scaleServers) (docs int64, problems []strin
 	return wrote.Load() + int64(others), problems
 }
 
-// TestScaleBenchmark is the scale benchmark (docs/performance.md, "At any size"): `run`
-// and `run --dry-run`, the built binary, against the services above at
-// each size of BIFROST_SCALE_ROWS (rows of the three tables; default
-// 1,000,000 and 5,000,000), and the SDK alone (TestScaleSDKAlone, a
-// process of its own) writing the same docs into the same sink. It
-// reports rows/s, CPU per row (the process's user + system time), peak
-// RSS (GNU time), the garbage collector's share of the CPU and its
-// cycles (GODEBUG=gctrace=1), and checks every doc. It asserts nothing
-// about speed; it runs only with BIFROST_BENCH=1 (./bench.sh; alone with
-// BIFROST_BENCH_ONLY=scale), never in ./test.sh.
-// BIFROST_SCALE_MODES=run (or dry-run) runs one mode;
+// TestScaleBenchmark is the scale benchmark (docs/performance.md, "At any size"): `run`,
+// `run --dry-run` and `verify`, the built binary, against the services
+// above at each size of BIFROST_SCALE_ROWS (rows of the three tables;
+// default 1,000,000 and 5,000,000), and the SDK alone
+// (TestScaleSDKAlone, a process of its own) writing the same docs into
+// the same sink. It reports rows/s, CPU per row (the process's user +
+// system time), peak RSS (GNU time), the garbage collector's share of
+// the CPU and its cycles (GODEBUG=gctrace=1), and checks every doc (run)
+// and every verdict (verify: every doc found, the collisions not
+// migrated). It asserts nothing about speed; it runs only with
+// BIFROST_BENCH=1 (./bench.sh; alone with BIFROST_BENCH_ONLY=scale),
+// never in ./test.sh. A mode is a function of one world and fresh
+// services (scaleRun, scaleVerifyRun): another measure (a replay pass, the
+// write-stop window) is one more.
+// BIFROST_SCALE_MODES=run (or dry-run, verify; comma-separated) runs those;
 // BIFROST_SCALE_BIN=path measures that binary instead of this build;
 // BIFROST_SCALE_TOOL_ENV="K=V …" adds to its environment (GOGC=…).
 func TestScaleBenchmark(t *testing.T) {
@@ -274,7 +423,7 @@ func TestScaleBenchmark(t *testing.T) {
 			sizes = append(sizes, n)
 		}
 	}
-	modes := []string{"dry-run", "run"}
+	modes := []string{"dry-run", "run", "verify"}
 	if v := os.Getenv("BIFROST_SCALE_MODES"); v != "" {
 		modes = strings.Split(v, ",")
 	}
@@ -305,7 +454,12 @@ func TestScaleBenchmark(t *testing.T) {
 	for _, rows := range order {
 		w := newScaleWorld(rows / 5)
 		for _, mode := range modes {
-			r := scaleRun(t, bin, w, mode == "dry-run")
+			var r scaleResult
+			if mode == "verify" {
+				r = scaleVerifyRun(t, bin, w)
+			} else {
+				r = scaleRun(t, bin, w, mode == "dry-run")
+			}
 			results[mode][rows] = append(results[mode][rows], r)
 			logf("%s, %d rows (%d docs): %.1fs = %.0f rows/s; CPU %.1f µs per row; peak RSS %.1f MB; GC %.1f %% of the work in %d cycles (gctrace over rusage: %.1f %%), live heap at the last %.1f MB (peak %.1f MB)",
 				mode, r.Rows, r.Docs, r.Wall.Seconds(), float64(r.Rows)/r.Wall.Seconds(), r.CPUMicrosPerRow(), float64(r.RSS)/1e6,
@@ -342,6 +496,14 @@ func TestScaleBenchmark(t *testing.T) {
 		dryPerDoc := mean(dries, cpu) * nrows / docs
 		logf("run, %d rows: CPU %.1f µs per doc against SDK alone %.1f + dry run %.1f = %.1f: × %.2f (≤ 1.5)", rows, perDoc,
 			sdkPerDoc, dryPerDoc, sdkPerDoc+dryPerDoc, perDoc/(sdkPerDoc+dryPerDoc))
+	}
+	for _, rows := range sizes {
+		verifies, dries := results["verify"][rows], results["dry-run"][rows]
+		if len(verifies) == 0 || len(dries) == 0 {
+			continue
+		}
+		logf("verify, %d rows: CPU %.1f µs per row against the dry run's %.1f: × %.2f (≤ 1.5)", rows,
+			mean(verifies, cpu), mean(dries, cpu), mean(verifies, cpu)/mean(dries, cpu))
 	}
 	t.Logf("results:\n%s", report.String())
 }
@@ -407,6 +569,39 @@ func scaleRun(t *testing.T, bin string, w *scaleWorld, dry bool) scaleResult {
 	}
 	scaleCheck(t, srv, s)
 	res.Docs = s.DocsWritten
+	return res
+}
+
+// scaleVerifyRun runs `verify` (the binary bin) against fresh services
+// over w, which serve the docs run writes, and checks its verdict.
+func scaleVerifyRun(t *testing.T, bin string, w *scaleWorld) scaleResult {
+	t.Helper()
+	srv := newScaleServers(w)
+	defer srv.Close()
+	args := []string{"verify", "--execution-ttl", "full", "--state-dir", filepath.Join(t.TempDir(), "state"), "--output", "json", "--quiet"}
+	env := srv.env()
+	env["GODEBUG"] = "gctrace=1"
+	classes := filepath.Join(t.TempDir(), "cpu-classes.json")
+	env["BIFROST_CPU_CLASSES"] = classes
+	for _, kv := range strings.Fields(os.Getenv("BIFROST_SCALE_TOOL_ENV")) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	r := testenv.RunTimed(t, env, bin, args...)
+	if ee, ok := r.Exit.(*exec.ExitError); !ok || ee.ExitCode() != cmd.ExitPartial {
+		t.Fatalf("%v: exit %v, want %d (the collisions): %s", args, r.Exit, cmd.ExitPartial, lastLines(string(r.Stderr), 20))
+	}
+	res := scaleResult{RSS: r.MaxRSS, CPU: r.CPU, Wall: r.Wall, Docs: int64(srv.docs.size(transform.ContainerExecutions))}
+	res.GC = parseGCTrace(string(r.Stderr))
+	if b, err := os.ReadFile(classes); err != nil || json.Unmarshal(b, &res.Classes) != nil {
+		t.Fatalf("%v: no CPU classes (%v): %s", args, err, b)
+	}
+	rep := verifySummary(t, string(r.Stdout))
+	res.Rows = int64(rep.Totals.Rows)
+	scaleVerifyCheck(t, srv, rep)
+	if u := srv.Unexpected(); len(u) > 0 {
+		t.Errorf("requests the services do not know: %q", u)
+	}
 	return res
 }
 

@@ -29,10 +29,16 @@ import (
 // The services of the scale benchmark, in the test process: a Table
 // service that serves a scaleWorld's rows as the service answers queries
 // (pages of at most 1,000 rows that never cross a partition, opaque
-// continuations, $filter on the keys, $select, point reads), and a Cosmos
-// DB and a Blob service that accept the writes of run, check each body
-// and keep a digest per doc and blob. The tool reaches them through its
-// real adapters over plain HTTP on loopback.
+// continuations, $filter on the keys and Timestamp, $select, point
+// reads), and a Cosmos DB and a Blob service that accept the writes of
+// run, check each body and keep a digest per doc and blob. The Cosmos DB
+// service also serves what verify reads (scaleDocs): the docs run writes
+// for the world, computed from its rows as they are asked for — the
+// query of a container page by page, point reads, the count and the ids
+// of a scope's docs, the partition key ranges and the change feed — so
+// that verify can be measured at any size without writing first. The
+// tool reaches them through its real adapters over plain HTTP on
+// loopback.
 
 const scaleAccount = "bench"
 
@@ -48,6 +54,7 @@ type scaleServers struct {
 	blobs  *httptest.Server
 	sink   *cosmosSink
 	store  *blobSink
+	docs   *scaleDocs
 
 	mu         sync.Mutex
 	unexpected []string // requests none of the services knows
@@ -56,7 +63,7 @@ type scaleServers struct {
 }
 
 func newScaleServers(w *scaleWorld) *scaleServers {
-	s := &scaleServers{w: w, sink: newCosmosSink(w), store: newBlobSink(w)}
+	s := &scaleServers{w: w, sink: newCosmosSink(w), store: newBlobSink(w), docs: newScaleDocs(w)}
 	s.tables = httptest.NewServer(http.HandlerFunc(s.serveTables))
 	s.cosmos = httptest.NewServer(http.HandlerFunc(s.serveCosmos))
 	s.blobs = httptest.NewServer(http.HandlerFunc(s.serveBlobs))
@@ -677,8 +684,18 @@ func (s *scaleServers) serveCosmos(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"id":%q,"_rid":"db","_self":"dbs/db/","_etag":"\"1\"","_ts":1}`, parts[1])
 	case r.Method == http.MethodGet && len(parts) == 4 && parts[0] == "dbs" && parts[2] == "colls":
 		fmt.Fprintf(w, `{"id":%q,"_rid":"coll","_self":"dbs/db/colls/coll/","_etag":"\"1\"","_ts":1,"partitionKey":{"paths":["/scope"],"kind":"Hash","version":2},"indexingPolicy":{"indexingMode":"consistent","automatic":true,"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/\"_etag\"/?"}]}}`, parts[3])
+	case r.Method == http.MethodPost && len(parts) == 5 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "docs" &&
+		strings.EqualFold(r.Header.Get("x-ms-documentdb-query"), "true"):
+		s.docs.query(w, r, parts[3], s.odd)
 	case r.Method == http.MethodPost && len(parts) == 5 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "docs":
 		s.sink.upsert(w, r, parts[3])
+	case r.Method == http.MethodGet && len(parts) == 5 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "pkranges":
+		s.docs.pkRanges(w, r)
+	case r.Method == http.MethodGet && len(parts) == 5 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "docs" &&
+		strings.EqualFold(r.Header.Get("A-IM"), "Incremental feed"):
+		s.docs.changes(w, r, parts[3])
+	case r.Method == http.MethodGet && len(parts) == 6 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "docs":
+		s.docs.read(w, r, parts[3], parts[5])
 	default:
 		s.odd(r)
 		w.WriteHeader(http.StatusNotFound)

@@ -349,7 +349,7 @@ func probeCause(err error) string {
 	case f.Status > 0:
 		return fmt.Sprintf("it answered %d %s", f.Status, http.StatusText(f.Status))
 	case errors.Is(err, azure.ErrNoChangeFeed):
-		return "it does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse reads it; use Azure Cosmos DB or its emulator"
+		return "it does not serve the change feed as Azure Cosmos DB does (the local stand-in has none), and reverse and verify --since read it; use Azure Cosmos DB or its emulator"
 	case azure.Unreadable(err):
 		return "it answered in a form that is not the service's"
 	case t.Failure == azure.NoSuchHost:

@@ -21,7 +21,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
-	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/transform"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
 
@@ -50,6 +50,10 @@ type VerifyOptions struct {
 	testNames
 	// PageSize is the most docs per query page.
 	PageSize int
+	// Since is --since as given (RFC 3339); since, parsed, makes the
+	// check judge what changed at or after it (verify.Options.Since).
+	Since string
+	since time.Time
 	// StateDir is run's state directory, where verify looks for the
 	// dead-letter file it names when rows are not migrated.
 	StateDir string
@@ -69,6 +73,10 @@ type VerifyOptions struct {
 	// options and table prefix: the flags', and the migration's for
 	// those not given), once verifyRun computed them.
 	migration migrationOptions
+	// serviceNow is the time the services stamp changes with: verify's
+	// start on that clock is what changes in flight are measured from,
+	// and what its record keeps for a later --since.
+	serviceNow func() time.Time
 }
 
 // verifyServices is what VerifyOptions.Connect returns.
@@ -82,7 +90,9 @@ func (v verifyFlags) bind(fl *pflag.FlagSet) {
 	fl.Float64Var(&v.o.Sample, "sample", 1, "check only this `fraction` of the rows (0 < F <= 1), chosen by a hash of their keys")
 	fl.StringVar(&v.o.ReportFile, "report", "", "write the whole report to `FILE`: JSON, or one HTML page for a .html name")
 	fl.StringVar(&v.o.ReportFormat, "report-format", "", "the --report file's `format`: "+joinOr(formatNames(v.o.Formats))+" (default: by its name)")
-	fl.IntVar(&v.o.PageSize, "page-size", store.DefaultQueryPageSize, "docs per query page")
+	fl.StringVar(&v.o.Since, "since", "", "judge only the rows and docs changed at or after this RFC 3339 `TIME` (e.g. "+sinceExample+
+		"); on a clean full verify that started at or after it, the whole")
+	fl.IntVar(&v.o.PageSize, "page-size", verify.DefaultPageSize, "docs per query page")
 	_ = fl.MarkHidden("page-size")
 }
 
@@ -100,6 +110,13 @@ func (v verifyFlags) validate() error {
 		// Before any work: x.pdf would get JSON, which is not what was asked.
 		return badValue("--report", v.o.ReportFile, "a name ending in "+joinOr(formatExts(v.o.Formats))+
 			", or the format given with --report-format "+joinOr(formatNames(v.o.Formats)))
+	}
+	if v.o.Since != "" {
+		since, err := parseSince(v.o.Since)
+		if err != nil {
+			return UsageError(err)
+		}
+		v.o.since = since
 	}
 	return nil
 }
@@ -162,7 +179,7 @@ func formatExts(formats []verify.Format) []string {
 // NewCmdVerify builds `bifrost-migrate verify`. runF replaces the command's
 // work in tests; nil means verifyRun.
 func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) *cobra.Command {
-	opts := &VerifyOptions{Formats: f.reportFormats()}
+	opts := &VerifyOptions{Formats: f.reportFormats(), serviceNow: f.serviceNow}
 	opts.testNames.prefix = &opts.TablePrefix
 	opts.Connect = func(ctx context.Context) (verifyServices, error) { return connectVerify(ctx, f, opts) }
 	c := newCommand(verifyDoc, func(c *cobra.Command) error {
@@ -179,9 +196,17 @@ func NewCmdVerify(f *Factory, runF func(context.Context, *VerifyOptions) error) 
 
 // connectVerify connects the engine to the accounts of f.
 func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verifyServices, error) {
-	c, err := connect(ctx, f, needs{uses: tablesRead | blobsRead | cosmosRead, database: opts.Database, blobContainer: opts.BlobContainer,
+	uses := tablesRead | blobsRead | cosmosRead
+	if !opts.since.IsZero() {
+		uses |= changeFeed
+	}
+	c, err := connect(ctx, f, needs{uses: uses, database: opts.Database, blobContainer: opts.BlobContainer,
 		probeTable: opts.migration.TablePrefix + firstTable(opts.Tables), pacer: opts.pacer, out: opts.out})
-	return verifyServices{conn: c, deps: &verify.Verifier{Rows: c.rowReader, Docs: c.docReader, Blobs: c.blobStore}}, err
+	v := &verify.Verifier{Rows: c.rowReader, Docs: c.docReader, Blobs: c.blobStore}
+	if !opts.since.IsZero() {
+		v.Changes, v.Position = c.docReader, azure.ChangeFeedSince
+	}
+	return verifyServices{conn: c, deps: v}, err
 }
 
 // verifyRun runs the engine and prints the report; rows not migrated and
@@ -190,13 +215,21 @@ func connectVerify(ctx context.Context, f *Factory, opts *VerifyOptions) (verify
 func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	o := opts.output("verify")
 	opts.out = o
-	started := opts.Now()
+	started, serviceStarted := opts.Now(), opts.serviceNow()
 	if opts.ReportFile != "" {
 		// Before any reading: a report that cannot be written would only
 		// be found out after hours.
 		if err := checkWritable("--report", opts.ReportFile); err != nil {
 			return err
 		}
+	}
+	// verify records its verdict (and a full one the docs it read) in the
+	// state directory, and sorts beyond memory there.
+	if err := checkStateDir(opts.StateDir); err != nil {
+		return err
+	}
+	if !opts.since.IsZero() && opts.since.After(serviceStarted) {
+		return UsageError(futureSince(opts.Since, opts.since, serviceStarted))
 	}
 	mig, err := opts.TransformFlags.migration("verify", opts.StateDir, opts.TablePrefix, false)
 	if err != nil {
@@ -228,14 +261,25 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		return err
 	}
 	mig.say(o)
-	r, err := v.Run(ctx, verify.Options{
+	recordTarget := verifyTarget(svc.conn.target, mig.TablePrefix, topts)
+	vopts := verify.Options{
 		Transform:   topts,
 		Tables:      opts.Tables,
 		TablePrefix: mig.TablePrefix,
 		Sample:      opts.Sample,
 		PageSize:    opts.PageSize,
 		Database:    opts.Database,
-	})
+		Since:       opts.since,
+		Started:     serviceStarted,
+		DocsDir:     opts.StateDir,
+	}
+	if vopts.TempDir, err = prepareStateDir(opts.StateDir); err != nil {
+		return err
+	}
+	if !opts.since.IsZero() {
+		vopts.Base = sinceBase(o, opts.StateDir, opts.since, recordTarget)
+	}
+	r, err := v.Run(ctx, vopts)
 	if err != nil {
 		return err
 	}
@@ -255,6 +299,13 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	verdict := verifyVerdict(r)
 	if err := writeVerifySummary(o, opts.Out, r, ru); err != nil {
 		return err
+	}
+	if err := saveRecord(opts.StateDir, verify.NewRecordEntry(r, opts.serviceNow(), version.String(), recordTarget)); err != nil {
+		what := r.VerdictLine()
+		if verdict != nil {
+			what = verdict.Error()
+		}
+		return fmt.Errorf("%s; but its record was not written: %w", what, err)
 	}
 	if opts.ReportFile != "" {
 		if err := writeReportFile(opts.ReportFile, opts.reportFormat(), r, reportMeta(o, opts.StateDir, r.RunID)); err != nil {
@@ -297,11 +348,74 @@ func verifyVerdict(r *verify.Report) error {
 		if !r.DeadLetterFileFound {
 			listed = "`bifrost-migrate run --dry-run` lists them"
 		}
-		return PartialError(fmt.Errorf("verify found %d row(s) not migrated (dead letters; %s), %d missing, %d different and %d orphan doc(s)%s",
-			r.NotMigrated, listed, r.Totals.Missing, r.Totals.Different, r.Totals.Orphans, r.PartialSuffix()))
+		return PartialError(fmt.Errorf("verify found %d row(s) not migrated (dead letters; %s), %d missing, %d different and %d orphan doc(s)%s%s",
+			r.NotMigrated, listed, r.Totals.Missing, r.Totals.Different, r.Totals.Orphans, r.PartialSuffix(), r.InFlightSuffix()))
 	}
-	return PartialError(fmt.Errorf("verify found %d missing, %d different and %d orphan doc(s)%s",
-		r.Totals.Missing, r.Totals.Different, r.Totals.Orphans, r.PartialSuffix()))
+	return PartialError(fmt.Errorf("verify found %d missing, %d different and %d orphan doc(s)%s%s",
+		r.Totals.Missing, r.Totals.Different, r.Totals.Orphans, r.PartialSuffix(), r.InFlightSuffix()))
+}
+
+// verifyTempDir begins the name of the directory in the state directory
+// where a verify keeps what it sorts beyond memory: one of its own, so
+// that two verifies on one state directory never share it, removed when
+// it ends (one a verify that was killed left behind can be removed).
+const verifyTempDir = "verify.tmp-"
+
+// prepareStateDir makes the state directory, and in it the directory of
+// this verify's sorted runs, whose path it returns (verify makes it again
+// when it first needs it, and removes it).
+func prepareStateDir(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("--state-dir %s: %v", dir, unwrapPath(err))
+	}
+	tmp, err := os.MkdirTemp(dir, verifyTempDir)
+	if err != nil {
+		return "", fmt.Errorf("--state-dir %s: %v", dir, unwrapPath(err))
+	}
+	// verify makes it again at its first sorted run, and removes it at
+	// the end; one that holds no run is not left behind.
+	return tmp, os.Remove(tmp)
+}
+
+// verifyTarget names what a verify judges, as its record keeps it: the
+// accounts, database and blob container (t.fingerprint), the table
+// prefix and the transform options, never a secret.
+func verifyTarget(t target, prefix string, o transform.Options) string {
+	return fmt.Sprintf("%s;table-prefix=%s;execution-ttl=%s;blob-threshold=%d;relationships=%s;strict=%v",
+		t.fingerprint(), prefix, o.ExecutionTTL, o.BlobThreshold, o.Relationships, o.Strict)
+}
+
+// sinceBase is the full verify recorded in dir that a --since of target
+// at since builds on (verify.Record.Base), nil when none; it says in a
+// status line on o which, or why none.
+func sinceBase(o *ui.Output, dir string, since time.Time, target string) *verify.Base {
+	alone := "; this check covers the changes since " + since.UTC().Format(time.RFC3339) + " alone"
+	rec, err := verify.LoadRecord(dir)
+	if err != nil {
+		o.Warning("%v%s", err, alone)
+		return nil
+	}
+	base, why := rec.Base(dir, since, target, func(path string) bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
+	if base == nil {
+		o.Status("%s%s", why, alone)
+		return nil
+	}
+	o.Status("%s", why)
+	return base
+}
+
+// saveRecord adds e to the record in dir.
+func saveRecord(dir string, e verify.RecordEntry) error {
+	rec, err := verify.LoadRecord(dir)
+	if err != nil || rec == nil {
+		// One that cannot be read is replaced: it says nothing usable.
+		rec = &verify.Record{}
+	}
+	rec.Add(e)
+	return rec.Save(dir)
 }
 
 // checkWritable returns a usage error naming flag and name when a file
@@ -435,7 +549,7 @@ func writeReportFile(name string, format verify.Format, r *verify.Report, meta v
 
 // verifyDoc is the help of `bifrost-migrate verify`.
 var verifyDoc = cmdDoc{
-	use:   "verify [--sample F] [--report FILE]",
+	use:   "verify [--sample F] [--since TIME] [--report FILE]",
 	short: "Prove the migration: every source row against Cosmos DB and Blob Storage",
 	long: `Recompute the doc of every source row with the migration's options (from
 --state-dir), read the docs in bulk and compare them field by field, by
@@ -443,12 +557,20 @@ meaning: timestamps as instants, a null field as an absent one. It reports
 missing, different and orphan docs, rows not migrated (dead letters), and
 where users will see executions differently after cutover (access
 patterns). A full check's "verify: OK" (exit 0) is the signal to cut over.
+Findings are read again at the end: what changed while verify ran (a
+replay --follow, the application) is counted apart, not as a difference.
 With --sample or --tables the check is partial: its verdict line says what
 it judged ("verify: OK for a 1 % sample: 209 of 20,000 rows judged"), and
-its exit 0 speaks for those rows alone.`,
+its exit 0 speaks for those rows alone. With --since it judges what
+changed since then, in the tables and in Cosmos DB (its change feed); on
+a clean full verify that started at or after then, recorded with the docs
+it read in --state-dir (verify.json), it proves the whole: the cutover's
+last step.`,
 	example: `  bifrost-migrate verify
   # a page to sign the cutover off with (or .json: everything, as JSON)
   bifrost-migrate verify --report verify.html
+  # at the write stop: what changed since the full verify started (its start is in verify.json)
+  bifrost-migrate verify --since 2026-11-27T04:10:12Z
   # a quick look at 1 % of the rows, chosen by a hash of their keys (a partial check)
   bifrost-migrate verify --sample 0.01`,
 }

@@ -3,13 +3,11 @@ package migrate
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,69 +15,6 @@ import (
 	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
-
-func testKey(i int) [16]byte {
-	sum := sha256.Sum256([]byte(strconv.Itoa(i)))
-	var k [16]byte
-	copy(k[:], sum[:])
-	return k
-}
-
-// A keySet is exact however few keys it holds in memory and however
-// often its filter lets a lookup through: every key added twice is found
-// the second time, in memory or in a run, and no other key is; its runs
-// stay few; Close removes them.
-func TestKeySetSpills(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "runs")
-	made := 0
-	s := newKeySet(7, 64, func() (string, error) { made++; return dir, os.Mkdir(dir, 0o700) })
-	const n = 5000
-	for i := range n {
-		if added, err := s.Add(testKey(i)); err != nil || !added {
-			t.Fatalf("key %d: added %v, %v", i, added, err)
-		}
-		// Every key added before, once in a while: the latest, in memory,
-		// and old ones, on disk.
-		if i%13 == 0 {
-			for _, j := range []int{i, i / 2, i / 7} {
-				if added, err := s.Add(testKey(j)); err != nil || added {
-					t.Fatalf("key %d again after %d: added %v, %v", j, i, added, err)
-				}
-			}
-		}
-	}
-	if s.Len() != n || made != 1 {
-		t.Errorf("%d keys, want %d; directory made %d times", s.Len(), n, made)
-	}
-	// A filter of 64 bytes lets nearly every lookup through: the runs
-	// answered them, and there are at most log₂(n/7)+1 of them.
-	if s.diskLookups < n/2 || len(s.runs) > 11 {
-		t.Errorf("%d lookups on disk, %d runs", s.diskLookups, len(s.runs))
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != len(s.runs) {
-		t.Errorf("%d files for %d runs (merged runs not removed)", len(entries), len(s.runs))
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("runs left after Close: %v", err)
-	}
-}
-
-// A keySet that cannot write its runs says so, naming the file.
-func TestKeySetSpillFails(t *testing.T) {
-	s := newKeySet(2, 64, func() (string, error) { return filepath.Join(t.TempDir(), "missing"), nil })
-	_, err := s.Add(testKey(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.Add(testKey(2))
-	if err == nil || !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("err %v, want one about the missing directory", err)
-	}
-}
 
 // scaleEnv is an env whose tables hold executions in n orgs of m each,
 // a repetition of every 7th in the partition "org-" + its org (a

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/spill"
 	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
@@ -155,7 +156,7 @@ func newRunner(opts RunOptions, deps Deps) (*runner, error) {
 		engine: e, opts: opts, tables: tables, src: deps.Source, docs: deps.Docs, blobs: deps.Blobs,
 		execs: newExecFilter(z.execFilterBytes), samples: map[string]int{},
 	}
-	r.ids = idSet{newKeySet(z.idMemoryKeys, z.idFilterBytes, r.idRunsDir)}
+	r.ids = idSet{spill.NewKeySet(z.idMemoryKeys, z.idFilterBytes, r.idRunsDir)}
 	r.fp = fingerprint(e.topts, tables, opts.TablePrefix, opts.Target)
 	if opts.DryRun {
 		// Dry run: decorators that write nothing, in place of the writers

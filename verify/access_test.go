@@ -176,21 +176,31 @@ func TestClassifyUnindexed(t *testing.T) {
 }
 
 // feed streams rows through an accessIndex as the row reader does:
-// Entities first, every row, with the sample decided by keep.
-func feed(a *accessIndex, rows []transform.Row, keep func(transform.Row) bool) map[FindingKind]int {
-	kinds := map[FindingKind]int{}
+// Entities first, every row, with the sample decided by keep; it returns
+// the result.
+func feed(t *testing.T, a *accessIndex, w *work, rows []transform.Row, keep func(transform.Row) bool) (AccessPatterns, int) {
+	t.Helper()
 	opts := transform.Options{Now: accessNow}.WithDefaults()
 	ids := transform.NewIDSet()
-	for _, row := range rows {
+	for i, row := range rows {
 		o := ids.Check(transform.Transform(row, transform.BlobFacts{}, opts))
 		switch {
 		case row.Table == transform.TableEntities && o.Kind == "execution":
-			a.addExecution(row, o, keep(row))
+			must(t, a.addExecution(row, uint64(i+1), o, keep(row)))
 		case o.Disposition == transform.DispositionDroppedIndex:
-			kinds[a.addIndex(row, keep(row))]++
+			must(t, a.addIndex(row, uint64(i+1), keep(row)))
 		}
 	}
-	return kinds
+	r, dangling, err := a.result(w)
+	must(t, err)
+	return r, dangling
+}
+
+// newTestWork returns a work of sizes z that the test removes.
+func newTestWork(t *testing.T, z sizes) *work {
+	w := newWork(t.TempDir(), z)
+	t.Cleanup(func() { _ = w.close() })
+	return w
 }
 
 func all(transform.Row) bool { return true }
@@ -223,29 +233,31 @@ func TestAccessIndex(t *testing.T) {
 		indexRow("workflowexec:w:" + orgPK + ":e1"),
 		indexRow("userexec:malformed"), // kept in tables
 	}
-	a := newAccessIndex(true)
-	outside := map[string]bool{"workflowexec:w:GLOBAL:e4": true, rows[4].RowKey: true}
-	kinds := feed(a, rows, func(r transform.Row) bool { return !outside[r.RowKey] })
-	if want := map[FindingKind]int{"": 8, FindingDangling: 1, FindingStale: 2}; !reflect.DeepEqual(kinds, want) {
-		t.Errorf("addIndex kinds %v, want %v", kinds, want)
-	}
-	got := a.result()
-	want := AccessPatterns{Checked: true, Dangling: 1, Stale: 2, Unindexed: 1, Findings: []Finding{
-		{Kind: FindingDangling, Index: s("userexec:ghost@contoso.example:e9"), ExecutionID: "e9", Field: FieldExecutionID, IndexValue: s("e9")},
-		{Kind: FindingStale, Index: s("status:Running:e2"), ExecutionID: "e2", Field: FieldStatus, IndexValue: s("Running"), ExecutionValue: s("Failed")},
-		{Kind: FindingStale, Index: s("workflowexec:w:" + orgPK + ":e1"), ExecutionID: "e1", Field: FieldScope, IndexValue: s("org-" + orgPK), ExecutionValue: s("GLOBAL")},
-		{Kind: FindingUnindexed, ExecutionID: "e4", Field: FieldExecutedBy, ExecutionValue: s("bob@contoso.example")},
-	}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("result\n got %s\nwant %s", fakes.JSON(got), fakes.JSON(want))
-	}
-	if len(a.execs) != 6 {
-		t.Errorf("%d execution records, want 6 (the second e1 is not kept)", len(a.execs))
+	for _, z := range []sizes{{}, tiny} {
+		w := newTestWork(t, z)
+		a := newAccessIndex(true, w)
+		outside := map[string]bool{"workflowexec:w:GLOBAL:e4": true, rows[4].RowKey: true}
+		got, dangling := feed(t, a, w, rows, func(r transform.Row) bool { return !outside[r.RowKey] })
+		if dangling != 1 {
+			t.Errorf("%d sampled dangling rows (run's warning), want 1", dangling)
+		}
+		want := AccessPatterns{Checked: true, Dangling: 1, Stale: 2, Unindexed: 1, Findings: []Finding{
+			{Kind: FindingDangling, Index: s("userexec:ghost@contoso.example:e9"), ExecutionID: "e9", Field: FieldExecutionID, IndexValue: s("e9")},
+			{Kind: FindingStale, Index: s("status:Running:e2"), ExecutionID: "e2", Field: FieldStatus, IndexValue: s("Running"), ExecutionValue: s("Failed")},
+			{Kind: FindingStale, Index: s("workflowexec:w:" + orgPK + ":e1"), ExecutionID: "e1", Field: FieldScope, IndexValue: s("org-" + orgPK), ExecutionValue: s("GLOBAL")},
+			{Kind: FindingUnindexed, ExecutionID: "e4", Field: FieldExecutedBy, ExecutionValue: s("bob@contoso.example")},
+		}}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("result\n got %s\nwant %s", fakes.JSON(got), fakes.JSON(want))
+		}
+		if a.kept != 6 {
+			t.Errorf("%d execution records, want 6 (the second e1 is not kept)", a.kept)
+		}
 	}
 	// Nothing is judged when a table is left out.
-	off := newAccessIndex(false)
-	feed(off, rows, all)
-	if r := off.result(); r.Checked || r.Dangling+r.Stale+r.Unindexed != 0 || len(r.Findings) != 0 || len(off.execs) != 0 {
+	w := newTestWork(t, sizes{})
+	off := newAccessIndex(false, w)
+	if r, _ := feed(t, off, w, rows, all); r.Checked || r.Dangling+r.Stale+r.Unindexed != 0 || len(r.Findings) != 0 || off.kept != 0 {
 		t.Errorf("not checked: %s", fakes.JSON(r))
 	}
 }
@@ -263,9 +275,8 @@ func TestAccessIndexLimits(t *testing.T) {
 	for i := range n {
 		rows = append(rows, indexRow(fmt.Sprintf("workflowexec:v:SYSTEM:e%04d", i)), indexRow(fmt.Sprintf("status:Failed:x%04d", i)))
 	}
-	a := newAccessIndex(true)
-	feed(a, rows, all)
-	r := a.result()
+	w := newTestWork(t, sizes{})
+	r, _ := feed(t, newAccessIndex(true, w), w, rows, all)
 	if r.Dangling != n || r.Stale != n || r.Unindexed != n {
 		t.Fatalf("counts %d dangling, %d stale, %d unindexed; want %d each", r.Dangling, r.Stale, r.Unindexed, n)
 	}

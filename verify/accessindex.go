@@ -1,8 +1,7 @@
 package verify
 
 import (
-	"strings"
-
+	"github.com/bifrost/bifrost-migrate/internal/spill"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -11,200 +10,285 @@ import (
 // exact. Unindexed executions are listed up to ShownDifferences.
 const MaxAccessRows = 1000
 
-// interner keeps each distinct string once and names it by a uint32; 0
-// is "no value". The values the access patterns query (users, workflows,
-// forms, statuses, scopes) repeat across executions, so an execution's
-// facts cost 4 bytes per field, not a string each.
-type interner struct {
-	ids  map[string]uint32
-	strs []string
-}
-
-func newInterner() interner {
-	return interner{ids: map[string]uint32{}, strs: []string{""}}
-}
-
-func (in *interner) id(v optString) uint32 {
-	if !v.ok {
-		return 0
-	}
-	if id, ok := in.ids[v.s]; ok {
-		return id
-	}
-	// A clone: v.s may share memory with a whole page of rows.
-	s := strings.Clone(v.s)
-	id := uint32(len(in.strs))
-	in.strs = append(in.strs, s)
-	in.ids[s] = id
-	return id
-}
-
-func (in *interner) value(id uint32) optString {
-	if id == 0 {
-		return optString{}
-	}
-	return optString{in.strs[id], true}
-}
-
-// execRecord is the compact facts of one execution (about 50 bytes, plus
-// its id).
-type execRecord struct {
-	id                                              string
-	executedBy, workflowName, formID, status, scope uint32
-	migrated, sampled, hasUserexec, hasWorkflowexec bool
-}
-
 // accessIndex is the state of the access-pattern check while the tables
-// stream by: the facts of every execution of Entities (read first, SPEC
-// §10's read order), then each index row of Relationships judged as it is
-// read (classifyIndex) and the flags it sets; once every row is read,
-// result judges the executions (classifyUnindexed). Every row is seen,
-// sampled or not: the facts and the flags need all of them, and only
-// sampled index rows and executions are judged. It keeps no index row,
-// only the first MaxAccessRows findings of each kind. One goroutine
-// builds it.
+// stream by, in memory that does not grow with them: every execution of
+// Entities (by its ids, and in read order) and every dropped index row of
+// Relationships (by the execution id it names) go to sorters; result
+// then joins them by execution id, judging each index row
+// (classifyIndex: dangling or stale) and noting which executions have a
+// userexec or workflowexec row, and then goes through the executions in
+// read order with those notes (classifyUnindexed). Every row is seen,
+// sampled or not: the facts and the notes need all of them, and only
+// sampled index rows and executions are judged. One goroutine builds it.
 type accessIndex struct {
 	// checked: both Entities and Relationships are read; else nothing is
 	// judged.
 	checked bool
-	strs    interner
-	// byID finds an execution's record by either of its ids (its
-	// ExecutionId property and the id in its RowKey, as run's dangling
-	// check does). The first row of an id keeps it: a later execution row
-	// with the same id (another partition) is not judged, since no index
-	// row can tell the two apart.
-	byID  map[string]uint32
-	execs []execRecord
-
-	dangling, stale int // index rows
-	listed          [2][]Finding
-	listedRows      [2]int
+	// ids holds every execution id taken: the first row of an id keeps
+	// it (its ExecutionId property and the id in its RowKey, as run's
+	// dangling check does); a later execution row whose id is taken is
+	// not judged, since no index row can tell the two apart.
+	ids *spill.KeySet
+	// byID has an execution's facts under each of its ids; index its
+	// index rows by the id they name; execs its facts in read order;
+	// notes, once result joins, the index rows an execution has.
+	byID, index, execs, notes *spill.Sorter
+	rec                       recWriter
+	// kept counts the executions kept.
+	kept int
 }
 
-func newAccessIndex(checked bool) *accessIndex {
-	return &accessIndex{checked: checked, strs: newInterner(), byID: map[string]uint32{}}
+func newAccessIndex(checked bool, w *work) *accessIndex {
+	a := &accessIndex{checked: checked}
+	if checked {
+		z := w.z
+		a.ids = w.keySet("execids", z.execMemoryKeys, z.execFilterBytes)
+		a.byID, a.index, a.execs, a.notes = w.sorter("execbyid"), w.sorter("index"), w.sorter("execs"), w.sorter("notes")
+	}
+	return a
 }
 
-// addExecution records an Entities execution row, its outcome o after
-// collisions, and whether it is in the sample.
-func (a *accessIndex) addExecution(row transform.Row, o transform.Outcome, sampled bool) {
+// execRecord is an execution's facts on their way through the sorters.
+type execRecord struct {
+	id      string
+	seq     uint64
+	facts   execFacts
+	sampled bool
+}
+
+func (w *recWriter) execRecord(byID string, e *execRecord) {
+	w.reset()
+	if byID != "" {
+		w.key(byID)
+	}
+	w.seq(e.seq)
+	w.str(e.id)
+	for _, o := range []optString{e.facts.executedBy, e.facts.workflowName, e.facts.formID, e.facts.status} {
+		w.bool(o.ok)
+		w.str(o.s)
+	}
+	w.str(e.facts.scope)
+	w.bool(e.facts.migrated)
+	w.bool(e.sampled)
+}
+
+func (r *recReader) execRecord(byID bool) execRecord {
+	if byID {
+		r.key()
+	}
+	e := execRecord{seq: r.seq(), id: r.str()}
+	for _, o := range []*optString{&e.facts.executedBy, &e.facts.workflowName, &e.facts.formID, &e.facts.status} {
+		o.ok = r.bool()
+		o.s = r.str()
+	}
+	e.facts.scope = r.str()
+	e.facts.migrated = r.bool()
+	e.sampled = r.bool()
+	return e
+}
+
+// addExecution records an Entities execution row, the seq-th in read
+// order, its outcome o after collisions, and whether it is in the
+// sample. It fails when a sorter or the id set cannot write its runs.
+func (a *accessIndex) addExecution(row transform.Row, seq uint64, o transform.Outcome, sampled bool) error {
 	if !a.checked {
-		return
+		return nil
 	}
 	id := transform.ExecutionID(row)
 	if id == "" {
-		return // no id at all: no index row can name it, and run dead-letters it
+		return nil // no id at all: no index row can name it, and run dead-letters it
 	}
-	if _, dup := a.byID[id]; dup {
-		return
+	added, err := a.ids.Add(transform.BlobKey(id))
+	if err != nil || !added {
+		return err
 	}
-	f := factsOf(row, o)
-	i := uint32(len(a.execs))
-	rec := execRecord{
-		id:         strings.Clone(id),
-		executedBy: a.strs.id(f.executedBy), workflowName: a.strs.id(f.workflowName), formID: a.strs.id(f.formID),
-		status: a.strs.id(f.status), scope: a.strs.id(optString{f.scope, true}),
-		migrated: f.migrated, sampled: sampled,
+	a.kept++
+	e := execRecord{id: id, seq: seq, facts: factsOf(row, o), sampled: sampled}
+	a.rec.execRecord("", &e)
+	if err := a.execs.Add(a.rec.b); err != nil {
+		return err
 	}
-	a.execs = append(a.execs, rec)
-	a.byID[rec.id] = i
+	names := []string{id}
 	if prop, fromKey := transform.ExecutionIDs(row); prop != fromKey {
 		for _, other := range []string{prop, fromKey} {
-			if _, dup := a.byID[other]; other != "" && !dup {
-				a.byID[strings.Clone(other)] = i
+			if other == "" || other == id {
+				continue
+			}
+			added, err := a.ids.Add(transform.BlobKey(other))
+			if err != nil {
+				return err
+			}
+			if added {
+				names = append(names, other)
 			}
 		}
 	}
-}
-
-func (a *accessIndex) facts(r *execRecord) execFacts {
-	return execFacts{
-		executedBy: a.strs.value(r.executedBy), workflowName: a.strs.value(r.workflowName), formID: a.strs.value(r.formID),
-		status: a.strs.value(r.status), scope: a.strs.value(r.scope).s, migrated: r.migrated,
+	for _, name := range names {
+		a.rec.execRecord(name, &e)
+		if err := a.byID.Add(a.rec.b); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
-// addIndex records a dropped index row of Relationships: it sets its
-// execution's userexec or workflowexec flag and, when the row is sampled,
-// judges it. It returns the kind of the row's findings ("" for none).
-func (a *accessIndex) addIndex(row transform.Row, sampled bool) FindingKind {
+// addIndex records a dropped index row of Relationships, the seq-th in
+// read order, and whether it is sampled. It fails when a sorter cannot
+// write its runs.
+func (a *accessIndex) addIndex(row transform.Row, seq uint64, sampled bool) error {
 	if !a.checked {
-		return ""
+		return nil
 	}
 	ix, ok := transform.ParseIndex(row.RowKey)
 	if !ok {
-		return "" // not a dropped index (transform keeps malformed ones)
+		return nil // not a dropped index (transform keeps malformed ones)
 	}
-	var rec *execRecord
-	if i, found := a.byID[ix.ExecutionID]; found {
-		rec = &a.execs[i]
+	a.rec.reset()
+	a.rec.key(ix.ExecutionID)
+	a.rec.seq(seq)
+	a.rec.str(row.RowKey)
+	a.rec.bool(sampled)
+	return a.index.Add(a.rec.b)
+}
+
+// indexFinding is the findings of one index row, and its read order.
+type indexFinding struct {
+	seq uint64
+	fs  []Finding
+}
+
+// result returns what the check found: the dangling and stale rows,
+// counted and the first MaxAccessRows of each listed in read order, and
+// the sampled executions judged now that every index row is known, the
+// first ShownDifferences of them listed; and the number of sampled
+// dangling rows (run's dangling-index warning). It fails when a sorter
+// cannot read or write its runs.
+func (a *accessIndex) result(w *work) (AccessPatterns, int, error) {
+	r := AccessPatterns{Checked: a.checked, Findings: []Finding{}}
+	if !a.checked {
+		return r, 0, nil
+	}
+	listed := [2]*firstN[indexFinding]{}
+	for k := range listed {
+		listed[k] = newFirstN(MaxAccessRows, func(f indexFinding) uint64 { return f.seq })
+	}
+	byID, index := newStream(a.byID), newStream(a.index)
+	for {
+		g, ok := minGroup(1, byID, index)
+		if !ok {
+			break
+		}
+		var exec *execRecord
+		if rec := byID.next(g, 1); rec != nil {
+			rr := recReader{b: rec}
+			e := rr.execRecord(true)
+			if rr.err != nil {
+				return r, 0, rr.err
+			}
+			exec = &e
+		}
+		for rec := index.next(g, 1); rec != nil; rec = index.next(g, 1) {
+			rr := recReader{b: rec}
+			rr.key()
+			seq, rowKey, sampled := rr.seq(), rr.str(), rr.bool()
+			if rr.err != nil {
+				return r, 0, rr.err
+			}
+			fs, err := a.judgeIndex(seq, rowKey, sampled, exec)
+			if err != nil {
+				return r, 0, err
+			}
+			if len(fs) == 0 {
+				continue
+			}
+			k := 0
+			if fs[0].Kind == FindingStale {
+				k = 1
+				r.Stale++
+			} else {
+				r.Dangling++
+			}
+			listed[k].add(indexFinding{seq, fs})
+		}
+	}
+	if err := firstErr(byID, index); err != nil {
+		return r, 0, err
+	}
+	for _, l := range listed {
+		for _, f := range l.sorted() {
+			r.Findings = append(r.Findings, f.fs...)
+		}
+	}
+	if err := a.unindexed(&r); err != nil {
+		return r, 0, err
+	}
+	return r, r.Dangling, nil
+}
+
+// The notes an index row leaves on its execution.
+const (
+	noteUserexec     = 1
+	noteWorkflowexec = 2
+)
+
+// judgeIndex notes what index row rowKey says of its execution exec (nil:
+// none has its id) and, when the row is sampled, judges it.
+func (a *accessIndex) judgeIndex(seq uint64, rowKey string, sampled bool, exec *execRecord) ([]Finding, error) {
+	ix, _ := transform.ParseIndex(rowKey)
+	if exec != nil {
+		var note uint64
 		switch ix.Kind {
 		case "userexec":
-			rec.hasUserexec = true
+			note = noteUserexec
 		case "workflowexec":
-			rec.hasWorkflowexec = true
+			note = noteWorkflowexec
+		}
+		if note != 0 {
+			a.rec.reset()
+			a.rec.seq(exec.seq)
+			a.rec.uvarint(note)
+			if err := a.notes.Add(a.rec.b); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if !sampled {
-		return ""
+		return nil, nil
 	}
-	var fs []Finding
-	if rec == nil {
-		fs = classifyIndex(row.RowKey, ix, nil)
-	} else {
-		f := a.facts(rec)
-		fs = classifyIndex(row.RowKey, ix, &f)
+	if exec == nil {
+		return classifyIndex(rowKey, ix, nil), nil
 	}
-	if len(fs) == 0 {
-		return ""
-	}
-	kind := fs[0].Kind
-	k := 0
-	if kind == FindingStale {
-		a.stale++
-		k = 1
-	} else {
-		a.dangling++
-	}
-	if a.listedRows[k] < MaxAccessRows {
-		a.listedRows[k]++
-		a.listed[k] = append(a.listed[k], detach(fs)...)
-	}
-	return kind
+	return classifyIndex(rowKey, ix, &exec.facts), nil
 }
 
-// detach copies the strings that a row's findings share with its page of
-// rows, so that a listed finding does not keep the page in memory.
-func detach(fs []Finding) []Finding {
-	rk := strings.Clone(*fs[0].Index)
-	for i := range fs {
-		fs[i].Index = &rk
-		fs[i].ExecutionID = strings.Clone(fs[i].ExecutionID)
-		if fs[i].IndexValue != nil {
-			v := strings.Clone(*fs[i].IndexValue)
-			fs[i].IndexValue = &v
+// unindexed goes through the executions in read order with the notes of
+// their index rows, counting the sampled ones that are unindexed and
+// listing the first ShownDifferences.
+func (a *accessIndex) unindexed(r *AccessPatterns) error {
+	execs, notes := newStream(a.execs), newStream(a.notes)
+	for execs.ok {
+		rr := recReader{b: execs.cur}
+		e := rr.execRecord(false)
+		if rr.err != nil {
+			return rr.err
 		}
-	}
-	return fs
-}
-
-// result returns what the check found: the dangling and stale rows
-// counted and listed as they were read, and the sampled executions judged
-// now that every index row is known, the first ShownDifferences of them
-// listed. It changes nothing.
-func (a *accessIndex) result() AccessPatterns {
-	r := AccessPatterns{Checked: a.checked, Dangling: a.dangling, Stale: a.stale, Findings: []Finding{}}
-	if !a.checked {
-		return r
-	}
-	r.Findings = append(r.Findings, a.listed[0]...)
-	r.Findings = append(r.Findings, a.listed[1]...)
-	for i := range a.execs {
-		rec := &a.execs[i]
-		if !rec.sampled {
+		execs.advance()
+		var has uint64
+		for notes.ok {
+			nr := recReader{b: notes.cur}
+			seq := nr.seq()
+			if seq > e.seq {
+				break
+			}
+			if seq == e.seq {
+				has |= nr.uvarint()
+			}
+			notes.advance()
+		}
+		if !e.sampled {
 			continue
 		}
-		fs := classifyUnindexed(rec.id, a.facts(rec), rec.hasUserexec, rec.hasWorkflowexec)
+		fs := classifyUnindexed(e.id, e.facts, has&noteUserexec != 0, has&noteWorkflowexec != 0)
 		if len(fs) == 0 {
 			continue
 		}
@@ -213,5 +297,5 @@ func (a *accessIndex) result() AccessPatterns {
 		}
 		r.Unindexed++
 	}
-	return r
+	return firstErr(execs, notes)
 }

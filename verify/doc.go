@@ -8,29 +8,34 @@
 //
 // # Strategy
 //
-// Requests stay few and memory stays bounded by never holding a doc body
-// for longer than it takes to hash it:
+// Requests stay few, and memory does not grow with the source ("Flat at
+// any size"): no doc body is held longer than it takes to hash it, and no
+// entry of a row or a doc stays in memory beyond a bounded number of them.
 //
 //  1. One listing of container execution-data gives, per execution id,
 //     which blobs exist and their sizes (transform.BlobFacts), as run uses
 //     them.
 //  2. Two streams run at the same time, one per service: every doc of each
 //     container is read with one cross-partition query "SELECT * FROM c" in
-//     pages of 10,000 (a handful of requests for 100,000 docs; the
-//     @vercel/cosmosdb-server stand-in scans its whole container for every
-//     page, so small pages would make the read quadratic), and every row of
-//     the tables is read page by page (1,000 rows) and transformed. Each
-//     side keeps only a compact entry per doc or row: a 16-byte key of
-//     (container, scope, id), the provenance hash of the content
-//     (transform.Hash, which leaves out _migration, ttl and the system
-//     properties), a hash of _migration, the ttl, and the keys needed to
-//     report it — roughly 250 bytes per doc and per row, never the body.
-//  3. The join compares the entries. Equal hashes mean equal docs field by
-//     field (canonical JSON compares numbers by value), so only docs whose
-//     hashes differ are read again — one point read each, plus one
-//     point query of their row — to compute the differing field paths.
-//     Details are computed for the first MaxDetailedDocs differing docs;
-//     the counts are always exact.
+//     pages of DefaultPageSize (the @vercel/cosmosdb-server stand-in scans
+//     its whole container for every page, so pages are few), and every row
+//     of the tables is read page by page (1,000 rows) and transformed. Each
+//     side turns each doc or row into a compact entry — its place
+//     (container, scope, id), the provenance hash of the content by
+//     meaning, a hash of _migration, the ttl, the row keys, its read order
+//     — and hands it to a sorter (internal/spill): a bounded number of
+//     entries in memory, the rest in sorted runs on disk (work.go).
+//  3. The join is two merges of the sorted streams (join.go): by place,
+//     scope by scope — the rows whose doc belongs there meet the doc
+//     there —, then by row — a row not found at its place meets the docs
+//     whose _migration names it, and the other docs that name a row are
+//     orphans. Equal hashes mean equal docs field by field (canonical JSON
+//     compares numbers by value).
+//  4. Every finding (missing, different, orphan) is read again, its row
+//     and its doc (recheck.go): what agrees now is matched, what changed
+//     while verify ran is counted apart, and what still differs gets its
+//     field paths from that read. Details are listed for the first
+//     MaxDetailedDocs differing docs; the counts are always exact.
 //
 // A doc expected at (container, scope, id) that is absent there but whose
 // _migration names the same row somewhere else (another scope, container
@@ -43,16 +48,22 @@
 // _migration at an expected place is judged (it is not what the migration
 // wrote).
 //
+// A full check writes DocsFile, the docs it read; Options.Since makes the
+// check a --since (since.go), which judges the rows and docs changed
+// since a time and, on a full check's DocsFile, the docs deleted since.
+// RecordFile is where the command keeps what each check concluded.
+//
 // # Access patterns
 //
 // The execution index rows of Relationships are dropped: in Cosmos DB the
 // questions they answered are queries on the execution docs. While the
-// rows stream by, verify keeps compact facts of every execution of
-// Entities (interned user, workflow, form, status and scope, about 130
-// bytes per execution with its id) and, since Entities is read before
-// Relationships, judges each index row against them as it is read
-// (classifyIndex: dangling or stale), keeping no index row; once every
-// row is read it judges the executions (classifyUnindexed: a migrated
-// execution without a userexec or workflowexec row). The findings are
-// data quality: they are in the report, never in OK.
+// rows stream by, verify sorts the facts of every execution of Entities
+// (user, workflow, form, status and scope) by its ids, and every dropped
+// index row by the execution id it names (accessindex.go); once every row
+// is read, a merge by execution id judges each index row against its
+// execution (classifyIndex: dangling or stale) and notes which executions
+// have a userexec or workflowexec row, and the executions are then judged
+// in read order (classifyUnindexed: a migrated execution without a
+// userexec or workflowexec row). The findings are data quality: they are
+// in the report, never in OK.
 package verify

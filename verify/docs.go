@@ -5,14 +5,27 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/bifrost/bifrost-migrate/internal/spill"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
+
+// DefaultPageSize is the most docs a page of verify's query holds. Pages
+// are what verify holds in memory of the docs: the SDK keeps a page, the
+// next one's body and two copies of its docs at once while it fetches
+// (some four times the page's bytes), so a page is bounded whatever the
+// size of the container: 3,000 executions are about 6 MB. The service
+// bounds a page at 4 MB anyway; the local Cosmos DB stand-in works
+// through its whole container for every page (about 5 s a page at 30,000
+// docs), so more, smaller pages cost it time there
+// (docs/performance.md, "verify").
+const DefaultPageSize = 3000
 
 // containers are the Cosmos DB containers verify reads, in this order.
 var containers = []string{transform.ContainerEntities, transform.ContainerExecutions}
@@ -20,81 +33,70 @@ var containers = []string{transform.ContainerEntities, transform.ContainerExecut
 // blobPathFields are the execution doc properties that name a blob.
 var blobPathFields = []string{"resultBlobPath", "logsBlobPath", "variablesBlobPath", "snapshotBlobPath"}
 
-// ttlState is what a doc's ttl is.
-type ttlState struct {
-	present bool
-	raw     json.RawMessage
-	inRange bool // a number with 0 < ttl ≤ transform.ExecutionRetention
-}
-
-type blobIssue struct{ field, path string }
-
-// actualDoc is the compact entry of one doc read from Cosmos DB: never
-// its body, only what the join compares (about 250 bytes).
-type actualDoc struct {
-	ref        DocRef // Table, PartitionKey, RowKey from _migration
-	hasMig     bool
-	src        key
-	docHash    string // transform.MeaningHash
-	migHash    key    // migrationKey
-	ttl        ttlState
-	blobIssues []blobIssue
-}
-
-// docIndex is the doc side of verify: an entry per doc read from Cosmos
-// DB, found by its place (container, scope, id) and by the row its
-// _migration names (the first such doc). add is safe for concurrent use;
-// the rest is read once the index is complete.
+// docIndex is the doc side of verify: the entry of every doc read from
+// Cosmos DB, sorted by its place (container, scope, id), on its way to
+// disk beyond what memory holds, and the docs read per container. add
+// is safe for concurrent use; the rest is read once the index is
+// complete.
 type docIndex struct {
 	blobs transform.BlobIndex // the listing, to check the blob paths docs name
 
-	mu     sync.Mutex
-	actual []actualDoc
-	byKey  map[key]int
-	bySrc  map[key]int
-	read   map[string]int // docs read per container
+	mu   sync.Mutex
+	act  *spill.Sorter
+	rec  recWriter
+	seq  uint64
+	read map[string]int // docs read per container
+	// feed: the docs come from the change feed (a --since), where a doc
+	// can come twice: the later is kept; and a doc without _migration
+	// names the row it would go back to (transform.DocRowRef).
+	feed bool
 }
 
-func newDocIndex(blobs transform.BlobIndex) *docIndex {
-	return &docIndex{blobs: blobs, byKey: map[key]int{}, bySrc: map[key]int{}, read: map[string]int{}}
+func newDocIndex(blobs transform.BlobIndex, w *work) *docIndex {
+	return &docIndex{blobs: blobs, act: w.sorter("actual"), read: map[string]int{}}
 }
 
 // add indexes one doc of container c, as the service returned it. A doc
-// listed twice (a query page overlapping the next) is kept once. It
-// returns an error for a doc it cannot decode.
+// listed twice (a query page overlapping the next) is kept once, by the
+// join. It returns an error for a doc it cannot decode, or when the
+// sorter cannot write its runs.
 func (d *docIndex) add(c string, raw []byte) error {
-	a, k, err := d.entry(c, raw)
+	a, err := d.entry(c, raw)
 	if err != nil {
 		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.read[c]++
-	if _, dup := d.byKey[k]; dup {
-		return nil
+	d.seq++
+	a.seq = d.seq
+	if d.feed {
+		a.seq = math.MaxUint64 - d.seq
 	}
-	d.byKey[k] = len(d.actual)
-	if a.hasMig {
-		if _, dup := d.bySrc[a.src]; !dup {
-			d.bySrc[a.src] = len(d.actual)
-		}
-	}
-	d.actual = append(d.actual, a)
-	return nil
+	d.rec.actual(&a, false)
+	return d.act.Add(d.rec.b)
 }
 
-// entry builds the compact entry of one doc of container c and its key.
-func (d *docIndex) entry(c string, raw []byte) (actualDoc, key, error) {
+// entry builds the compact entry of one doc of container c.
+func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
 	m, err := transform.DecodeDoc(raw)
 	if err != nil {
-		return actualDoc{}, key{}, fmt.Errorf("container %s: undecodable doc: %w", c, err)
+		return actualDoc{}, fmt.Errorf("container %s: undecodable doc: %w", c, err)
 	}
 	a := actualDoc{ref: DocRef{Container: c, Scope: str(m["scope"]), ID: str(m["id"])}}
 	if mig, ok := m["_migration"].(map[string]any); ok {
 		a.hasMig = true
 		a.ref.Table, a.ref.PartitionKey, a.ref.RowKey = str(mig["table"]), str(mig["partitionKey"]), str(mig["rowKey"])
-		a.src = keyOf(a.ref.Table, a.ref.PartitionKey, a.ref.RowKey)
 		a.migHash = migrationKey(mig)
+	} else if d.feed {
+		if doc, err := transform.DecodeDocOrdered(raw); err == nil {
+			if ref, fail := transform.DocRowRef(doc); fail == nil {
+				a.ref.Table, a.ref.PartitionKey, a.ref.RowKey = ref.Table, ref.PartitionKey, ref.RowKey
+			}
+		}
+	}
+	if ts, ok := m["_ts"].(json.Number); ok {
+		a.ts, _ = ts.Int64()
 	}
 	// By meaning (SPEC §12): the timestamps of its row's table as
 	// instants, a null field as an absent one.
@@ -103,11 +105,18 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, key, error) {
 		// service stored) simply never matches.
 		a.docHash = "unhashable"
 	}
+	a.expiry = neverExpires
 	if t, ok := m["ttl"]; ok {
 		a.ttl = ttlState{present: true, raw: rawJSON(t)}
 		if n, ok := t.(json.Number); ok {
 			f, err := n.Float64()
 			a.ttl.inRange = err == nil && f > 0 && f <= transform.ExecutionRetention
+			if err == nil && f > 0 && f < math.MaxInt32 {
+				// The service removes the doc ttl seconds after its
+				// last write (a container's defaultTtl is not known
+				// here: a doc without ttl is taken to stay).
+				a.expiry = a.ts + int64(f)
+			}
 		}
 	}
 	if c == transform.ContainerExecutions {
@@ -117,8 +126,11 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, key, error) {
 			}
 		}
 	}
-	return a, keyOf(c, a.ref.Scope, a.ref.ID), nil
+	return a, nil
 }
+
+// seqs is the number of docs read.
+func (d *docIndex) seqs() int { return int(d.seq) }
 
 // readDocs reads every doc of every container into d: one cross-partition
 // query per container, the containers at the same time (a service far
@@ -147,13 +159,26 @@ func readDocs(ctx context.Context, src DocSource, pageSize int, progress Progres
 		queries.Add(1)
 		g.Go(func() error {
 			defer queries.Done()
+			n := 0
 			return src.QueryAll(gctx, c, "SELECT * FROM c", nil, pageSize, func(raw []byte) error {
 				select {
 				case docs <- doc{c, raw}:
-					return nil
 				case <-gctx.Done():
 					return gctx.Err()
 				}
+				if n++; n%pageSize == 0 {
+					// The last doc of a full page: the next page is
+					// fetched now, and while it is, the SDK holds this
+					// page, the next one's body and two copies of its
+					// docs at once, some times the page's size. The
+					// collector runs first, so that it is not running
+					// then: it would find all that live and let the heap
+					// grow by as much again (internal/memlimit), and
+					// memory would follow the pages, not what verify
+					// keeps.
+					runtime.GC()
+				}
+				return nil
 			})
 		})
 	}

@@ -5,22 +5,22 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// MaxDetailedDocs is how many differing docs verify reads again to compute
-// their field paths; beyond it only the count is exact. More differences
-// than this point to a systematic cause (wrong options, wrong database)
-// that the first thousand already show.
+// MaxDetailedDocs is how many differing docs the report lists with their
+// field paths (from their second read, recheck.go), and how many docs
+// without ttl and docs changed while verify ran it names; beyond it only
+// the counts are exact. More differences than this point to a systematic
+// cause (wrong options, wrong database) that the first thousand already
+// show.
 const MaxDetailedDocs = 1000
-
-// detailConcurrency is the number of differing docs fetched at once.
-const detailConcurrency = 8
 
 // Options say what verify checks.
 type Options struct {
@@ -36,10 +36,31 @@ type Options struct {
 	// falls below it, and judges only the docs of those rows. 0 means 1.
 	Sample float64
 	// PageSize is the most docs per query page; 0 means
-	// store.DefaultQueryPageSize.
+	// DefaultPageSize.
 	PageSize int
 	// Database is recorded in the report.
 	Database string
+	// TempDir is where the sorted runs go beyond what memory holds (a
+	// directory verify makes and removes); "" means a temporary directory.
+	TempDir string
+	// Since, when not zero, makes the check a --since (since.go): the
+	// rows and docs changed at or after it. Base, when not nil, is the
+	// full verify it builds on.
+	Since time.Time
+	Base  *Base
+	// DocsDir, when not empty, is where a full check (every table, no
+	// sample) writes DocsFile, for a later --since.
+	DocsDir string
+	// Started is when verify started (the command's start): a row or a
+	// doc written at or after it is a change in flight (recheck.go). Zero
+	// means when Run starts.
+	Started time.Time
+
+	// sizes bound what verify holds in memory; zero fields take the
+	// defaults. Tests make them tiny.
+	sizes sizes
+	// spilled, when not nil, is set when records went to disk.
+	spilled *bool
 }
 
 // Verifier compares the source tables with Cosmos DB and Blob Storage.
@@ -50,6 +71,11 @@ type Verifier struct {
 	Docs     DocSource
 	Blobs    BlobLister
 	Progress Progress
+	// Changes and Position, needed by --since alone, read the change feed
+	// of the containers: Position(t) is where the feed of the docs
+	// changed at or after t begins (azure.ChangeFeedSince).
+	Changes  ChangeSource
+	Position func(t time.Time) string
 	// Now is the clock of the report's elapsed time; nil means time.Now.
 	Now func() time.Time
 }
@@ -87,28 +113,40 @@ func sampledKey(k key, f float64) bool {
 	return float64(binary.BigEndian.Uint64(k[:8])>>11)/(1<<53) < f
 }
 
-// state is one verify run: its options and its two indexes.
+// full reports whether opts (defaulted) judge every row: every table, no
+// sample, not --since.
+func (o Options) full() bool {
+	return o.Sample >= 1 && slices.Equal(o.Tables, transform.Tables()) && o.Since.IsZero()
+}
+
+// state is one verify run: its options, the blob listing and the
+// sorters it works with.
 type state struct {
 	v    *Verifier
 	opts Options
+	work *work
+	now  func() time.Time
 
 	blobs       transform.BlobIndex
 	blobsListed int
-	docs        *docIndex
-	rows        *rowIndex
 }
 
 // Run verifies and returns the report. It returns an error only when it
-// could not finish (a service error, ctx cancelled); a selected table that
-// does not exist is such an error (the RowSource's, naming the table),
-// never an empty table. Mismatches and rows that are not migrated are in
-// the report (Report.OK false), not errors.
-func (v *Verifier) Run(ctx context.Context, opts Options) (*Report, error) {
+// could not finish (a service error, ctx cancelled, sorted runs that
+// could not be written or read); a selected table that does not exist is
+// such an error (the RowSource's, naming the table), never an empty
+// table. Mismatches and rows that are not migrated are in the report
+// (Report.OK false), not errors. It removes its sorted runs before it
+// returns.
+func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error) {
 	now := v.Now
 	if now == nil {
 		now = time.Now
 	}
 	start := now()
+	if opts.Started.IsZero() {
+		opts.Started = start
+	}
 	if v.Progress == nil {
 		v.Progress = noProgress{}
 	}
@@ -118,42 +156,112 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Sample <= 0 || opts.Sample > 1 {
 		opts.Sample = 1
 	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
+	}
 	opts.Transform = opts.Transform.WithDefaults()
 	if err := opts.Transform.Validate(); err != nil {
 		return nil, err
 	}
-	s := &state{v: v, opts: opts, blobs: transform.BlobIndex{}, rows: newRowIndex()}
+	s := &state{v: v, opts: opts, blobs: transform.BlobIndex{}, work: newWork(opts.TempDir, opts.sizes), now: now}
+	defer func() {
+		if opts.spilled != nil {
+			s.work.mu.Lock()
+			*opts.spilled = s.work.base != ""
+			s.work.mu.Unlock()
+		}
+		if cerr := s.work.close(); cerr != nil && err == nil {
+			r, err = nil, fmt.Errorf("remove verify's sorted runs: %w", cerr)
+		}
+	}()
 	v.Progress.Step("listing blobs of execution-data")
 	if err := s.listBlobs(ctx); err != nil {
 		return nil, err
 	}
-	s.docs = newDocIndex(s.blobs)
-	// The two services are read at the same time: neither side needs the
-	// other until the join. The first failure stops the other side.
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return readDocs(gctx, v.Docs, opts.PageSize, v.Progress, s.docs) })
-	g.Go(func() error {
-		return rowReader{rows: v.Rows, opts: opts, blobs: s.blobs, progress: v.Progress}.read(gctx, s.rows)
-	})
-	if err := g.Wait(); err != nil {
+	var j joined
+	var dw *docsWriter
+	if opts.Since.IsZero() {
+		j, dw, err = s.full(ctx)
+	} else {
+		j, err = s.since(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
-	v.Progress.Step("comparing")
-	r, jobs := join(s.rows, s.docs, opts.Tables, opts.Sample)
+	if dw != nil {
+		defer func() {
+			if err != nil {
+				dw.abort()
+			}
+		}()
+	}
+	r = j.r
+	r.Started, r.startedAt = opts.Started.UTC().Format(time.RFC3339), opts.Started
 	r.BlobsListed = s.blobsListed
-	r.Scope = newScope(opts, r.Totals.Rows, s.rows.read)
-	r.Partial = r.Scope.partial()
 	r.Settings = Settings{
 		Database: opts.Database, Tables: opts.Tables, Sample: opts.Sample,
 		ExecutionTTL: string(opts.Transform.ExecutionTTL), BlobThreshold: opts.Transform.BlobThreshold,
 		Relationships: string(opts.Transform.Relationships), Strict: opts.Transform.Strict,
 		Now: transform.FormatTimestamp(opts.Transform.Now),
 	}
-	if err := s.details(ctx, r, jobs); err != nil {
+	if err := s.recheck(ctx, r, j.counts, j.jobs, j.missing); err != nil {
 		return nil, err
+	}
+	r.Scope = newScope(opts, r.Totals.Rows, j.rowsRead)
+	r.Scope.DocsJudged, r.Scope.Base = j.docsJudged, j.base
+	r.Partial = r.Scope.partial()
+	if dw != nil {
+		if err := dw.commit(); err != nil {
+			return nil, err
+		}
+		r.docsWritten = true
 	}
 	r.ElapsedSeconds = now().Sub(start).Seconds()
 	return r, nil
+}
+
+// full reads every row of the selected tables and every doc, and joins
+// them; a full check (every table, no sample) with DocsDir also writes
+// DocsFile, which the caller commits once the report is whole.
+func (s *state) full(ctx context.Context) (j joined, dw *docsWriter, err error) {
+	opts, v := s.opts, s.v
+	rows, docs := newRowIndex(s.work), newDocIndex(s.blobs, s.work)
+	// The two services are read at the same time: neither side needs the
+	// other until the join. The first failure stops the other side.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return readDocs(gctx, v.Docs, opts.PageSize, v.Progress, docs) })
+	g.Go(func() error {
+		return rowReader{rows: v.Rows, opts: opts, blobs: s.blobs, progress: v.Progress, work: s.work}.read(gctx, rows)
+	})
+	if err := g.Wait(); err != nil {
+		return j, nil, err
+	}
+	v.Progress.Step("comparing")
+	var manifest func(*actualDoc) error
+	if opts.DocsDir != "" && opts.full() {
+		if dw, err = newDocsWriter(filepath.Join(opts.DocsDir, DocsFile), opts.Started); err != nil {
+			return j, nil, err
+		}
+		manifest = dw.add
+	}
+	fail := func(err error) (joined, *docsWriter, error) {
+		if dw != nil {
+			dw.abort()
+		}
+		return joined{}, nil, fmt.Errorf("verify's sorted runs: %w", err)
+	}
+	if j, err = join(rows, docs, s.work, opts.Tables, opts.Sample, MaxRecheck, manifest); err != nil {
+		return fail(err)
+	}
+	r := j.r
+	if r.AccessPatterns, r.Warnings[transform.ReasonDanglingIndex], err = rows.access.result(s.work); err != nil {
+		return fail(err)
+	}
+	if r.Warnings[transform.ReasonDanglingIndex] == 0 {
+		delete(r.Warnings, transform.ReasonDanglingIndex)
+	}
+	j.rowsRead = rows.read
+	return j, dw, nil
 }
 
 func (s *state) listBlobs(ctx context.Context) error {
@@ -161,87 +269,4 @@ func (s *state) listBlobs(ctx context.Context) error {
 		s.blobsListed++
 		return s.blobs.Add(name, size)
 	})
-}
-
-// details reads the first MaxDetailedDocs differing docs and their rows
-// again and computes their field paths, in row order.
-func (s *state) details(ctx context.Context, r *Report, jobs []detailJob) error {
-	if len(jobs) > MaxDetailedDocs {
-		r.DetailsTruncated = true
-		jobs = jobs[:MaxDetailedDocs]
-	}
-	if len(jobs) == 0 {
-		return nil
-	}
-	s.v.Progress.Step(fmt.Sprintf("reading %d differing doc(s) again for their field paths", len(jobs)))
-	results := make([][]Difference, len(jobs))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(detailConcurrency)
-	for i := range jobs {
-		g.Go(func() error {
-			var err error
-			results[i], err = s.detail(gctx, jobs[i])
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	for _, d := range results {
-		r.Differences = append(r.Differences, d...)
-	}
-	return nil
-}
-
-func (s *state) detail(ctx context.Context, j detailJob) ([]Difference, error) {
-	e := s.rows.expected[j.exp]
-	var actualRef *DocRef
-	fields := j.fields
-	if j.act >= 0 {
-		a := s.docs.actual[j.act]
-		if j.moved {
-			ref := a.ref
-			actualRef = &ref
-		}
-		diffs, err := s.readAndCompare(ctx, e.ref, a.ref)
-		if err != nil {
-			return nil, err
-		}
-		fields = append(diffs, fields...)
-	}
-	out := make([]Difference, 0, len(fields))
-	for _, f := range fields {
-		out = append(out, Difference{Doc: e.ref, ActualDoc: actualRef, Path: f.path, Problem: f.problem, Expected: f.expected, Actual: f.actual})
-	}
-	if len(out) == 0 {
-		// The doc or its row changed between the scan and this read.
-		out = append(out, Difference{Doc: e.ref, ActualDoc: actualRef, Path: "", Problem: "changed while verify ran; run verify again"})
-	}
-	return out, nil
-}
-
-// readAndCompare reads the row of exp and the doc at act and compares
-// them field by field.
-func (s *state) readAndCompare(ctx context.Context, exp, act DocRef) ([]fieldDiff, error) {
-	row, found, err := store.Lookup(ctx, s.v.Rows, s.opts.TablePrefix, exp.Table, store.Key{PartitionKey: exp.PartitionKey, RowKey: exp.RowKey})
-	if err != nil || !found {
-		return nil, err
-	}
-	o := rowReader{opts: s.opts, blobs: s.blobs}.transform(row)
-	if o.Disposition != transform.DispositionDoc {
-		return nil, nil
-	}
-	want, err := transform.DecodeDoc(o.DocJSON)
-	if err != nil {
-		return nil, fmt.Errorf("expected doc %s: %w", exp, err)
-	}
-	raw, found, err := s.v.Docs.Read(ctx, act.Container, act.Scope, act.ID)
-	if err != nil || !found {
-		return nil, err
-	}
-	got, err := transform.DecodeDoc(raw)
-	if err != nil {
-		return nil, fmt.Errorf("doc %s/%s/%s: %w", act.Container, act.Scope, act.ID, err)
-	}
-	return compareDocs(exp.Table, want, got), nil
 }

@@ -376,9 +376,11 @@ func reportVerdict(r *Report) verdict {
 	t := r.Totals
 	var v verdict
 	switch {
+	case r.OK && !r.Partial && !r.Scope.Base.IsZero():
+		v = verdict{Class: "ok", Head: "In sync: " + r.Scope.String() + "; every source row is where its disposition says."}
 	case r.OK && !r.Partial:
 		v = verdict{Class: "ok", Head: "In sync: every source row is where its disposition says."}
-	case r.OK && r.Scope.RowsJudged == 0:
+	case r.OK && r.Scope.RowsJudged == 0 && r.Scope.DocsJudged == 0:
 		v = verdict{Class: "warn", Head: "Nothing judged: no row, and no doc in Cosmos DB from a row of the selection."}
 	case r.OK:
 		v = verdict{Class: "warn", Head: "In sync: every row judged is where its disposition says."}
@@ -388,9 +390,12 @@ func reportVerdict(r *Report) verdict {
 		v = verdict{Class: "failed", Head: fmt.Sprintf("Not in sync: %d missing, %d different and %d orphan doc(s); %d row(s) not migrated.",
 			t.Missing, t.Different, t.Orphans, r.NotMigrated)}
 	}
-	if r.Partial {
+	switch {
+	case r.Partial:
 		v.Head = "Partial check of " + r.Scope.String() + ". " + v.Head
 		v.Lines = append(v.Lines, "Only a full check, of every row of every table, is the signal to cut over.")
+	case !r.OK && !r.Scope.Base.IsZero():
+		v.Head += " Judged: " + r.Scope.String() + "."
 	}
 	v.Lines = append(v.Lines, fmt.Sprintf("%d source rows checked: %d docs expected, %d matched; %d dropped indexes, %d kept in tables, %d expired, %d dead letters.",
 		t.Rows, t.ExpectedDocs, t.Matched, t.DroppedIndex, t.KeptInTables, t.Expired, t.DeadLetter))
@@ -400,6 +405,10 @@ func reportVerdict(r *Report) verdict {
 	}
 	if n := total(r.AppWritten); n > 0 {
 		v.Lines = append(v.Lines, fmt.Sprintf("%d doc(s) written by the application (no _migration) were counted, not judged.", n))
+	}
+	if t.ChangedWhileRunning > 0 {
+		v.Lines = append(v.Lines, fmt.Sprintf("%d doc(s) changed while verify ran (written after it started, read again and still in flight), not differences: %s judges them.",
+			t.ChangedWhileRunning, "`bifrost-migrate verify --since "+r.startedAt.UTC().Truncate(time.Second).Format(time.RFC3339)+"`"))
 	}
 	return v
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -13,35 +14,52 @@ import (
 )
 
 // joinFixture builds a row index and a doc index by hand, without any
-// service: the join is pure.
+// service: the join only reads them.
 type joinFixture struct {
-	rows *rowIndex
-	docs *docIndex
+	t     *testing.T
+	work  *work
+	rows  *rowIndex
+	docs  *docIndex
+	seq   uint64
+	rec   recWriter
+	sizes sizes
 }
 
-func newJoinFixture() *joinFixture {
-	return &joinFixture{rows: newRowIndex(), docs: newDocIndex(transform.BlobIndex{})}
+func newJoinFixture(t *testing.T, z sizes) *joinFixture {
+	w := newWork(t.TempDir(), z)
+	t.Cleanup(func() { _ = w.close() })
+	return &joinFixture{t: t, work: w, rows: newRowIndex(w), docs: newDocIndex(transform.BlobIndex{}, w)}
 }
 
 // row adds a selected row of Entities (kind user) whose doc must be
 // entities/GLOBAL/id with content hash h; disp is its disposition.
 func (f *joinFixture) row(rk, id, h string, disp transform.Disposition, wantTTL bool) {
+	f.t.Helper()
 	ref := DocRef{Table: transform.TableEntities, PartitionKey: "GLOBAL", RowKey: rk, Container: transform.ContainerEntities, Scope: "GLOBAL", ID: id}
-	src := keyOf(ref.Table, ref.PartitionKey, ref.RowKey)
 	ki := f.rows.kind(ref.Table, transform.Kind(rk))
 	c := &f.rows.kinds[ki]
 	c.Rows++
-	f.rows.seen[src] = disp
+	f.seq++
+	f.rec.seen(seenRow{ref.Table, ref.PartitionKey, ref.RowKey, disp})
+	must(f.t, f.rows.seen.Add(f.rec.b))
 	switch disp {
 	case transform.DispositionDoc:
 		c.ExpectedDocs++
-		f.rows.expected = append(f.rows.expected, expectedDoc{ref: ref, kind: ki, docKey: keyOf(ref.Container, ref.Scope, ref.ID),
-			docHash: h, migHash: keyOf("mig", rk, h), wantTTL: wantTTL})
+		f.rec.expected(&expectedDoc{ref: ref, seq: f.seq, kind: ki, docHash: h, migHash: keyOf("mig", rk, h), wantTTL: wantTTL}, false)
+		must(f.t, f.rows.exp.Add(f.rec.b))
 	case transform.DispositionExpired:
 		c.Expired++
-		f.rows.expected = append(f.rows.expected, expectedDoc{ref: ref, kind: ki, docKey: keyOf(ref.Container, ref.Scope, ref.ID), expired: true})
+		f.rec.expected(&expectedDoc{ref: ref, seq: f.seq, kind: ki, expired: true}, false)
+		must(f.t, f.rows.exp.Add(f.rec.b))
 	case transform.DispositionDroppedIndex:
 		c.DroppedIndex++
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -49,11 +67,11 @@ func (f *joinFixture) row(rk, id, h string, disp transform.Disposition, wantTTL 
 // is the RowKey its _migration names ("" for a doc without one), migH the
 // hash its _migration carries.
 func (f *joinFixture) doc(id, h, migratedFrom, migH string, ttl *float64, missingBlob bool) {
+	f.t.Helper()
 	a := actualDoc{ref: DocRef{Container: transform.ContainerEntities, Scope: "GLOBAL", ID: id}, docHash: h}
 	if migratedFrom != "" {
 		a.hasMig = true
 		a.ref.Table, a.ref.PartitionKey, a.ref.RowKey = transform.TableEntities, "GLOBAL", migratedFrom
-		a.src = keyOf(a.ref.Table, a.ref.PartitionKey, a.ref.RowKey)
 		a.migHash = keyOf("mig", migratedFrom, migH)
 	}
 	if ttl != nil {
@@ -63,15 +81,30 @@ func (f *joinFixture) doc(id, h, migratedFrom, migH string, ttl *float64, missin
 	if missingBlob {
 		a.blobIssues = []blobIssue{{"resultBlobPath", id + "/result.json"}}
 	}
-	k := keyOf(a.ref.Container, a.ref.Scope, a.ref.ID)
-	f.docs.byKey[k] = len(f.docs.actual)
-	if a.hasMig {
-		if _, dup := f.docs.bySrc[a.src]; !dup {
-			f.docs.bySrc[a.src] = len(f.docs.actual)
-		}
-	}
-	f.docs.actual = append(f.docs.actual, a)
+	f.docs.seq++
+	a.seq = f.docs.seq
+	f.rec.actual(&a, false)
+	must(f.t, f.docs.act.Add(f.rec.b))
 	f.docs.read[a.ref.Container]++
+}
+
+// jobWant is a detail job as TestJoin checks it: the row's RowKey, the
+// doc's id ("" when it is not read again), and whether it moved.
+type jobWant struct {
+	row, doc string
+	moved    bool
+}
+
+func jobsOf(jobs []detailJob) []jobWant {
+	var out []jobWant
+	for _, j := range jobs {
+		w := jobWant{row: j.exp.ref.RowKey, moved: j.moved}
+		if j.read {
+			w.doc = j.act.ref.ID
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -82,8 +115,8 @@ func TestJoin(t *testing.T) {
 		counts     Counts
 		appWritten int
 		notJudged  int
-		jobs       []detailJob // without their fields
-		orphans    []string    // reasons
+		jobs       []jobWant
+		orphans    []string // reasons
 		withoutTTL int
 	}
 	cases := []struct {
@@ -101,19 +134,19 @@ func TestJoin(t *testing.T) {
 		{"different content", func(f *joinFixture) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, false)
 			f.doc("user-a", "other", "user:a", "h", nil, false)
-		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []detailJob{{exp: 0, act: 0}}}},
+		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []jobWant{{"user:a", "user-a", false}}}},
 		{"different provenance", func(f *joinFixture) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, false)
 			f.doc("user-a", "h", "user:a", "older", nil, false)
-		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []detailJob{{exp: 0, act: 0}}}},
+		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []jobWant{{"user:a", "user-a", false}}}},
 		{"written by the application where the row's doc belongs", func(f *joinFixture) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, false)
 			f.doc("user-a", "h", "", "", nil, false)
-		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []detailJob{{exp: 0, act: 0}}}},
+		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []jobWant{{"user:a", "user-a", false}}}},
 		{"moved: found elsewhere through its _migration", func(f *joinFixture) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, false)
 			f.doc("user-a-elsewhere", "h", "user:a", "h", nil, false)
-		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []detailJob{{exp: 0, act: 0, moved: true}}}},
+		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []jobWant{{"user:a", "user-a-elsewhere", true}}}},
 		{"ttl missing: written by the application, counted, not a difference", func(f *joinFixture) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, true)
 			f.doc("user-a", "h", "user:a", "h", nil, false)
@@ -121,11 +154,11 @@ func TestJoin(t *testing.T) {
 		{"ttl missing and content different", func(f *joinFixture) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, true)
 			f.doc("user-a", "other", "user:a", "h", nil, false)
-		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []detailJob{{exp: 0, act: 0}}, withoutTTL: 1}},
+		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []jobWant{{"user:a", "user-a", false}}, withoutTTL: 1}},
 		{"ttl out of range", func(f *joinFixture) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, true)
 			f.doc("user-a", "h", "user:a", "h", ptr(0.0), false)
-		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []detailJob{{exp: 0, act: -1}}}},
+		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []jobWant{{"user:a", "", false}}}},
 		{"ttl in range", func(f *joinFixture) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, true)
 			f.doc("user-a", "h", "user:a", "h", ptr(1000.0), false)
@@ -133,7 +166,7 @@ func TestJoin(t *testing.T) {
 		{"a missing blob", func(f *joinFixture) {
 			f.row("user:a", "user-a", "h", transform.DispositionDoc, false)
 			f.doc("user-a", "h", "user:a", "h", nil, true)
-		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []detailJob{{exp: 0, act: -1}}}},
+		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Different: 1}, jobs: []jobWant{{"user:a", "", false}}}},
 		{"expired, doc still there", func(f *joinFixture) {
 			f.row("user:a", "user-a", "", transform.DispositionExpired, false)
 			f.doc("user-a", "h", "user:a", "h", nil, false)
@@ -158,55 +191,66 @@ func TestJoin(t *testing.T) {
 		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Matched: 1, Orphans: 1}, orphans: []string{"a second doc of a row whose doc is elsewhere"}}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			f := newJoinFixture()
-			c.build(f)
-			before := *f.rows
-			beforeKinds := append([]Counts(nil), f.rows.kinds...)
-			r, jobs := join(f.rows, f.docs, []string{transform.TableEntities}, 1)
-			if r.Totals != c.want.counts {
-				t.Errorf("totals\n got %+v\nwant %+v", r.Totals, c.want.counts)
-			}
-			if n := r.DocsWithoutTTL[transform.ContainerEntities]; n != c.want.withoutTTL || len(r.WithoutTTL) != n {
-				t.Errorf("docs without ttl %d (%d listed), want %d", n, len(r.WithoutTTL), c.want.withoutTTL)
-			}
-			if r.AppWritten[transform.ContainerEntities] != c.want.appWritten || r.NotJudged != c.want.notJudged {
-				t.Errorf("app-written %d, not judged %d; want %d, %d", r.AppWritten[transform.ContainerEntities], r.NotJudged, c.want.appWritten, c.want.notJudged)
-			}
-			for i := range jobs {
-				jobs[i].fields = nil
-			}
-			if !reflect.DeepEqual(jobs, c.want.jobs) {
-				t.Errorf("jobs %+v, want %+v", jobs, c.want.jobs)
-			}
-			var reasons []string
-			for _, o := range r.Orphans {
-				reasons = append(reasons, o.Reason)
-			}
-			if !reflect.DeepEqual(reasons, c.want.orphans) {
-				t.Errorf("orphans %q, want %q", reasons, c.want.orphans)
-			}
-			if wantOK := r.Totals.Missing+r.Totals.Different+r.Totals.Orphans == 0; r.OK != wantOK {
-				t.Errorf("OK %v, want %v", r.OK, wantOK)
-			}
-			if !reflect.DeepEqual(f.rows.kinds, beforeKinds) || len(f.rows.kindNames) != len(before.kindNames) {
-				t.Errorf("join changed the row index's counts")
-			}
-		})
+		for _, z := range []sizes{{}, tiny} {
+			t.Run(fmt.Sprintf("%s/%d", c.name, z.sortBytes), func(t *testing.T) {
+				f := newJoinFixture(t, z)
+				c.build(f)
+				before := *f.rows
+				beforeKinds := append([]Counts(nil), f.rows.kinds...)
+				j, err := join(f.rows, f.docs, f.work, []string{transform.TableEntities}, 1, MaxDetailedDocs, nil)
+				must(t, err)
+				r, jobs := j.r, j.jobs
+				if r.Totals != c.want.counts {
+					t.Errorf("totals\n got %+v\nwant %+v", r.Totals, c.want.counts)
+				}
+				if n := r.DocsWithoutTTL[transform.ContainerEntities]; n != c.want.withoutTTL || len(r.WithoutTTL) != n {
+					t.Errorf("docs without ttl %d (%d listed), want %d", n, len(r.WithoutTTL), c.want.withoutTTL)
+				}
+				if r.AppWritten[transform.ContainerEntities] != c.want.appWritten || r.NotJudged != c.want.notJudged {
+					t.Errorf("app-written %d, not judged %d; want %d, %d", r.AppWritten[transform.ContainerEntities], r.NotJudged, c.want.appWritten, c.want.notJudged)
+				}
+				if got := jobsOf(jobs); !reflect.DeepEqual(got, c.want.jobs) {
+					t.Errorf("jobs %+v, want %+v", got, c.want.jobs)
+				}
+				var reasons []string
+				for _, o := range r.Orphans {
+					reasons = append(reasons, o.Reason)
+				}
+				if !reflect.DeepEqual(reasons, c.want.orphans) {
+					t.Errorf("orphans %q, want %q", reasons, c.want.orphans)
+				}
+				if wantOK := r.Totals.Missing+r.Totals.Different+r.Totals.Orphans == 0; r.OK != wantOK {
+					t.Errorf("OK %v, want %v", r.OK, wantOK)
+				}
+				if !reflect.DeepEqual(f.rows.kinds, beforeKinds) || len(f.rows.kindNames) != len(before.kindNames) {
+					t.Errorf("join changed the row index's counts")
+				}
+			})
+		}
 	}
 }
+
+// tiny are sizes that send every sorter and set to disk at once: the
+// report must be the same as with everything in memory.
+var tiny = sizes{sortBytes: 64, idMemoryKeys: 2, idFilterBytes: 64, execMemoryKeys: 2, execFilterBytes: 64}
 
 // Docs of tables outside the selection, or rows outside the sample, are
 // not judged: neither orphans nor application-written.
 func TestJoinNotJudged(t *testing.T) {
-	f := newJoinFixture()
+	f := newJoinFixture(t, sizes{})
 	f.doc("user-x", "h", "user:x", "h", nil, false)
-	r, _ := join(f.rows, f.docs, []string{transform.TableConfig}, 1)
+	j, err := join(f.rows, f.docs, f.work, []string{transform.TableConfig}, 1, MaxDetailedDocs, nil)
+	must(t, err)
+	r := j.r
 	if r.NotJudged != 1 || r.Totals.Orphans != 0 {
 		t.Errorf("outside the selection: not judged %d, orphans %d", r.NotJudged, r.Totals.Orphans)
 	}
 	// A sample so small that no row key falls in it.
-	r, _ = join(f.rows, f.docs, []string{transform.TableEntities}, 1e-18)
+	f = newJoinFixture(t, sizes{})
+	f.doc("user-x", "h", "user:x", "h", nil, false)
+	j, err = join(f.rows, f.docs, f.work, []string{transform.TableEntities}, 1e-18, MaxDetailedDocs, nil)
+	must(t, err)
+	r = j.r
 	if r.NotJudged != 1 || r.Totals.Orphans != 0 {
 		t.Errorf("outside the sample: not judged %d, orphans %d", r.NotJudged, r.Totals.Orphans)
 	}

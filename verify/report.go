@@ -3,6 +3,7 @@ package verify
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Counts are the verify counters of one table and kind, or of all of them.
@@ -25,6 +26,11 @@ type Counts struct {
 	// ExpiredPresent is how many expired rows still have their doc
 	// (allowed: the doc's own ttl removes it).
 	ExpiredPresent int `json:"expiredPresent"`
+	// ChangedWhileRunning counts the findings that a second read showed
+	// to be changes in flight: a row or a doc written after verify
+	// started (recheck.go). They are not failures; `verify --since` the
+	// start judges them.
+	ChangedWhileRunning int `json:"changedWhileRunning"`
 }
 
 func (c *Counts) add(o Counts) {
@@ -39,6 +45,7 @@ func (c *Counts) add(o Counts) {
 	c.Expired += o.Expired
 	c.DeadLetter += o.DeadLetter
 	c.ExpiredPresent += o.ExpiredPresent
+	c.ChangedWhileRunning += o.ChangedWhileRunning
 }
 
 // KindCounts are the counts of one table and kind.
@@ -68,13 +75,19 @@ type Orphan struct {
 	Reason string `json:"reason"`
 }
 
-// The problems a Difference reports.
+// The problems a Difference reports. The last four have no field path:
+// a different doc read again (recheck.go) whose row or doc is not what
+// the first read found.
 const (
-	ProblemValue      = "value differs"
-	ProblemMissing    = "field missing"
-	ProblemUnexpected = "unexpected field"
-	ProblemTTL        = "ttl out of range"
-	ProblemBlob       = "blob missing"
+	ProblemValue        = "value differs"
+	ProblemMissing      = "field missing"
+	ProblemUnexpected   = "unexpected field"
+	ProblemTTL          = "ttl out of range"
+	ProblemBlob         = "blob missing"
+	ProblemRowGone      = "its row no longer exists"
+	ProblemRowElsewhere = "its row no longer expects this doc"
+	ProblemDocGone      = "the doc is gone"
+	ProblemChanged      = "changed while verify ran; run verify again"
 )
 
 // Difference is one differing field of a doc. Expected and Actual are JSON
@@ -260,8 +273,19 @@ type Report struct {
 	Differences    []Difference   `json:"differences"`
 	// DetailsTruncated is true when more than MaxDetailedDocs docs differ:
 	// Differences then covers the first MaxDetailedDocs of them.
-	DetailsTruncated bool    `json:"detailsTruncated"`
-	ElapsedSeconds   float64 `json:"elapsedSeconds"`
+	DetailsTruncated bool `json:"detailsTruncated"`
+	// ChangedWhileRunning names the first MaxDetailedDocs docs counted in
+	// Totals.ChangedWhileRunning.
+	ChangedWhileRunning []DocRef `json:"changedWhileRunning"`
+	// NotReread counts the findings beyond the MaxRecheck that were read
+	// again: they stand as first read, and may be changes in flight.
+	NotReread      int     `json:"notReread"`
+	ElapsedSeconds float64 `json:"elapsedSeconds"`
+
+	// startedAt is Started as a time, with its nanoseconds; docsWritten
+	// says a full verify wrote DocsFile.
+	startedAt   time.Time
+	docsWritten bool
 }
 
 // Failures is the number of problems that make verify fail: rows not
@@ -283,6 +307,7 @@ func (r *Report) Summary() *Report {
 	s.WithoutTTL = first(r.WithoutTTL, ShownDifferences)
 	s.Orphans = first(r.Orphans, ShownDifferences)
 	s.Differences = first(r.Differences, ShownDifferences)
+	s.ChangedWhileRunning = first(r.ChangedWhileRunning, ShownDifferences)
 	s.DeadLetters = first(r.DeadLetters, ShownDifferences)
 	return &s
 }

@@ -8,32 +8,22 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/bifrost/bifrost-migrate/internal/spill"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// expectedDoc is the compact entry of one selected row whose disposition
-// is doc (or expired, when expired is set): where its doc must be and
-// what it must hash to.
-type expectedDoc struct {
-	ref     DocRef
-	kind    int // index into rowIndex.kinds
-	docKey  key
-	docHash string // transform.MeaningHash
-	migHash key    // migrationKey
-	wantTTL bool
-	expired bool
-}
-
 type tableKind struct{ table, kind string }
 
-// rowIndex is the row side of verify: an entry per selected row whose
-// doc must exist, the disposition of every selected row, the counts per
-// table and kind, the warnings and the access-pattern check. One
-// goroutine builds it, in read order.
+// rowIndex is the row side of verify: the entry of every selected row
+// whose doc must exist (sorted by its place, in exp) and the disposition
+// of every selected row (by its keys, in seen), on their way to disk
+// beyond what memory holds; the counts per table and kind, the warnings,
+// the first dead letters and the access-pattern check. One goroutine
+// builds it, in read order.
 type rowIndex struct {
-	expected  []expectedDoc
-	seen      map[key]transform.Disposition
+	exp, seen *spill.Sorter
+	rec       recWriter
 	kinds     []Counts
 	kindIndex map[tableKind]int
 	kindNames []tableKind
@@ -43,11 +33,13 @@ type rowIndex struct {
 	deadLetters []DeadLetterRow
 	// read counts every row read, sampled or not.
 	read int
+	// changed, in a --since, holds the keys of the selected rows.
+	changed *spill.KeySet
 }
 
-func newRowIndex() *rowIndex {
-	return &rowIndex{seen: map[key]transform.Disposition{}, kindIndex: map[tableKind]int{}, warnings: map[string]int{},
-		access: newAccessIndex(false), deadLetters: []DeadLetterRow{}}
+func newRowIndex(w *work) *rowIndex {
+	return &rowIndex{exp: w.sorter("expected"), seen: w.sorter("seen"), kindIndex: map[tableKind]int{}, warnings: map[string]int{},
+		deadLetters: []DeadLetterRow{}}
 }
 
 // kind returns the index of table and kind's counts, adding them.
@@ -63,39 +55,38 @@ func (x *rowIndex) kind(table, kind string) int {
 	return i
 }
 
-// add records one selected row and its outcome.
-func (x *rowIndex) add(row transform.Row, src key, o transform.Outcome) error {
+// add records one selected row, the seq-th in read order, and its
+// outcome.
+func (x *rowIndex) add(row transform.Row, seq uint64, o transform.Outcome) error {
 	ki := x.kind(row.Table, transform.Kind(row.RowKey))
 	c := &x.kinds[ki]
 	c.Rows++
-	x.seen[src] = o.Disposition
+	if x.changed != nil {
+		if _, err := x.changed.Add(keyOf(row.Table, row.PartitionKey, row.RowKey)); err != nil {
+			return err
+		}
+	}
+	x.rec.seen(seenRow{row.Table, row.PartitionKey, row.RowKey, o.Disposition})
+	if err := x.seen.Add(x.rec.b); err != nil {
+		return err
+	}
 	for _, w := range o.Warnings {
 		x.warnings[w.Reason]++
 	}
-	ref := DocRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey, Container: o.Container, Scope: o.Scope, ID: o.ID}
 	switch o.Disposition {
-	case transform.DispositionDoc:
-		c.ExpectedDocs++
-		e := expectedDoc{ref: ref, kind: ki, docKey: keyOf(o.Container, o.Scope, o.ID)}
-		mig, _ := o.Doc.Get("_migration")
-		migDoc, _ := mig.(transform.Doc)
-		// The doc by meaning (SPEC §12); its hash is the provenance hash
-		// unless it has null fields.
-		if n, changed := transform.Normalize(row.Table, o.Doc); changed {
-			var err error
-			if e.docHash, err = transform.Hash(n); err != nil {
-				return fmt.Errorf("table %s %s/%s: %w", row.Table, row.PartitionKey, row.RowKey, err)
-			}
+	case transform.DispositionDoc, transform.DispositionExpired:
+		if o.Disposition == transform.DispositionDoc {
+			c.ExpectedDocs++
 		} else {
-			h, _ := migDoc.Get("hash")
-			e.docHash, _ = h.(string)
+			c.Expired++
 		}
-		e.migHash = migrationKey(migDoc)
-		e.wantTTL = o.Doc.Has("ttl")
-		x.expected = append(x.expected, e)
-	case transform.DispositionExpired:
-		c.Expired++
-		x.expected = append(x.expected, expectedDoc{ref: ref, kind: ki, docKey: keyOf(o.Container, o.Scope, o.ID), expired: true})
+		e, err := expectedOf(row, o)
+		if err != nil {
+			return err
+		}
+		e.seq, e.kind = seq, ki
+		x.rec.expected(&e, false)
+		return x.exp.Add(x.rec.b)
 	case transform.DispositionDroppedIndex:
 		c.DroppedIndex++
 	case transform.DispositionKeptInTables:
@@ -110,6 +101,35 @@ func (x *rowIndex) add(row transform.Row, src key, o transform.Outcome) error {
 	return nil
 }
 
+// expectedOf is the expected doc of row, whose outcome o is doc or
+// expired (without its seq and kind).
+func expectedOf(row transform.Row, o transform.Outcome) (expectedDoc, error) {
+	e := expectedDoc{
+		ref:   DocRef{Table: row.Table, PartitionKey: row.PartitionKey, RowKey: row.RowKey, Container: o.Container, Scope: o.Scope, ID: o.ID},
+		rowTS: row.Timestamp,
+	}
+	if o.Disposition != transform.DispositionDoc {
+		e.expired = true
+		return e, nil
+	}
+	mig, _ := o.Doc.Get("_migration")
+	migDoc, _ := mig.(transform.Doc)
+	// The doc by meaning (SPEC §12); its hash is the provenance hash
+	// unless it has null fields.
+	if n, changed := transform.Normalize(row.Table, o.Doc); changed {
+		var err error
+		if e.docHash, err = transform.Hash(n); err != nil {
+			return e, fmt.Errorf("table %s %s/%s: %w", row.Table, row.PartitionKey, row.RowKey, err)
+		}
+	} else {
+		h, _ := migDoc.Get("hash")
+		e.docHash, _ = h.(string)
+	}
+	e.migHash = migrationKey(migDoc)
+	e.wantTTL = o.Doc.Has("ttl")
+	return e, nil
+}
+
 // rowReader reads the selected tables into a rowIndex, transforming every
 // row as run does.
 type rowReader struct {
@@ -117,6 +137,9 @@ type rowReader struct {
 	opts     Options
 	blobs    transform.BlobIndex
 	progress Progress
+	work     *work
+	// q selects the rows (a --since: its Timestamp filter).
+	q store.Query
 }
 
 // read reads the selected tables in order, transforms every row
@@ -124,35 +147,45 @@ type rowReader struct {
 // sampled ones. Every execution and every dropped index row goes to the
 // access-pattern check, which needs both Entities and Relationships.
 func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
-	ids := transform.NewIDSet()
+	z := rr.work.z
+	ids := idSet{rr.work.keySet("ids", z.idMemoryKeys, z.idFilterBytes)}
 	x.access = newAccessIndex(slices.Contains(rr.opts.Tables, transform.TableEntities) &&
-		slices.Contains(rr.opts.Tables, transform.TableRelationships))
+		slices.Contains(rr.opts.Tables, transform.TableRelationships), rr.work)
+	var seq uint64
 	for _, table := range rr.opts.Tables {
 		rr.progress.Step("reading table " + table)
 		// Key ranges read at the same time, pages still in key order.
-		err := store.ScanRanges(ctx, rr.rows, rr.opts.TablePrefix, table, store.Query{}, store.Splits(table), func(p store.Page) error {
-			outcomes, err := rr.transformAll(ctx, p.Rows)
-			if err != nil {
-				return err
-			}
+		err := store.ScanRanges(ctx, rr.rows, rr.opts.TablePrefix, table, rr.q, store.Splits(table), func(p store.Page) error {
 			x.read += len(p.Rows)
+			// A chunk of the page at a time: the outcomes hold each doc
+			// twice (tree and JSON), and only the entries outlive them.
+			var outcomes []transform.Outcome
 			for i, row := range p.Rows {
-				o := ids.Check(outcomes[i])
-				src := keyOf(table, row.PartitionKey, row.RowKey)
-				sampled := sampledKey(src, rr.opts.Sample)
+				if i%transformChunk == 0 {
+					var err error
+					if outcomes, err = rr.transformAll(ctx, p.Rows[i:min(i+transformChunk, len(p.Rows))]); err != nil {
+						return err
+					}
+				}
+				seq++
+				o, err := ids.Check(outcomes[i%transformChunk])
+				if err != nil {
+					return err
+				}
+				sampled := sampledKey(keyOf(table, row.PartitionKey, row.RowKey), rr.opts.Sample)
 				switch {
 				case table == transform.TableEntities && o.Kind == "execution":
-					x.access.addExecution(row, o, sampled)
+					err = x.access.addExecution(row, seq, o, sampled)
 				case o.Disposition == transform.DispositionDroppedIndex:
-					if x.access.addIndex(row, sampled) == FindingDangling {
-						// The warning run gives the same row.
-						x.warnings[transform.ReasonDanglingIndex]++
-					}
+					err = x.access.addIndex(row, seq, sampled)
+				}
+				if err != nil {
+					return err
 				}
 				if !sampled {
 					continue
 				}
-				if err := x.add(row, src, o); err != nil {
+				if err := x.add(row, seq, o); err != nil {
 					return err
 				}
 			}
@@ -164,6 +197,30 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 	}
 	return nil
 }
+
+// idSet finds doc id collisions (SPEC §10) exactly, as transform.IDSet
+// does, in memory bounded by spill.KeySet.
+type idSet struct{ keys *spill.KeySet }
+
+// Check is transform.IDSet.Check: a doc outcome whose container, scope
+// and id an earlier outcome took comes back a collision dead letter. It
+// fails when the runs on disk cannot be written or read.
+func (s idSet) Check(o transform.Outcome) (transform.Outcome, error) {
+	if o.Disposition != transform.DispositionDoc {
+		return o, nil
+	}
+	added, err := s.keys.Add(transform.IDKey(o.Container, o.Scope, o.ID))
+	if err != nil {
+		return o, fmt.Errorf("keeping the doc ids that find collisions: %w", err)
+	}
+	if !added {
+		return transform.Collide(o), nil
+	}
+	return o, nil
+}
+
+// transformChunk is how many rows of a page are transformed at once.
+const transformChunk = 128
 
 // transformAll transforms a page of rows on all CPUs (Transform is pure).
 func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row) ([]transform.Outcome, error) {

@@ -76,6 +76,15 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  %s: %s\n", o.DocRef, o.Reason)
 		}
 	}
+	if n := r.Totals.ChangedWhileRunning; n > 0 {
+		fmt.Fprintf(w, "changed while verify ran (%s; not differences: a row or doc written after verify started, read again and still in flight):\n", shown(n))
+		for _, d := range first(r.ChangedWhileRunning, ShownDifferences) {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+	}
+	if r.NotReread > 0 {
+		fmt.Fprintf(w, "findings not read again (beyond the first %d): %d; they stand as first read\n", MaxRecheck, r.NotReread)
+	}
 	if n := len(r.Differences); n > 0 {
 		fmt.Fprintf(w, "differences (%s, in %d doc(s)):\n", shown(n), r.Totals.Different)
 		for _, d := range first(r.Differences, ShownDifferences) {

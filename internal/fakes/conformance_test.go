@@ -375,6 +375,33 @@ func docsQueryAndRead(t *testing.T, s services) {
 	if _, found, err := s.reader.Read(bg, s.container, "sa", "nope"); err != nil || found {
 		t.Errorf("reader read of a missing doc: found %v err %v", found, err)
 	}
+	// The number of docs of a scope, and their ids (verify --since).
+	_, err = s.docs.Create(bg, s.container, "sa", "a2", testDoc("a2", "sa", 9))
+	wantErr(t, "create a2", err, store.NoFault)
+	scope := []store.QueryParam{{Name: "@scope", Value: "sa"}}
+	var counts []string
+	err = s.reader.QueryAll(bg, s.container, "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope", scope, 2, func(doc []byte) error {
+		counts = append(counts, string(doc))
+		return nil
+	})
+	wantErr(t, "count", err, store.NoFault)
+	if !reflect.DeepEqual(counts, []string{"2"}) {
+		t.Errorf("count of scope sa: %q, want [2]", counts)
+	}
+	var ids []string
+	err = s.reader.QueryAll(bg, s.container, "SELECT c.id FROM c WHERE c.scope = @scope", scope, 1, func(doc []byte) error {
+		var v map[string]any
+		if err := json.Unmarshal(doc, &v); err != nil || len(v) != 1 {
+			t.Errorf("id of scope sa: %s", doc)
+		}
+		ids = append(ids, fmt.Sprint(v["id"]))
+		return nil
+	})
+	wantErr(t, "ids", err, store.NoFault)
+	slices.Sort(ids)
+	if !reflect.DeepEqual(ids, []string{"a", "a2"}) {
+		t.Errorf("ids of scope sa: %q, want [a a2]", ids)
+	}
 }
 
 // changes runs one pass of the change feed and returns n by id, the

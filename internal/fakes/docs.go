@@ -360,8 +360,13 @@ func (d *Docs) Reader() *DocReader { return &DocReader{d: d} }
 // for concurrent use.
 type DocReader struct{ d *Docs }
 
-// selectAll is the one query the fake answers.
-const selectAll = "SELECT * FROM c"
+// The queries the fake answers: every doc; the number of docs of a scope
+// and their ids (verify --since), with the parameter @scope.
+const (
+	selectAll    = "SELECT * FROM c"
+	countOfScope = "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope"
+	idsOfScope   = "SELECT c.id FROM c WHERE c.scope = @scope"
+)
 
 // entries returns the docs of container that keep selects, rendered by
 // render, in the order of order's numbers (the caller holds d.mu).
@@ -384,17 +389,46 @@ func (d *Docs) entries(container string, keep func(*docEntry) bool, order func(*
 	return out
 }
 
-// QueryAll answers "SELECT * FROM c" (no other query) with every doc of
-// container, in the order they were created, as the service lists one
-// partition. fn gets each doc's raw JSON, its own to keep; it may call
-// the fake.
+// QueryAll answers "SELECT * FROM c" with every doc of container, in the
+// order they were created, as the service lists one partition; and, with
+// the parameter @scope, "SELECT VALUE COUNT(1) FROM c WHERE c.scope =
+// @scope" with the number of docs of that scope and "SELECT c.id FROM c
+// WHERE c.scope = @scope" with {"id": …} of each. It refuses any other
+// query. fn gets each item's raw JSON, its own to keep; it may call the
+// fake.
 func (r *DocReader) QueryAll(ctx context.Context, container, query string, params []store.QueryParam, pageSize int, fn func(doc []byte) error) error {
-	if strings.TrimSpace(query) != selectAll || len(params) > 0 {
-		return fmt.Errorf("fakes: query container %s: the fake answers %q only, not %q", container, selectAll, query)
+	q := strings.TrimSpace(query)
+	var scope string
+	switch {
+	case q == selectAll && len(params) == 0:
+	case (q == countOfScope || q == idsOfScope) && len(params) == 1 && params[0].Name == "@scope":
+		var ok bool
+		if scope, ok = params[0].Value.(string); !ok {
+			return fmt.Errorf("fakes: query container %s: @scope is not a string", container)
+		}
+	default:
+		return fmt.Errorf("fakes: query container %s: the fake answers %q, %q and %q only, not %q", container, selectAll, countOfScope, idsOfScope, query)
 	}
 	r.d.mu.Lock()
-	docs := r.d.entries(container, func(*docEntry) bool { return true }, func(e *docEntry) uint64 { return e.rid },
-		func(k docKey, e *docEntry) []byte { return e.render(k) })
+	var docs [][]byte
+	switch q {
+	case selectAll:
+		docs = r.d.entries(container, func(*docEntry) bool { return true }, func(e *docEntry) uint64 { return e.rid },
+			func(k docKey, e *docEntry) []byte { return e.render(k) })
+	default:
+		docs = r.d.entries(container, func(*docEntry) bool { return true }, func(e *docEntry) uint64 { return e.rid },
+			func(k docKey, e *docEntry) []byte {
+				if k.scope != scope {
+					return nil
+				}
+				b, _ := json.Marshal(map[string]string{"id": k.id})
+				return b
+			})
+		docs = slices.DeleteFunc(docs, func(b []byte) bool { return b == nil })
+		if q == countOfScope {
+			docs = [][]byte{[]byte(strconv.Itoa(len(docs)))}
+		}
+	}
 	r.d.mu.Unlock()
 	for _, doc := range docs {
 		if err := ctx.Err(); err != nil {

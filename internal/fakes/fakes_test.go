@@ -79,13 +79,18 @@ func TestDocsRefuseAnotherPartition(t *testing.T) {
 	}
 }
 
-// The fake answers "SELECT * FROM c" and refuses other queries rather
-// than answer them wrong.
+// The fake answers "SELECT * FROM c" and the count and the ids of a
+// scope's docs, and refuses other queries rather than answer them wrong.
 func TestDocsRefuseOtherQueries(t *testing.T) {
 	err := fakes.NewDocs().Reader().QueryAll(bg, "c", "SELECT * FROM c WHERE c.scope = @s", []store.QueryParam{{Name: "@s", Value: "x"}}, 0,
 		func([]byte) error { return nil })
-	if err == nil || !strings.Contains(err.Error(), `answers "SELECT * FROM c" only`) {
+	if err == nil || !strings.Contains(err.Error(), `only, not "SELECT * FROM c WHERE c.scope = @s"`) {
 		t.Errorf("err %v", err)
+	}
+	err = fakes.NewDocs().Reader().QueryAll(bg, "c", "SELECT c.id FROM c WHERE c.scope = @scope", []store.QueryParam{{Name: "@s", Value: "x"}}, 0,
+		func([]byte) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "only, not") {
+		t.Errorf("the ids of a scope without @scope: err %v", err)
 	}
 }
 

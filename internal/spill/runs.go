@@ -1,0 +1,367 @@
+// Package spill keeps sets and sorted streams of records in memory that
+// does not grow with their number (SPEC §11 for run, §12 for verify): a
+// bounded number of records in memory, the rest in sorted runs on disk
+// that are merged so that each run is more than twice the size of the
+// next (at most log₂(n/m)+1 runs for n records, m in memory).
+//
+//   - KeySet is an exact set of 16-byte keys (uniform hashes), with a
+//     filter of fixed size (Bloom) that spares almost every lookup the
+//     disk: run's doc ids, which find collisions.
+//   - Sorter sorts records of any length by their bytes and gives them
+//     back in order, merged from its runs: verify's merge joins.
+//
+// The runs go into a directory that a function given by the caller makes
+// at the first spill (in the state directory, or a temporary one); Close
+// removes it. A run is a file of records, each its length (uvarint) then
+// its bytes, in ascending order, with the first record of every
+// runBlockRecords kept in memory so that a lookup reads one block. It
+// imports nothing of the project: run (package migrate) and verify both
+// use it.
+package spill
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// runBlockRecords is how many records a run's in-memory index skips: a
+// lookup in a run of 16-byte keys reads one block of about 4 KiB.
+const runBlockRecords = 256
+
+// run is one sorted run on disk: its records, its size in bytes and the
+// first record and offset of each block.
+type run struct {
+	f     *os.File
+	n     int
+	size  int64
+	index []blockStart
+}
+
+type blockStart struct {
+	first []byte
+	off   int64
+}
+
+func (r *run) remove() {
+	_ = r.f.Close()
+	_ = os.Remove(r.f.Name())
+}
+
+// runSet is the runs of one KeySet or Sorter, in the order they were
+// written, in a directory that mkdir makes at the first run. fanIn says
+// how they are merged: 0 (a KeySet, whose lookups read every run) so
+// that each run is more than twice the size of the next; F (a Sorter,
+// which reads its runs once, at the end) F runs of a size into one of
+// the next size, so that each record is written once per F-fold growth
+// of the data (log_F(n/m) times) and at most F-1 runs of each size
+// remain.
+type runSet struct {
+	mkdir func() (string, error)
+	fanIn int
+	dir   string
+	seq   int
+	runs  []*run
+}
+
+// write writes the records that records yields, in ascending order, as a
+// new run and merges runs by the set's rule.
+func (s *runSet) write(records func(yield func([]byte) error) error) error {
+	r, err := s.writeRun(records)
+	if err != nil {
+		return err
+	}
+	s.runs = append(s.runs, r)
+	for {
+		k := s.mergeable()
+		if k == 0 {
+			return nil
+		}
+		tail := s.runs[len(s.runs)-k:]
+		m, err := s.merge(tail)
+		if err != nil {
+			return err
+		}
+		s.runs = append(s.runs[:len(s.runs)-k], m)
+	}
+}
+
+// mergeable returns how many runs at the end of the set to merge now (0:
+// none). Runs are written in decreasing size, so the runs of one level
+// are always the last ones.
+func (s *runSet) mergeable() int {
+	n := len(s.runs)
+	if s.fanIn == 0 {
+		if n >= 2 && 2*s.runs[n-1].n > s.runs[n-2].n {
+			return 2
+		}
+		return 0
+	}
+	if n < s.fanIn {
+		return 0
+	}
+	// The last fanIn runs are of one level when the first of them is
+	// less than fanIn times the size of the last.
+	if first, last := s.runs[n-s.fanIn].n, s.runs[n-1].n; first < s.fanIn*max(last, 1) {
+		return s.fanIn
+	}
+	return 0
+}
+
+// writeRun writes the records records yields as a new run file.
+func (s *runSet) writeRun(records func(yield func([]byte) error) error) (*run, error) {
+	if s.dir == "" {
+		dir, err := s.mkdir()
+		if err != nil {
+			return nil, err
+		}
+		s.dir = dir
+	}
+	s.seq++
+	f, err := os.OpenFile(filepath.Join(s.dir, fmt.Sprintf("run-%d", s.seq)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{f: f}
+	w := bufio.NewWriterSize(f, 64<<10)
+	var head [binary.MaxVarintLen64]byte
+	err = records(func(rec []byte) error {
+		if r.n%runBlockRecords == 0 {
+			r.index = append(r.index, blockStart{bytes.Clone(rec), r.size})
+		}
+		r.n++
+		h := binary.PutUvarint(head[:], uint64(len(rec)))
+		r.size += int64(h + len(rec))
+		if _, err := w.Write(head[:h]); err != nil {
+			return err
+		}
+		_, err := w.Write(rec)
+		return err
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		r.remove()
+		return nil, fmt.Errorf("write %s: %w", f.Name(), err)
+	}
+	return r, nil
+}
+
+// merge merges runs into a new run and removes them.
+func (s *runSet) merge(runs []*run) (*run, error) {
+	srcs := make([]source, len(runs))
+	for i, r := range runs {
+		srcs[i] = newRunReader(r)
+	}
+	it := newMerger(srcs)
+	m, err := s.writeRun(func(yield func([]byte) error) error {
+		for {
+			rec, ok, err := it.next()
+			if err != nil || !ok {
+				return err
+			}
+			if err := yield(rec); err != nil {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		r.remove()
+	}
+	return m, nil
+}
+
+// has reports whether a run holds rec, reading one block per run. buf is
+// the caller's buffer, grown as needed and returned.
+func (s *runSet) has(rec, buf []byte) (bool, []byte, error) {
+	for _, r := range s.runs {
+		b := sort.Search(len(r.index), func(i int) bool { return bytes.Compare(r.index[i].first, rec) > 0 }) - 1
+		if b < 0 {
+			continue
+		}
+		end := r.size
+		if b+1 < len(r.index) {
+			end = r.index[b+1].off
+		}
+		n := int(end - r.index[b].off)
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := r.f.ReadAt(buf, r.index[b].off); err != nil {
+			return false, buf, fmt.Errorf("read %s: %w", r.f.Name(), err)
+		}
+		for p := buf; len(p) > 0; {
+			l, h := binary.Uvarint(p)
+			if h <= 0 || uint64(len(p)-h) < l {
+				return false, buf, fmt.Errorf("read %s: a record is cut short", r.f.Name())
+			}
+			switch c := bytes.Compare(p[h:h+int(l)], rec); {
+			case c == 0:
+				return true, buf, nil
+			case c > 0:
+				p = nil
+			default:
+				p = p[h+int(l):]
+			}
+		}
+	}
+	return false, buf, nil
+}
+
+// records is the number of records in the runs.
+func (s *runSet) records() int {
+	n := 0
+	for _, r := range s.runs {
+		n += r.n
+	}
+	return n
+}
+
+// close removes the runs and their directory.
+func (s *runSet) close() error {
+	for _, r := range s.runs {
+		r.remove()
+	}
+	s.runs = nil
+	if s.dir == "" {
+		return nil
+	}
+	err := os.RemoveAll(s.dir)
+	s.dir = ""
+	return err
+}
+
+// source is an ordered stream of records: a run on disk, or records in
+// memory. A record it returns is valid until its next call.
+type source interface {
+	next() (rec []byte, ok bool, err error)
+}
+
+// runReader reads a run's records in order.
+type runReader struct {
+	r    *bufio.Reader
+	name string
+	buf  []byte
+}
+
+func newRunReader(r *run) *runReader {
+	return &runReader{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), 64<<10), name: r.f.Name()}
+}
+
+func (rr *runReader) next() ([]byte, bool, error) {
+	l, err := binary.ReadUvarint(rr.r)
+	if errors.Is(err, io.EOF) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", rr.name, err)
+	}
+	if uint64(cap(rr.buf)) < l {
+		rr.buf = make([]byte, l)
+	}
+	rr.buf = rr.buf[:l]
+	if _, err := io.ReadFull(rr.r, rr.buf); err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", rr.name, err)
+	}
+	return rr.buf, true, nil
+}
+
+// merger merges sources into one ascending stream: a heap of their heads.
+// Equal records come in the order of the sources.
+type merger struct {
+	srcs  []source
+	heads [][]byte
+	heap  []int // indexes of sources with a head, ordered as a heap
+	last  int   // the source whose head was returned last; -1 for none
+}
+
+func newMerger(srcs []source) *merger {
+	return &merger{srcs: srcs, heads: make([][]byte, len(srcs)), last: -2}
+}
+
+func (m *merger) less(i, j int) bool {
+	a, b := m.heap[i], m.heap[j]
+	if c := bytes.Compare(m.heads[a], m.heads[b]); c != 0 {
+		return c < 0
+	}
+	return a < b
+}
+
+func (m *merger) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(m.heap) {
+			return
+		}
+		c := l
+		if r := l + 1; r < len(m.heap) && m.less(r, l) {
+			c = r
+		}
+		if !m.less(c, i) {
+			return
+		}
+		m.heap[i], m.heap[c] = m.heap[c], m.heap[i]
+		i = c
+	}
+}
+
+func (m *merger) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !m.less(i, p) {
+			return
+		}
+		m.heap[i], m.heap[p] = m.heap[p], m.heap[i]
+		i = p
+	}
+}
+
+// advance reads the next head of source i into the heap.
+func (m *merger) advance(i int) error {
+	rec, ok, err := m.srcs[i].next()
+	if err != nil || !ok {
+		return err
+	}
+	m.heads[i] = rec
+	m.heap = append(m.heap, i)
+	m.up(len(m.heap) - 1)
+	return nil
+}
+
+// next returns the smallest record left, valid until the next call.
+func (m *merger) next() ([]byte, bool, error) {
+	switch {
+	case m.last == -2:
+		for i := range m.srcs {
+			if err := m.advance(i); err != nil {
+				return nil, false, err
+			}
+		}
+	case m.last >= 0:
+		if err := m.advance(m.last); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(m.heap) == 0 {
+		m.last = -1
+		return nil, false, nil
+	}
+	top := m.heap[0]
+	n := len(m.heap) - 1
+	m.heap[0] = m.heap[n]
+	m.heap = m.heap[:n]
+	m.down(0)
+	m.last = top
+	return m.heads[top], true, nil
+}

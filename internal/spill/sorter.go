@@ -1,0 +1,131 @@
+package spill
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+)
+
+// Sorter sorts records by their bytes in memory that does not grow with
+// their number: it holds about memBytes of them, writes them out as a
+// sorted run when that is full (merging 16 runs of a size into one of the
+// next), and gives them all back in ascending order (Sorted) from its
+// runs and what is left in memory, merged. Equal
+// records come back as many times as they were added. It is not safe for
+// concurrent use.
+type Sorter struct {
+	runs     runSet
+	memBytes int
+	arena    []byte   // the records in memory, one after the other
+	ends     []uint32 // where each ends in arena
+	n        int      // records added
+	sorted   bool     // Sorted was called: no more Add
+}
+
+// NewSorter returns an empty sorter that holds about memBytes of records
+// in memory (a record and 4 bytes of bookkeeping count; a record larger
+// than memBytes is kept alone) and puts its runs in the directory mkdir
+// makes at the first spill (mkdir returns its path; Close removes it).
+func NewSorter(memBytes int, mkdir func() (string, error)) *Sorter {
+	return &Sorter{runs: runSet{mkdir: mkdir, fanIn: sorterFanIn}, memBytes: max(1, memBytes)}
+}
+
+// sorterFanIn is how many runs of a size a Sorter merges into one: a
+// record is rewritten once per 16-fold growth of the data, and the final
+// merge reads at most 15 runs of each size (each through a 64 KiB
+// buffer).
+const sorterFanIn = 16
+
+// ErrSorted is returned by Add after Sorted.
+var ErrSorted = errors.New("spill: record added after Sorted")
+
+// Add adds a copy of rec. It returns an error when a run cannot be
+// written; the sorter is then unusable.
+func (s *Sorter) Add(rec []byte) error {
+	if s.sorted {
+		return ErrSorted
+	}
+	if len(s.ends) > 0 && len(s.arena)+len(rec)+4*(len(s.ends)+1) > s.memBytes {
+		if err := s.spill(); err != nil {
+			return err
+		}
+	}
+	s.arena = append(s.arena, rec...)
+	s.ends = append(s.ends, uint32(len(s.arena)))
+	s.n++
+	return nil
+}
+
+// Len is the number of records added.
+func (s *Sorter) Len() int { return s.n }
+
+// Spilled reports whether records went to disk.
+func (s *Sorter) Spilled() bool { return s.runs.dir != "" }
+
+// memory returns the records in memory, sorted.
+func (s *Sorter) memory() [][]byte {
+	recs := make([][]byte, len(s.ends))
+	start := uint32(0)
+	for i, end := range s.ends {
+		recs[i] = s.arena[start:end:end]
+		start = end
+	}
+	slices.SortStableFunc(recs, bytes.Compare)
+	return recs
+}
+
+// spill writes the records in memory out as a run, keeping the memory.
+func (s *Sorter) spill() error {
+	recs := s.memory()
+	err := s.runs.write(func(yield func([]byte) error) error {
+		for _, r := range recs {
+			if err := yield(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	s.arena, s.ends = s.arena[:0], s.ends[:0]
+	return err
+}
+
+// Sorted returns every record added, in ascending order; Add may not be
+// called after it. The stream reads the runs as it goes; a record it
+// returns is valid until its next call.
+func (s *Sorter) Sorted() *Stream {
+	s.sorted = true
+	srcs := make([]source, 0, len(s.runs.runs)+1)
+	for _, r := range s.runs.runs {
+		srcs = append(srcs, newRunReader(r))
+	}
+	srcs = append(srcs, &memSource{recs: s.memory()})
+	return &Stream{m: newMerger(srcs)}
+}
+
+// Close removes the runs and their directory, and drops the records in
+// memory.
+func (s *Sorter) Close() error {
+	s.arena, s.ends = nil, nil
+	return s.runs.close()
+}
+
+// Stream is the records of a Sorter in ascending order.
+type Stream struct{ m *merger }
+
+// Next returns the next record, valid until the next call, and false at
+// the end. It returns an error when a run cannot be read.
+func (st *Stream) Next() ([]byte, bool, error) { return st.m.next() }
+
+// memSource is sorted records in memory as a source.
+type memSource struct {
+	recs [][]byte
+	i    int
+}
+
+func (m *memSource) next() ([]byte, bool, error) {
+	if m.i == len(m.recs) {
+		return nil, false, nil
+	}
+	m.i++
+	return m.recs[m.i-1], true, nil
+}

@@ -1,0 +1,156 @@
+package spill
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+func testKey(i int) [16]byte {
+	sum := sha256.Sum256([]byte(strconv.Itoa(i)))
+	var k [16]byte
+	copy(k[:], sum[:])
+	return k
+}
+
+// runsDir returns a mkdir for a directory in the test's temporary
+// directory, and how many times it was called.
+func runsDir(t *testing.T) (dir string, mkdir func() (string, error), made *int) {
+	dir = filepath.Join(t.TempDir(), "runs")
+	made = new(int)
+	return dir, func() (string, error) { *made++; return dir, os.Mkdir(dir, 0o700) }, made
+}
+
+// A KeySet is exact however few keys it holds in memory and however
+// often its filter lets a lookup through: every key added twice is found
+// the second time, in memory or in a run, and no other key is; its runs
+// stay few; Close removes them.
+func TestKeySetSpills(t *testing.T) {
+	dir, mkdir, made := runsDir(t)
+	s := NewKeySet(7, 64, mkdir)
+	const n = 5000
+	for i := range n {
+		if added, err := s.Add(testKey(i)); err != nil || !added {
+			t.Fatalf("key %d: added %v, %v", i, added, err)
+		}
+		// Every key added before, once in a while: the latest, in memory,
+		// and old ones, on disk.
+		if i%13 == 0 {
+			for _, j := range []int{i, i / 2, i / 7} {
+				if added, err := s.Add(testKey(j)); err != nil || added {
+					t.Fatalf("key %d again after %d: added %v, %v", j, i, added, err)
+				}
+			}
+		}
+	}
+	for _, i := range []int{0, n / 3, n - 1, n, n + 1} {
+		if has, err := s.Has(testKey(i)); err != nil || has != (i < n) {
+			t.Errorf("Has key %d: %v, %v", i, has, err)
+		}
+	}
+	if s.Len() != n || *made != 1 {
+		t.Errorf("%d keys, want %d; directory made %d times", s.Len(), n, *made)
+	}
+	// A filter of 64 bytes lets nearly every lookup through: the runs
+	// answered them, and there are at most log₂(n/7)+1 of them.
+	if s.diskLookups < n/2 || len(s.runs.runs) > 11 {
+		t.Errorf("%d lookups on disk, %d runs", s.diskLookups, len(s.runs.runs))
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != len(s.runs.runs) {
+		t.Errorf("%d files for %d runs (merged runs not removed)", len(entries), len(s.runs.runs))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("runs left after Close: %v", err)
+	}
+}
+
+// A KeySet that cannot write its runs says so, naming the file.
+func TestKeySetSpillFails(t *testing.T) {
+	s := NewKeySet(2, 64, func() (string, error) { return filepath.Join(t.TempDir(), "missing"), nil })
+	if _, err := s.Add(testKey(1)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Add(testKey(2))
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err %v, want one about the missing directory", err)
+	}
+}
+
+// A Sorter gives back every record it was given (duplicates as many
+// times), in ascending order, whether they fit in memory or went through
+// runs on disk; its runs stay few and Close removes them.
+func TestSorterSorts(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var recs [][]byte
+	for range 5000 {
+		// Lengths from 0 to 36 bytes, many equal prefixes and duplicates.
+		rec := fmt.Appendf(nil, "%0*d", r.IntN(6), r.IntN(300))
+		recs = append(recs, append(rec, bytes.Repeat([]byte{byte(r.IntN(3))}, r.IntN(30))...))
+	}
+	for _, mem := range []int{1 << 30, 4096, 1} {
+		t.Run(fmt.Sprint(mem), func(t *testing.T) {
+			dir, mkdir, made := runsDir(t)
+			s := NewSorter(mem, mkdir)
+			for _, rec := range recs {
+				if err := s.Add(rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := slices.Clone(recs)
+			slices.SortFunc(want, bytes.Compare)
+			st := s.Sorted()
+			var got [][]byte
+			for {
+				rec, ok, err := st.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				got = append(got, bytes.Clone(rec))
+			}
+			if !slices.EqualFunc(got, want, bytes.Equal) {
+				t.Fatalf("%d records back, want %d, in order", len(got), len(want))
+			}
+			if err := s.Add([]byte("x")); !errors.Is(err, ErrSorted) {
+				t.Errorf("Add after Sorted: %v", err)
+			}
+			if spilled := mem < 1<<30; s.Spilled() != spilled || *made > 1 {
+				t.Errorf("spilled %v, directory made %d times", s.Spilled(), *made)
+			}
+			// At most 15 runs of each size: 1 record, 16, 256, 4,096.
+			if len(s.runs.runs) > 15*4 {
+				t.Errorf("%d runs for %d records", len(s.runs.runs), len(recs))
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("runs left after Close: %v", err)
+			}
+		})
+	}
+}
+
+// A Sorter that cannot write its runs says so.
+func TestSorterSpillFails(t *testing.T) {
+	s := NewSorter(8, func() (string, error) { return filepath.Join(t.TempDir(), "missing"), nil })
+	if err := s.Add([]byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add([]byte("defgh")); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err %v, want one about the missing directory", err)
+	}
+}

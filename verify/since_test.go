@@ -1,0 +1,238 @@
+package verify
+
+import (
+	"context"
+	"maps"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bifrost/bifrost-migrate/internal/fakes"
+	"github.com/bifrost/bifrost-migrate/transform"
+)
+
+// sinceWorld is a migrated world, fully verified at start with its
+// DocsFile in dir, whose clock then moves on.
+type sinceWorld struct {
+	*testWorld
+	start time.Time
+	dir   string
+	clock time.Time
+	// execs are executions whose docs name no blob.
+	execs []DocRef
+}
+
+func newSinceWorld(t *testing.T, n int) *sinceWorld {
+	t.Helper()
+	w := &sinceWorld{testWorld: newTestWorld(t, n), start: worldNow, dir: t.TempDir()}
+	w.clock = w.start.Add(-time.Hour)
+	w.docs.Now = func() time.Time { return w.clock }
+	for _, ref := range w.placed {
+		if ref.Container == transform.ContainerExecutions {
+			if d := w.doc(t, ref); d["resultBlobPath"] == nil && d["logsBlobPath"] == nil {
+				w.execs = append(w.execs, ref)
+			}
+		}
+	}
+	r := w.verify(t, time.Time{}, false)
+	if !r.OK && r.Totals.Missing+r.Totals.Different+r.Totals.Orphans > 0 || !r.docsWritten {
+		t.Fatalf("the full verify: %s (docs file %v)", r.VerdictLine(), r.docsWritten)
+	}
+	w.clock = w.start.Add(time.Minute)
+	return w
+}
+
+// verify runs a full verify (since zero) or a --since, on the full
+// verify when base is set, at the world's clock.
+func (w *sinceWorld) verify(t *testing.T, since time.Time, base bool) *Report {
+	t.Helper()
+	v := &Verifier{Rows: w.tables, Docs: w.docs.Reader(), Blobs: w.blobs, Changes: w.docs.Reader(), Position: w.docs.Reader().Since,
+		Now: func() time.Time { return w.clock }}
+	opts := Options{Transform: w.opts, Since: since, sizes: tiny, PageSize: 7}
+	if since.IsZero() {
+		opts.DocsDir = w.dir
+		opts.Started = w.start
+	}
+	if base {
+		opts.Base = &Base{Started: w.start, DocsFile: filepath.Join(w.dir, DocsFile)}
+	}
+	r, err := v.Run(context.Background(), opts)
+	must(t, err)
+	return r
+}
+
+// row returns the row ref names.
+func (w *sinceWorld) row(t *testing.T, ref DocRef) transform.Row {
+	t.Helper()
+	r, ok := w.tables.Row(ref.Table, ref.PartitionKey, ref.RowKey)
+	if !ok {
+		t.Fatalf("no row %s", ref)
+	}
+	r.Table = ref.Table
+	return r
+}
+
+// write stores row as the application would, at the clock.
+func (w *sinceWorld) write(row transform.Row) {
+	row.Timestamp = w.clock
+	w.tables.Add(row.Table, row)
+}
+
+// replay writes row's doc as replay would.
+func (w *sinceWorld) replay(t *testing.T, row transform.Row) {
+	t.Helper()
+	row, _ = w.tables.Row(row.Table, row.PartitionKey, row.RowKey)
+	o := transform.Transform(row, transform.BlobFacts{}, w.opts)
+	if o.Disposition != transform.DispositionDoc {
+		t.Fatalf("row %s/%s: %s", row.PartitionKey, row.RowKey, o.Disposition)
+	}
+	w.docs.Put(o.Container, o.DocJSON)
+}
+
+func ids(refs []DocRef) []string {
+	var out []string
+	for _, r := range refs {
+		out = append(out, r.ID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// After a clean full verify the application changes rows and docs: an
+// edit, a new row, a deleted doc, a tampered doc. verify --since the full
+// verify's start reports exactly those — the edit and the tampered doc
+// different, the new row's doc and the deleted doc missing — and nothing
+// else, with every sorter on disk; once a replay has applied the edit and
+// the new row, the tampered doc is rewritten from its row and the deleted
+// one written again, it says the whole is in sync. Without the full
+// verify it says what it covers, and claims no more.
+func TestSinceAfterFullVerify(t *testing.T) {
+	w := newSinceWorld(t, 40)
+	edited := w.row(t, w.execs[0])
+	edited.Props["Status"] = transform.String("Cancelled")
+	w.write(edited)
+	newRow := w.row(t, w.execs[1])
+	newRow.RowKey = newRow.RowKey + "-new"
+	newRow.Props["ExecutionId"] = transform.String(w.execs[1].ID + "-new")
+	w.write(newRow)
+	w.del(t, w.execs[2])
+	tampered := w.doc(t, w.execs[3])
+	tampered["status"] = "Tampered"
+	w.put(t, transform.ContainerExecutions, tampered)
+	w.clock = w.clock.Add(time.Minute)
+
+	r := w.verify(t, w.start, true)
+	if got, want := ids(r.Missing), []string{w.execs[1].ID + "-new", w.execs[2].ID}; !reflect.DeepEqual(got, want) {
+		t.Errorf("missing %q, want %q", got, want)
+	}
+	var different []string
+	for _, d := range r.Differences {
+		if !slices.Contains(different, d.Doc.ID) {
+			different = append(different, d.Doc.ID)
+		}
+	}
+	slices.Sort(different)
+	if want := ids([]DocRef{w.execs[0], w.execs[3]}); !reflect.DeepEqual(different, want) {
+		t.Errorf("different %q, want %q:\n%s", different, want, fakes.JSON(r.Differences))
+	}
+	if tot := r.Totals; tot.Missing != 2 || tot.Different != 2 || tot.Orphans != 0 || r.NotMigrated != 0 || total(r.AppWritten) != 0 || tot.ChangedWhileRunning != 0 {
+		t.Errorf("totals %s, app-written %v, not migrated %d; want 2 missing, 2 different, nothing else", fakes.JSON(tot), r.AppWritten, r.NotMigrated)
+	}
+	if r.OK || r.Partial || !r.Scope.Base.Equal(w.start) || !r.Scope.Since.Equal(w.start) {
+		t.Errorf("ok %v, partial %v, scope %s", r.OK, r.Partial, fakes.JSON(r.Scope))
+	}
+	if want := "verify: 2 missing, 2 different, 0 orphan doc(s) in the full verify of 2026-11-21T12:00:00Z plus every change since 2026-11-21T12:00:00Z: "; !strings.HasPrefix(r.VerdictLine(), want) {
+		t.Errorf("verdict %q, want it to start with %q", r.VerdictLine(), want)
+	}
+
+	// A replay applies the two legitimate changes; the tampered doc is
+	// written again from its row, and so is the deleted one.
+	w.clock = w.clock.Add(time.Minute)
+	w.replay(t, edited)
+	w.replay(t, newRow)
+	w.replay(t, w.row(t, w.execs[3]))
+	w.replay(t, w.row(t, w.execs[2]))
+	w.clock = w.clock.Add(time.Minute)
+	r = w.verify(t, w.start, true)
+	if !r.OK || r.Partial || r.Totals.Matched == 0 {
+		t.Fatalf("after the replay: %s\n%s", r.VerdictLine(), fakes.JSON(r.Totals))
+	}
+	if want := "verify: OK — in sync: the full verify of 2026-11-21T12:00:00Z plus every change since 2026-11-21T12:00:00Z: "; !strings.HasPrefix(r.VerdictLine(), want) {
+		t.Errorf("verdict %q, want it to start with %q", r.VerdictLine(), want)
+	}
+
+	// Without the full verify: what it covers, partial.
+	r = w.verify(t, w.start, false)
+	if !r.OK || !r.Partial || !r.Scope.Base.IsZero() || !strings.HasPrefix(r.VerdictLine(), "verify: OK for changes since 2026-11-21T12:00:00Z: ") {
+		t.Errorf("without a full verify: ok %v partial %v, %q", r.OK, r.Partial, r.VerdictLine())
+	}
+}
+
+// The other rules of --since, each a change of the application after the
+// full verify: a changed row whose doc's place holds the doc of an
+// unchanged row that comes first is a dead letter, as run would make it
+// (a collision across the two sets); a doc written naming a row that does
+// not exist is an orphan; a doc the application wrote without _migration
+// where an unchanged row's doc belongs is judged (different); one
+// written elsewhere is the application's own; a doc moved to another
+// place, its row's place left empty, is different (found elsewhere).
+func TestSinceRules(t *testing.T) {
+	w := newSinceWorld(t, 40)
+	// A collision: a new row of a later partition makes the doc the
+	// first execution's row already makes.
+	first := w.row(t, w.execs[0])
+	twin := first
+	twin.Props = maps.Clone(first.Props)
+	twin.PartitionKey = "org-" + first.PartitionKey
+	if before(DocRef{Table: twin.Table, PartitionKey: twin.PartitionKey, RowKey: twin.RowKey}, w.execs[0]) {
+		t.Fatalf("the twin's partition %s does not come after %s", twin.PartitionKey, first.PartitionKey)
+	}
+	w.write(twin)
+	// An orphan: a doc naming a row that does not exist.
+	orphan := w.doc(t, w.execs[1])
+	orphan["id"] = w.execs[1].ID + "-orphan"
+	orphan["_migration"].(map[string]any)["rowKey"] = "execution:none"
+	w.put(t, w.execs[1].Container, orphan)
+	// The application's doc where a row's doc belongs, and elsewhere.
+	app := w.doc(t, w.execs[2])
+	delete(app, "_migration")
+	app["status"] = "Running"
+	w.put(t, w.execs[2].Container, app)
+	elsewhere := w.doc(t, w.execs[3])
+	delete(elsewhere, "_migration")
+	elsewhere["id"] = "note-1"
+	w.put(t, w.execs[3].Container, elsewhere)
+	// A doc moved away from its row's place.
+	moved := w.doc(t, w.execs[4])
+	w.del(t, w.execs[4])
+	moved["id"] = w.execs[4].ID + "-moved"
+	w.put(t, w.execs[4].Container, moved)
+	w.clock = w.clock.Add(time.Minute)
+
+	r := w.verify(t, w.start, true)
+	if r.NotMigrated != 1 || len(r.DeadLetters) != 1 || r.DeadLetters[0].PartitionKey != twin.PartitionKey ||
+		!strings.Contains(r.DeadLetters[0].Reason, "id collision") {
+		t.Errorf("not migrated %d, dead letters %s; want the twin, a collision", r.NotMigrated, fakes.JSON(r.DeadLetters))
+	}
+	if len(r.Orphans) != 1 || r.Orphans[0].ID != w.execs[1].ID+"-orphan" || r.Orphans[0].Reason != "its row no longer exists" {
+		t.Errorf("orphans %s", fakes.JSON(r.Orphans))
+	}
+	var moves, appDiffs int
+	for _, d := range r.Differences {
+		switch {
+		case d.ActualDoc != nil && d.Doc.ID == w.execs[4].ID && d.ActualDoc.ID == w.execs[4].ID+"-moved":
+			moves++
+		case d.Doc.ID == w.execs[2].ID:
+			appDiffs++
+		}
+	}
+	if moves == 0 || appDiffs == 0 || r.Totals.Different != 2 {
+		t.Errorf("different %d (moved %d, the application's %d): %s", r.Totals.Different, moves, appDiffs, fakes.JSON(r.Differences))
+	}
+	if r.AppWritten[transform.ContainerExecutions] != 1 || r.Totals.Missing != 0 {
+		t.Errorf("application-written %v, missing %d", r.AppWritten, r.Totals.Missing)
+	}
+}
