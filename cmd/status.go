@@ -2,16 +2,12 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,11 +16,8 @@ import (
 	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 	"github.com/bifrost/bifrost-migrate/transform"
+	"github.com/bifrost/bifrost-migrate/verify"
 )
-
-// VerifyRecordFile is the record of the last verify in the state
-// directory, which `bifrost-migrate status` reads (verifyRecord).
-const VerifyRecordFile = "verify.json"
 
 // StatusOptions are the flags and dependencies of `bifrost-migrate
 // status`.
@@ -156,7 +149,7 @@ func runCheck(ctx context.Context, opts *StatusOptions, facts statusFacts) (*sta
 type statusFacts struct {
 	dir        string
 	run        *migrate.State
-	verify     *verifyRecord
+	verify     *verify.Record
 	replay     *windowFacts
 	reverse    *windowFacts
 	lock       migrate.LockStatus
@@ -182,29 +175,6 @@ type windowFacts struct {
 	alive bool
 }
 
-// verifyRecord is verify.json: the last verify, and the last that was
-// a full check.
-type verifyRecord struct {
-	Version  int            `json:"version"`
-	Last     *verifyOutcome `json:"last"`
-	LastFull *verifyOutcome `json:"lastFull"`
-}
-
-// verifyOutcome is one verify as verify.json records it.
-type verifyOutcome struct {
-	Started     time.Time       `json:"started"`
-	Ended       time.Time       `json:"ended"`
-	ToolVersion string          `json:"toolVersion"`
-	OK          bool            `json:"ok"`
-	Partial     bool            `json:"partial"`
-	Scope       json.RawMessage `json:"scope,omitempty"`
-	Verdict     string          `json:"verdict"`
-	Missing     int64           `json:"missing"`
-	Different   int64           `json:"different"`
-	Orphans     int64           `json:"orphans"`
-	NotMigrated int64           `json:"notMigrated"`
-}
-
 // readStatus reads what the state directory dir holds: state.json,
 // verify.json, replay.json, reverse.json and the lock (migrate.ReadLock:
 // tried without waiting, released at once). It sends no request.
@@ -218,8 +188,8 @@ func readStatus(dir string) statusFacts {
 	var err error
 	f.run, err = migrate.LoadState(dir)
 	read(migrate.StateFile, err)
-	f.verify, err = loadVerifyRecord(dir)
-	read(VerifyRecordFile, err)
+	f.verify, err = verify.LoadRecord(dir)
+	read(verify.RecordFile, err)
 	f.replay, err = loadWindowFacts(dir, migrate.ReplayRecordFile)
 	read(migrate.ReplayRecordFile, err)
 	f.reverse, err = loadWindowFacts(dir, migrate.ReverseRecordFile)
@@ -227,23 +197,6 @@ func readStatus(dir string) statusFacts {
 	f.lock, err = migrate.ReadLock(dir)
 	read(migrate.LockFile, err)
 	return f
-}
-
-// loadVerifyRecord reads dir/verify.json: nil when there is none.
-func loadVerifyRecord(dir string) (*verifyRecord, error) {
-	path := filepath.Join(dir, VerifyRecordFile)
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
-	var r verifyRecord
-	if err := json.Unmarshal(data, &r); err != nil || r.Version != 1 || r.Last == nil {
-		return nil, fmt.Errorf("%s is not a verify record this version reads (version 1 with the last verify): run verify to record a new one", path)
-	}
-	return &r, nil
 }
 
 // loadWindowFacts reads the record dir/file of a replay or reverse: nil

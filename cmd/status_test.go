@@ -13,6 +13,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/verify"
 )
 
 // TestNextStep: the next step status names, rule by rule.
@@ -21,9 +22,9 @@ func TestNextStep(t *testing.T) {
 	at := func(min int) *time.Time { v := t0.Add(time.Duration(min) * time.Minute); return &v }
 	code := func(c int) *int { return &c }
 	complete := runStatus{State: phaseComplete, RunID: "r1", Started: at(0), Updated: at(10), Ended: at(10)}
-	verified := func(ended int, ok, partial bool) *verifyRecord {
-		v := &verifyOutcome{Ended: *at(ended), OK: ok, Partial: partial}
-		r := &verifyRecord{Version: 1, Last: v}
+	verified := func(ended int, ok, partial bool) *verify.Record {
+		v := &verify.RecordEntry{Ended: at(ended).Format(time.RFC3339Nano), OK: ok, Partial: partial}
+		r := &verify.Record{Version: 1, Last: v}
 		if !partial {
 			r.LastFull = v
 		}
@@ -224,20 +225,24 @@ func TestStatusOfAMigration(t *testing.T) {
 	})
 
 	t.Run("a verify recorded", func(t *testing.T) {
-		// verify.json as issue 39's writer records it; written here until
-		// verify writes it.
-		ended := st.Updated.Add(time.Minute).UTC()
-		rec := fmt.Sprintf(`{"version":1,"last":{"started":%q,"ended":%q,"toolVersion":"v-test","ok":false,"partial":false,"scope":{},`+
-			`"verdict":"verify: 6 row(s) not migrated; 0 missing, 0 different, 0 orphan doc(s)","missing":0,"different":0,"orphans":0,"notMigrated":6},"lastFull":null}`,
-			ended.Add(-time.Second).Format(time.RFC3339Nano), ended.Format(time.RFC3339Nano))
-		if err := os.WriteFile(filepath.Join(dir, VerifyRecordFile), []byte(rec), 0o600); err != nil {
-			t.Fatal(err)
+		// A real verify writes verify.json: the fixtures' dead letters make
+		// it exit 3, and status names its verdict and what to do.
+		code, stdout, stderr := e.cli("verify", "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs, "--state-dir", dir)
+		if code != ExitPartial {
+			t.Fatalf("verify: exit %d, want 3:\n%s%s", code, stdout, stderr)
 		}
-		defer os.Remove(filepath.Join(dir, VerifyRecordFile))
+		defer os.Remove(filepath.Join(dir, verify.RecordFile))
+		rec, err := verify.LoadRecord(dir)
+		if err != nil || rec == nil || rec.Last == nil {
+			t.Fatalf("verify.json after verify: %+v, %v", rec, err)
+		}
+		if rec.Last.Verdict != lastLine(stdout) {
+			t.Errorf("the record's verdict %q is not verify's last line %q", rec.Last.Verdict, lastLine(stdout))
+		}
 		_, out, _ := statusOffline(t, "--state-dir", dir)
 		wantLines(t, "verify recorded", out,
-			"verify: last ended "+stamp(ended)+", a full check, by bifrost-migrate v-test",
-			"  verify: 6 row(s) not migrated; 0 missing, 0 different, 0 orphan doc(s)",
+			"verify: last ended "+stamp(rec.Last.EndedAt())+", a full check, by bifrost-migrate "+rec.Last.ToolVersion,
+			"  "+rec.Last.Verdict,
 			"next: read what verify found (its --report, docs/operations.md, 5. Verify) before cutting over")
 	})
 
@@ -273,7 +278,7 @@ func TestStatusOfAMigration(t *testing.T) {
 func TestStatusTextOfLittle(t *testing.T) {
 	var b strings.Builder
 	r := statusReport{StateDir: "s", Run: runStatus{State: phaseUnreadable}, Lock: lockStatus{Held: true},
-		Unreadable: []string{migrate.StateFile, VerifyRecordFile, migrate.ReplayRecordFile}}
+		Unreadable: []string{migrate.StateFile, verify.RecordFile, migrate.ReplayRecordFile}}
 	r.Next = nextStep(r)
 	if err := writeStatusText(&b, r); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/verify"
 )
 
 // statusReport is what status says, decided from the state directory's
@@ -19,10 +20,10 @@ type statusReport struct {
 	StateDir string    `json:"stateDir"`
 	Run      runStatus `json:"run"`
 	// Verify, Replay and Reverse are nil when none is recorded.
-	Verify  *verifyRecord `json:"verify"`
-	Replay  *windowStatus `json:"replay"`
-	Reverse *windowStatus `json:"reverse"`
-	Lock    lockStatus    `json:"lock"`
+	Verify  *verify.Record `json:"verify"`
+	Replay  *windowStatus  `json:"replay"`
+	Reverse *windowStatus  `json:"reverse"`
+	Lock    lockStatus     `json:"lock"`
 	// Next is the next step, a sentence that names the command.
 	Next string `json:"next"`
 	// Check is what --check found (nil without it).
@@ -208,9 +209,9 @@ func nextStep(r statusReport) string {
 		return fmt.Sprintf("bifrost-migrate %s --since %s%s: run it again to finish (it stopped before its end)", wname, w.Since.UTC().Format(time.RFC3339Nano), dir)
 	case w != nil && w.ConflictsLeft > 0:
 		return fmt.Sprintf("resolve the %d conflict(s) %s left: see docs/rollback.md (4. Reading a conflict)", w.ConflictsLeft, wname)
-	case v == nil || v.Last.Ended.Before(lastWrite(r)):
+	case v == nil || v.Last.EndedAt().Before(lastWrite(r)):
 		return "bifrost-migrate verify" + dir
-	case v.Last.Partial && (v.LastFull == nil || v.LastFull.Ended.Before(lastWrite(r))):
+	case v.Last.Partial && (v.LastFull == nil || v.LastFull.EndedAt().Before(lastWrite(r))):
 		return "bifrost-migrate verify" + dir + ": a full check (the last one was partial)"
 	case !v.Last.OK || v.Last.Partial && !v.LastFull.OK:
 		return "read what verify found (its --report, docs/operations.md, 5. Verify) before cutting over"
@@ -280,7 +281,7 @@ func writeStatusText(w io.Writer, r statusReport) error {
 	if err := writeRunStatus(w, r.Run, r.Lock); err != nil {
 		return err
 	}
-	writeVerifyStatus(w, r.Verify, r.unreadable(VerifyRecordFile))
+	writeVerifyStatus(w, r.Verify, r.unreadable(verify.RecordFile))
 	writeWindowStatus(w, "replay", r.Replay, r.unreadable(migrate.ReplayRecordFile))
 	writeWindowStatus(w, "reverse", r.Reverse, r.unreadable(migrate.ReverseRecordFile))
 	switch l := r.Lock; {
@@ -367,28 +368,31 @@ func writeRunStatus(w io.Writer, r runStatus, lock lockStatus) error {
 
 // writeVerifyStatus prints the last verify and, when it was partial, the
 // last full one.
-func writeVerifyStatus(w io.Writer, v *verifyRecord, unreadable bool) {
+func writeVerifyStatus(w io.Writer, v *verify.Record, unreadable bool) {
 	switch {
 	case unreadable:
-		fmt.Fprintf(w, "verify: %s cannot be read (see the error)\n", VerifyRecordFile)
+		fmt.Fprintf(w, "verify: %s cannot be read (see the error)\n", verify.RecordFile)
 		return
 	case v == nil:
-		fmt.Fprintf(w, "verify: none recorded (no %s)\n", VerifyRecordFile)
+		fmt.Fprintf(w, "verify: none recorded (no %s)\n", verify.RecordFile)
 		return
 	}
-	check := func(r *verifyOutcome) string {
-		if r.Partial {
+	check := func(r *verify.RecordEntry) string {
+		switch {
+		case r.Partial:
 			return "a partial check"
+		case !r.Scope.Base.IsZero():
+			return "every change since a full check"
 		}
 		return "a full check"
 	}
-	fmt.Fprintf(w, "verify: last ended %s, %s, by bifrost-migrate %s\n  %s\n", stamp(v.Last.Ended), check(v.Last), v.Last.ToolVersion, v.Last.Verdict)
+	fmt.Fprintf(w, "verify: last ended %s, %s, by bifrost-migrate %s\n  %s\n", stamp(v.Last.EndedAt()), check(v.Last), v.Last.ToolVersion, v.Last.Verdict)
 	switch {
 	case !v.Last.Partial:
 	case v.LastFull == nil:
 		fmt.Fprintln(w, "  no full check recorded")
 	default:
-		fmt.Fprintf(w, "  the last full check ended %s: %s\n", stamp(v.LastFull.Ended), v.LastFull.Verdict)
+		fmt.Fprintf(w, "  the last full check ended %s: %s\n", stamp(v.LastFull.EndedAt()), v.LastFull.Verdict)
 	}
 }
 

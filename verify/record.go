@@ -78,6 +78,12 @@ func (e *RecordEntry) StartedAt() time.Time {
 	return t
 }
 
+// EndedAt is e's end as a time (zero when it does not parse).
+func (e *RecordEntry) EndedAt() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, e.Ended)
+	return t
+}
+
 // LoadRecord reads the record in dir: nil without error when there is
 // none; an error naming the file when it cannot be read or is not a
 // record.
