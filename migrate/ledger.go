@@ -97,27 +97,61 @@ func (l *ledger) summary(common Common, w WindowOptions, dir, file string, elaps
 	return s
 }
 
-// countsOf returns the counts of kind in group (a table or a container)
-// of m, made on first use: replay's and reverse's books.
-func countsOf[C any](m map[string]map[string]*C, group, kind string) *C {
-	if m[group] == nil {
-		m[group] = map[string]*C{}
-	}
-	c := m[group][kind]
-	if c == nil {
-		c = new(C)
-		m[group][kind] = c
-	}
-	return c
+// counter is the counts a book keeps: a struct of plain counts whose
+// Add adds another's, field by field.
+type counter[C any] interface {
+	*C
+	Add(C)
 }
 
-// listed returns list with x appended (when not nil) while it holds fewer
-// than maxListed: the conflicts a summary lists.
-func listed[X any](list []X, x *X) []X {
-	if x == nil || len(list) >= maxListed {
-		return list
+// book is a pass's counts by group (a table for replay, a container for
+// reverse) and kind, and the conflicts its summary lists (at most
+// maxListed). It is safe for concurrent use.
+type book[C any, P counter[C], X any] struct {
+	mu        sync.Mutex
+	counts    map[string]map[string]*C
+	conflicts []X
+}
+
+// add adds c to the counts of kind in group, and lists conflict (when not
+// nil) while the list is not full.
+func (b *book[C, P, X]) add(group, kind string, c C, conflict *X) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.counts == nil {
+		b.counts = map[string]map[string]*C{}
 	}
-	return append(list, *x)
+	if b.counts[group] == nil {
+		b.counts[group] = map[string]*C{}
+	}
+	n := b.counts[group][kind]
+	if n == nil {
+		n = new(C)
+		b.counts[group][kind] = n
+	}
+	P(n).Add(c)
+	if conflict != nil && len(b.conflicts) < maxListed {
+		b.conflicts = append(b.conflicts, *conflict)
+	}
+}
+
+// group returns the counts of group by kind, and their sum.
+func (b *book[C, P, X]) group(group string) (kinds map[string]C, sum C) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	kinds = map[string]C{}
+	for k, c := range b.counts[group] {
+		kinds[k] = *c
+		P(&sum).Add(*c)
+	}
+	return kinds, sum
+}
+
+// listed returns a copy of the conflicts the book lists.
+func (b *book[C, P, X]) listed() []X {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]X{}, b.conflicts...)
 }
 
 // WindowSummary is what the summaries of Replay and Reverse share beyond

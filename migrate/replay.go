@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sync"
 
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
@@ -218,7 +217,7 @@ func newReplayer(opts ReplayOptions, deps ReplayDeps) (*replayer, error) {
 	}
 	e := newEngine(&opts.Common, deps.Env)
 	r := &replayer{engine: e, opts: opts, tables: tables, src: deps.Source, docs: deps.Docs, blobs: deps.Blobs, query: deps.Query,
-		ids: transform.NewIDSet(), ledger: newLedger(opts.DryRun, e.log), book: replayBook{counts: map[string]map[string]*ReplayCounts{}}}
+		ids: transform.NewIDSet(), ledger: newLedger(opts.DryRun, e.log)}
 	if opts.DryRun {
 		r.docs, r.blobs = dryRunStore{inner: deps.Docs}, newDryRunBlobs(deps.Blobs)
 	}
@@ -239,7 +238,7 @@ type replayer struct {
 	ids     *transform.IDSet // used by the reading goroutine only
 	// ledger and book record what it did.
 	ledger *ledger
-	book   replayBook
+	book   book[ReplayCounts, *ReplayCounts, Conflict]
 }
 
 // work is the replay proper: it lists the blob container once (blob
@@ -358,41 +357,18 @@ func (r *replayer) record(it *replayItem) error {
 	return r.ledger.add(e)
 }
 
-// replayBook is replay's counts by table and kind, and the conflicts it
-// lists. It is safe for concurrent use.
-type replayBook struct {
-	mu        sync.Mutex
-	counts    map[string]map[string]*ReplayCounts
-	conflicts []Conflict
-}
-
-// add adds c to the counts of kind in table, and lists conflict (when not
-// nil) while the list is not full.
-func (b *replayBook) add(table, kind string, c ReplayCounts, conflict *Conflict) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	countsOf(b.counts, table, kind).Add(c)
-	b.conflicts = listed(b.conflicts, conflict)
-}
-
 func (r *replayer) summary() ReplaySummary {
 	s := ReplaySummary{Tables: []ReplayTableSummary{}}
 	s.WindowSummary = r.ledger.summary(r.opts.Common, r.opts.WindowOptions, r.opts.StateDir, ReplayDeadLetterFile, r.now().Sub(r.start))
 	r.ledger.mu.Lock()
 	s.RequestCharge = r.ledger.ru
 	r.ledger.mu.Unlock()
-	r.book.mu.Lock()
-	defer r.book.mu.Unlock()
 	for _, table := range r.tables {
-		ts := ReplayTableSummary{Table: table, Kinds: map[string]ReplayCounts{}}
-		for k, c := range r.book.counts[table] {
-			ts.Kinds[k] = *c
-			ts.ReplayCounts.Add(*c)
-		}
-		s.Tables = append(s.Tables, ts)
-		s.Totals.Add(ts.ReplayCounts)
+		kinds, sum := r.book.group(table)
+		s.Tables = append(s.Tables, ReplayTableSummary{Table: table, Kinds: kinds, ReplayCounts: sum})
+		s.Totals.Add(sum)
 	}
-	s.Conflicts = append([]Conflict{}, r.book.conflicts...)
+	s.Conflicts = r.book.listed()
 	slices.SortFunc(s.Conflicts, func(a, b Conflict) int {
 		if c := transform.TableOrder(a.Table) - transform.TableOrder(b.Table); c != 0 {
 			return c

@@ -233,7 +233,7 @@ func newReverser(opts ReverseOptions, deps ReverseDeps) (*reverser, error) {
 	}
 	e := newEngine(&opts.Common, deps.Env)
 	r := &reverser{engine: e, opts: opts, changes: deps.Changes, position: deps.Position, rows: deps.Rows, docs: deps.Docs, blobs: deps.Blobs,
-		query: deps.Query, inStep: deps.InStep, ledger: newLedger(opts.DryRun, e.log), book: reverseBook{counts: map[string]map[string]*ReverseCounts{}}}
+		query: deps.Query, inStep: deps.InStep, ledger: newLedger(opts.DryRun, e.log)}
 	if r.inStep == nil {
 		r.inStep = &RowsInStep{}
 	}
@@ -262,7 +262,7 @@ type reverser struct {
 	docLocks keyedLocks
 	// ledger and book record what it did.
 	ledger *ledger
-	book   reverseBook
+	book   book[ReverseCounts, *ReverseCounts, ReverseConflict]
 }
 
 // work is the reverse proper: in a dry run it lists the blob container
@@ -424,40 +424,17 @@ func (r *reverser) record(it *reverseItem) error {
 	return r.ledger.add(e)
 }
 
-// reverseBook is reverse's counts by container and kind, and the
-// conflicts it lists. It is safe for concurrent use.
-type reverseBook struct {
-	mu        sync.Mutex
-	counts    map[string]map[string]*ReverseCounts
-	conflicts []ReverseConflict
-}
-
-// add adds c to the counts of kind in container, and lists conflict
-// (when not nil) while the list is not full.
-func (b *reverseBook) add(container, kind string, c ReverseCounts, conflict *ReverseConflict) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	countsOf(b.counts, container, kind).Add(c)
-	b.conflicts = listed(b.conflicts, conflict)
-}
-
 func (r *reverser) summary() ReverseSummary {
 	s := ReverseSummary{Containers: []ReverseContainerSummary{}}
 	s.WindowSummary = r.ledger.summary(r.opts.Common, r.opts.WindowOptions, r.opts.StateDir, ReverseDeadLetterFile, r.now().Sub(r.start))
 	r.ledger.mu.Lock()
 	s.Plan = slices.Clone(r.ledger.plan)
 	r.ledger.mu.Unlock()
-	r.book.mu.Lock()
-	defer r.book.mu.Unlock()
 	for _, c := range containers {
-		cs := ReverseContainerSummary{Container: c, Kinds: map[string]ReverseCounts{}}
-		for k, n := range r.book.counts[c] {
-			cs.Kinds[k] = *n
-			cs.ReverseCounts.Add(*n)
-		}
-		s.Containers = append(s.Containers, cs)
-		s.Totals.Add(cs.ReverseCounts)
+		kinds, sum := r.book.group(c)
+		s.Containers = append(s.Containers, ReverseContainerSummary{Container: c, Kinds: kinds, ReverseCounts: sum})
+		s.Totals.Add(sum)
 	}
-	s.Conflicts = append([]ReverseConflict{}, r.book.conflicts...)
+	s.Conflicts = r.book.listed()
 	return s
 }
