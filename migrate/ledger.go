@@ -13,7 +13,7 @@ import (
 // the writes a dry run lists, the newest change applied, blobs and
 // request units; and it records dead letters in its sink before an item
 // counts as done. Each engine keeps its counts by group and kind, and its
-// conflicts, in a book of its own (replayBook, reverseBook). It is safe
+// conflicts, in a book of its own (book: counts by table or container). It is safe
 // for concurrent use.
 type ledger struct {
 	log    func(format string, args ...any)
