@@ -1,8 +1,6 @@
 package migrate
 
 import (
-	"fmt"
-
 	"github.com/bifrost/bifrost-migrate/internal/spill"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -57,25 +55,3 @@ func (s *execFilter) AddRow(row transform.Row) {
 // Has reports whether the execution id may have been added; false is
 // certain.
 func (s *execFilter) Has(id string) bool { return s.f.Has(transform.BlobKey(id)) }
-
-// idSet finds doc id collisions (SPEC §10) exactly, as transform.IDSet
-// does, in memory bounded by spill.KeySet.
-type idSet struct{ keys *spill.KeySet }
-
-// Check is transform.IDSet.Check: a doc outcome whose container, scope
-// and id an earlier outcome took comes back a collision dead letter. It
-// fails when the runs on disk cannot be written or read; the set is then
-// unusable.
-func (s idSet) Check(o transform.Outcome) (transform.Outcome, error) {
-	if o.Disposition != transform.DispositionDoc {
-		return o, nil
-	}
-	added, err := s.keys.Add(transform.IDKey(o.Container, o.Scope, o.ID))
-	if err != nil {
-		return o, fmt.Errorf("keeping the doc ids that find collisions: %w", err)
-	}
-	if !added {
-		return transform.Collide(o), nil
-	}
-	return o, nil
-}

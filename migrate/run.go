@@ -432,7 +432,7 @@ func (r *runner) scanExecutions(ctx context.Context) error {
 
 // decide transforms one row in read order: blob facts, the transform,
 // collisions, execution ids and dangling indexes. It fails when the doc
-// ids cannot be kept (idSet.Check); no later row can be decided then.
+// ids cannot be kept (transform.CheckID); no later row can be decided then.
 func (r *runner) decide(row transform.Row) (transform.Outcome, error) {
 	o, err := transform.CheckID(r.ids, transform.Transform(row, factsOf(r.blobIdx, row), r.topts))
 	if err != nil {

@@ -198,27 +198,6 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 	return nil
 }
 
-// idSet finds doc id collisions (SPEC §10) exactly, as transform.IDSet
-// does, in memory bounded by spill.KeySet.
-type idSet struct{ keys *spill.KeySet }
-
-// Check is transform.IDSet.Check: a doc outcome whose container, scope
-// and id an earlier outcome took comes back a collision dead letter. It
-// fails when the runs on disk cannot be written or read.
-func (s idSet) Check(o transform.Outcome) (transform.Outcome, error) {
-	if o.Disposition != transform.DispositionDoc {
-		return o, nil
-	}
-	added, err := s.keys.Add(transform.IDKey(o.Container, o.Scope, o.ID))
-	if err != nil {
-		return o, fmt.Errorf("keeping the doc ids that find collisions: %w", err)
-	}
-	if !added {
-		return transform.Collide(o), nil
-	}
-	return o, nil
-}
-
 // transformChunk is how many rows of a page are transformed at once.
 const transformChunk = 128
 
