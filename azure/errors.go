@@ -112,16 +112,6 @@ func (e *ResourceError) Error() string {
 
 func (e *ResourceError) Unwrap() error { return e.Err }
 
-// oneLineError is a one-line message that wraps errors whose own text can
-// span many lines (an azcore.ResponseError dumps the whole answer).
-type oneLineError struct {
-	msg  string
-	errs []error
-}
-
-func (e *oneLineError) Error() string   { return e.msg }
-func (e *oneLineError) Unwrap() []error { return e.errs }
-
 // blobEndpoint returns the account endpoint of a blob container URL: the
 // URL without its query string (which can hold a SAS) and without the
 // container's own path segment.

@@ -27,7 +27,6 @@ type simAccount struct {
 	appCost, appEvery         float64
 	appNext                   float64
 	appAttempts, appThrottled int
-	appWait                   float64 // >0: the app waits until then after a 429
 }
 
 func (a *simAccount) advance(t float64) {

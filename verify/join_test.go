@@ -16,13 +16,12 @@ import (
 // joinFixture builds a row index and a doc index by hand, without any
 // service: the join only reads them.
 type joinFixture struct {
-	t     *testing.T
-	work  *work
-	rows  *rowIndex
-	docs  *docIndex
-	seq   uint64
-	rec   recWriter
-	sizes sizes
+	t    *testing.T
+	work *work
+	rows *rowIndex
+	docs *docIndex
+	seq  uint64
+	rec  recWriter
 }
 
 func newJoinFixture(t *testing.T, z sizes) *joinFixture {
