@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/azure"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
@@ -126,7 +126,7 @@ const followInStep = 60 * time.Second
 // once a pass that began after lastChange wrote nothing (out holds
 // --output json). It fails the test when no such pass comes within
 // followInStep.
-func writeStopWindow(t *testing.T, out *syncBuffer, lastChange time.Time, verify func()) time.Duration {
+func writeStopWindow(t *testing.T, out *testenv.Buffer, lastChange time.Time, verify func()) time.Duration {
 	t.Helper()
 	for time.Since(lastChange) < followInStep {
 		for _, l := range strings.Split(out.String(), "\n") {
@@ -150,10 +150,10 @@ func writeStopWindow(t *testing.T, out *syncBuffer, lastChange time.Time, verify
 // the settings env, until interrupt (SIGINT) or the end of the test. It
 // returns the command's stdout and stderr, interrupt, and the channel its
 // exit status arrives on.
-func startFollowing(t *testing.T, env map[string]string, args []string) (out *syncBuffer, errOut *bytes.Buffer, interrupt context.CancelFunc, done <-chan int) {
+func startFollowing(t *testing.T, env map[string]string, args []string) (out *testenv.Buffer, errOut *bytes.Buffer, interrupt context.CancelFunc, done <-chan int) {
 	t.Helper()
 	f, _, errOut := newTestFactory(env)
-	out = &syncBuffer{}
+	out = &testenv.Buffer{}
 	f.Out = out
 	ctx, interrupt := context.WithCancel(context.Background())
 	t.Cleanup(interrupt)
@@ -210,22 +210,4 @@ func passLines(t *testing.T, stdout string) (passes []passLineOut, summary strin
 		}
 	}
 	return passes, summary
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -279,7 +279,7 @@ func (a *splitApp) waitWritten(t *testing.T, f *process) {
 
 // process is a command run from the built binary.
 type process struct {
-	out, errOut *syncBuffer
+	out, errOut *testenv.Buffer
 	done        chan int      // its exit code
 	exited      chan struct{} // closed when it ended
 	interrupt   func()        // sends it SIGINT
@@ -294,7 +294,7 @@ func startProcess(t *testing.T, bin string, env map[string]string, args ...strin
 	for k, v := range env {
 		c.Env = append(c.Env, k+"="+v)
 	}
-	p := &process{out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan int, 1), exited: make(chan struct{})}
+	p := &process{out: &testenv.Buffer{}, errOut: &testenv.Buffer{}, done: make(chan int, 1), exited: make(chan struct{})}
 	c.Stdout, c.Stderr = p.out, p.errOut
 	if err := c.Start(); err != nil {
 		t.Fatal(err)

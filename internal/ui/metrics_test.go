@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -32,7 +33,7 @@ func counter(t *testing.T, m *Metrics, name string) float64 {
 // advanced are read_total, the outcomes written_total, dead_letters_total
 // and conflicts_total, by source. The server says where it listens.
 func TestProgressCountsIntoTheMetrics(t *testing.T) {
-	var out, errOut syncBuffer
+	var out, errOut testenv.Buffer
 	m := NewMetrics("replay", map[string]string{}, time.Minute)
 	p, err := Start(Config{Name: "replay", Words: RowsToDocs, Out: NewOutput("replay", &out, &errOut, false, true, nil),
 		Interval: time.Hour, Metrics: m, MetricsAddr: "127.0.0.1:0"})

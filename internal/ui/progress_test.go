@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bytes"
 	"encoding/json"
 	"regexp"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
 
@@ -35,30 +35,12 @@ func (c *fakeClock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // testProgress is a Progress of "run" on fake streams and a fake clock,
 // whose timers never fire during a test (its lines are printed by
 // calling printLine): stdout, stderr, the clock.
-func testProgress(t *testing.T, asJSON, terminal bool, width int) (*Progress, *syncBuffer, *syncBuffer, *fakeClock) {
+func testProgress(t *testing.T, asJSON, terminal bool, width int) (*Progress, *testenv.Buffer, *testenv.Buffer, *fakeClock) {
 	t.Helper()
-	var out, errOut syncBuffer
+	var out, errOut testenv.Buffer
 	clock := newFakeClock()
 	p, err := Start(Config{
 		Name: "run", Words: RowsToDocs, Out: NewOutput("run", &out, &errOut, asJSON, false, nil),
