@@ -99,6 +99,21 @@ func (e *reverseEnv) reverse(since string, extra ...string) (int, migrate.Revers
 	return code, lastSummary[migrate.ReverseSummary](e.t, stdout, stderr), stderr
 }
 
+// reverseAgain runs reverse of the same window again and fails the test
+// unless it exits with code, writes nothing (conflicts: the conflicts it
+// still finds) and leaves the rows as they were in after. It returns the summary.
+func (e *reverseEnv) reverseAgain(t *testing.T, since string, code int, conflicts int64, after map[string]transform.Row) migrate.ReverseSummary {
+	t.Helper()
+	got, s, stderr := e.reverse(since)
+	if got != code || s.Totals.Writes() != 0 || s.Totals.Synced != 0 || s.Totals.Conflicts != conflicts {
+		t.Errorf("reverse again: exit %d totals %+v, want %d, nothing written and %d conflict(s):\n%s", got, s.Totals, code, conflicts, stderr)
+	}
+	if changed := changedRows(after, e.snapshot()); len(changed) > 0 {
+		t.Errorf("reverse again changed rows: %q", changed)
+	}
+	return s
+}
+
 // appWrite writes doc as the application does on Cosmos DB: the whole doc,
 // its system properties left to the service.
 func (e *reverseEnv) appWrite(container string, doc map[string]any) {
@@ -352,13 +367,7 @@ func TestReverseAfterCutover(t *testing.T) {
 	}
 
 	// A second reverse of the same window writes nothing.
-	code, s, stderr = e.reverse(since)
-	if code != ExitOK || s.Totals.Writes() != 0 || s.Totals.Synced != 0 {
-		t.Errorf("second reverse: exit %d totals %+v, want 0 and nothing written:\n%s", code, s.Totals, stderr)
-	}
-	if got := changedRows(after, e.snapshot()); len(got) > 0 {
-		t.Errorf("the second reverse changed rows: %q", got)
-	}
+	e.reverseAgain(t, since, ExitOK, 0, after)
 	// The tables and Cosmos DB agree again (the fixtures' dead letters
 	// aside).
 	code, stdout, r := e.verify()
@@ -514,13 +523,7 @@ func TestReverseAppModelWithoutMigration(t *testing.T) {
 
 	// Again: alice's doc is unchanged since its sync, zoë's still a
 	// conflict; nothing is written.
-	code, s, stderr = e.reverse(since)
-	if code != ExitConflicts || s.Totals.Writes() != 0 || s.Totals.Conflicts != 1 || s.Totals.Synced != 0 {
-		t.Errorf("second reverse: exit %d totals %+v, want 4 and nothing written:\n%s", code, s.Totals, stderr)
-	}
-	if got := changedRows(after, e.snapshot()); len(got) > 0 {
-		t.Errorf("the second reverse changed %q", got)
-	}
+	e.reverseAgain(t, since, ExitConflicts, 1, after)
 }
 
 // TestReverseFollowAppModel: `reverse --follow` while the application
