@@ -56,16 +56,7 @@ func TestReplayFollow(t *testing.T) {
 			e.mergeRow(transform.TableEntities, row.PartitionKey, row.RowKey, map[string]any{
 				"Status": "Failed", "ErrorMessage": fmt.Sprintf("changed while following (%d)", i)})
 		} else {
-			id := fmt.Sprintf("f0110000-0000-4000-8000-%012d", i)
-			reverseTs, _, _ := strings.Cut(strings.TrimPrefix(row.RowKey, "execution:"), "_")
-			props := map[string]any{}
-			for name, v := range row.Props {
-				if v.Type == transform.EdmString {
-					props[name] = v.Str
-				}
-			}
-			props["ExecutionId"] = id
-			e.mergeRow(transform.TableEntities, row.PartitionKey, "execution:"+reverseTs+"_"+id, props)
+			e.newExecution(row, fmt.Sprintf("f0110000-0000-4000-8000-%012d", i))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -56,13 +56,21 @@ func (e *verifyEnv) sampledRows(f float64) (sampled, rows int) {
 	return sampled, rows
 }
 
-// wantNoBareOK fails the test when a line of out is the bare verdict of
-// a full check.
-func wantNoBareOK(t *testing.T, what, out string) {
+// wantPartialOK checks a partial check that found nothing wrong: exit 0,
+// last the last line of its stdout, no line of either output the bare
+// verdict of a full check ("verify: OK"), and its JSON report (file) ok,
+// partial and of scope.
+func wantPartialOK(t *testing.T, what string, code int, stdout, stderr string, file []byte, last, scope string) {
 	t.Helper()
-	if slices.Contains(strings.Split(out, "\n"), "verify: OK") {
-		t.Errorf("%s prints the bare full-check verdict \"verify: OK\":\n%s", what, out)
+	if code != ExitOK || lastLine(stdout) != last {
+		t.Errorf("%s: exit %d, last line\n%s\nwant exit 0 and\n%s\nstderr: %s", what, code, lastLine(stdout), last, stderr)
 	}
+	for _, out := range []string{stdout, stderr} {
+		if slices.Contains(strings.Split(out, "\n"), "verify: OK") {
+			t.Errorf("%s prints the bare full-check verdict \"verify: OK\":\n%s", what, out)
+		}
+	}
+	wantScope(t, what, file, true, true, scope)
 }
 
 // wantScope checks the JSON report's verdict: ok, the partial marker and
@@ -147,21 +155,15 @@ func TestVerifyPartialCheckSaysWhatItJudged(t *testing.T) {
 
 	// A clean sample.
 	code, stdout, stderr, file = e.verifyTo("sample.json", "--sample", "0.05")
-	if want := fmt.Sprintf("verify: OK for a 5 %% sample: %d of 134 rows judged", sampled); code != ExitOK || lastLine(stdout) != want {
-		t.Errorf("--sample 0.05: exit %d, last line\n%s\nwant exit 0 and\n%s\nstderr: %s", code, lastLine(stdout), want, stderr)
-	}
-	wantNoBareOK(t, "--sample 0.05 (stdout)", stdout)
-	wantNoBareOK(t, "--sample 0.05 (stderr)", stderr)
-	wantScope(t, "--sample 0.05", file, true, true, fmt.Sprintf(`{"sample":0.05,"rowsJudged":%d,"rowsRead":134}`, sampled))
+	wantPartialOK(t, "--sample 0.05", code, stdout, stderr, file,
+		fmt.Sprintf("verify: OK for a 5 %% sample: %d of 134 rows judged", sampled),
+		fmt.Sprintf(`{"sample":0.05,"rowsJudged":%d,"rowsRead":134}`, sampled))
 
 	// A clean table, as text and JSON, then as the HTML page.
 	code, stdout, stderr, file = e.verifyTo("tables.json", "--tables", "Config")
-	if want := "verify: OK for tables Config: 30 of 30 rows judged"; code != ExitOK || lastLine(stdout) != want {
-		t.Errorf("--tables Config: exit %d, last line\n%s\nwant exit 0 and\n%s\nstderr: %s", code, lastLine(stdout), want, stderr)
-	}
-	wantNoBareOK(t, "--tables Config (stdout)", stdout)
-	wantNoBareOK(t, "--tables Config (stderr)", stderr)
-	wantScope(t, "--tables Config", file, true, true, `{"sample":1,"tables":["Config"],"rowsJudged":30,"rowsRead":30}`)
+	wantPartialOK(t, "--tables Config", code, stdout, stderr, file,
+		"verify: OK for tables Config: 30 of 30 rows judged",
+		`{"sample":1,"tables":["Config"],"rowsJudged":30,"rowsRead":30}`)
 	code, _, stderr, page := e.verifyTo("tables.html", "--tables", "Config")
 	box := verdictBox(t, page)
 	if want := "Partial check of tables Config: 30 of 30 rows judged. In sync: every row judged is where its disposition says. " +
@@ -227,12 +229,9 @@ func TestVerifyTablesWithoutRows(t *testing.T) {
 	}
 
 	code, stdout, stderr, file = e.verifyTo("empty.json", "--tables", "Config")
-	if want := "verify: OK for tables Config: no rows to judge"; code != ExitOK || lastLine(stdout) != want {
-		t.Errorf("--tables Config without rows: exit %d, last line\n%s\nwant exit 0 and\n%s\nstderr: %s", code, lastLine(stdout), want, stderr)
-	}
-	wantNoBareOK(t, "--tables Config without rows (stdout)", stdout)
-	wantNoBareOK(t, "--tables Config without rows (stderr)", stderr)
-	wantScope(t, "--tables Config without rows", file, true, true, `{"sample":1,"tables":["Config"],"rowsJudged":0,"rowsRead":0}`)
+	wantPartialOK(t, "--tables Config without rows", code, stdout, stderr, file,
+		"verify: OK for tables Config: no rows to judge",
+		`{"sample":1,"tables":["Config"],"rowsJudged":0,"rowsRead":0}`)
 	_, _, _, page := e.verifyTo("empty.html", "--tables", "Config")
 	if box, want := verdictBox(t, page), "Partial check of tables Config: no rows to judge. Nothing judged: no row, and no doc in Cosmos DB from a row of the selection."; !strings.HasPrefix(box, want) {
 		t.Errorf("verdict box\n%s\nwant it to begin\n%s", box, want)
