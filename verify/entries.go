@@ -59,27 +59,21 @@ func (a *actualDoc) src() key { return keyOf(a.ref.Table, a.ref.PartitionKey, a.
 // its place; an actual doc by its place, and by the row its _migration
 // names (then its place) when no row took it there.
 
+// rowPlace is the row's table, partition key and row key.
+func (d DocRef) rowPlace() [3]string { return [3]string{d.Table, d.PartitionKey, d.RowKey} }
+
+// docPlace is the doc's container, scope and id.
+func (d DocRef) docPlace() [3]string { return [3]string{d.Container, d.Scope, d.ID} }
+
 func (w *recWriter) expected(e *expectedDoc, byRow bool) {
 	w.reset()
+	first, then := e.ref.docPlace(), e.ref.rowPlace()
 	if byRow {
-		w.key(e.ref.Table)
-		w.key(e.ref.PartitionKey)
-		w.key(e.ref.RowKey)
-	} else {
-		w.key(e.ref.Container)
-		w.key(e.ref.Scope)
-		w.key(e.ref.ID)
+		first, then = then, first
 	}
+	w.keys(first)
 	w.seq(e.seq)
-	if byRow {
-		w.str(e.ref.Container)
-		w.str(e.ref.Scope)
-		w.str(e.ref.ID)
-	} else {
-		w.str(e.ref.Table)
-		w.str(e.ref.PartitionKey)
-		w.str(e.ref.RowKey)
-	}
+	w.strs(then)
 	w.uvarint(uint64(e.kind))
 	w.bool(e.wantTTL)
 	w.bool(e.expired)
@@ -110,18 +104,12 @@ func (r *recReader) expected(byRow bool) expectedDoc {
 func (w *recWriter) actual(a *actualDoc, byRow bool) {
 	w.reset()
 	if byRow {
-		w.key(a.ref.Table)
-		w.key(a.ref.PartitionKey)
-		w.key(a.ref.RowKey)
+		w.keys(a.ref.rowPlace())
 	}
-	w.key(a.ref.Container)
-	w.key(a.ref.Scope)
-	w.key(a.ref.ID)
+	w.keys(a.ref.docPlace())
 	w.seq(a.seq)
 	if !byRow {
-		w.str(a.ref.Table)
-		w.str(a.ref.PartitionKey)
-		w.str(a.ref.RowKey)
+		w.strs(a.ref.rowPlace())
 	}
 	w.bool(a.hasMig)
 	w.str(a.docHash)

@@ -161,25 +161,21 @@ type recheckItem struct {
 
 // place is the doc the finding is about: the doc compared (different),
 // the row's place (missing) or the orphan.
-func (it *recheckItem) place() DocRef {
-	switch it.kind {
-	case findingMissing:
-		return it.exp.ref
-	case findingOrphan:
-		return it.orphan.DocRef
-	}
-	return it.job.act.ref
-}
+func (it *recheckItem) place() DocRef { return it.about(it.job.act.ref) }
 
 // row is the row the finding is about.
-func (it *recheckItem) row() DocRef {
+func (it *recheckItem) row() DocRef { return it.about(it.job.exp.ref) }
+
+// about is the ref of a missing row or of an orphan, or compared for a
+// different doc.
+func (it *recheckItem) about(compared DocRef) DocRef {
 	switch it.kind {
 	case findingMissing:
 		return it.exp.ref
 	case findingOrphan:
 		return it.orphan.DocRef
 	}
-	return it.job.exp.ref
+	return compared
 }
 
 // reread reads the finding's row and doc again, settles it, and computes

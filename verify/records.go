@@ -45,6 +45,20 @@ func (w *recWriter) str(s string) {
 	w.b = append(w.b, s...)
 }
 
+// keys appends each string of place as a key, in order.
+func (w *recWriter) keys(place [3]string) {
+	for _, s := range place {
+		w.key(s)
+	}
+}
+
+// strs appends each string of place, in order.
+func (w *recWriter) strs(place [3]string) {
+	for _, s := range place {
+		w.str(s)
+	}
+}
+
 func (w *recWriter) bytes(b []byte) {
 	w.uvarint(uint64(len(b)))
 	w.b = append(w.b, b...)
@@ -130,18 +144,13 @@ func (r *recReader) seq() uint64 {
 	return n
 }
 
-func (r *recReader) uvarint() uint64 {
-	n, k := binary.Uvarint(r.b)
-	if k <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[k:]
-	return n
-}
+func (r *recReader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
 
-func (r *recReader) varint() int64 {
-	n, k := binary.Varint(r.b)
+func (r *recReader) varint() int64 { return readVarint(r, binary.Varint) }
+
+// readVarint reads a number with read (binary.Uvarint or binary.Varint).
+func readVarint[N uint64 | int64](r *recReader, read func([]byte) (N, int)) N {
+	n, k := read(r.b)
 	if k <= 0 {
 		r.fail()
 		return 0
