@@ -256,12 +256,17 @@ func scaleWindowCheck(t *testing.T) {
 			srv.docs.write(transform.ContainerExecutions, scaleDoc{scope: scope, id: "app-" + id, ts: time.Now().Unix(),
 				json: []byte(`{"id":"app-` + id + `","scope":"` + scope + `","status":"Pending"}`)}, false)
 		}
-		code, stdout, stderr := run("verify", "--since", since, "--execution-ttl", "full", "--state-dir", state, "--output", "json", "--quiet")
-		r := verifySummary(t, stdout)
-		if code != cmd.ExitPartial || r.Totals.Missing != 1 || len(r.Missing) != 1 || r.Missing[0].ID != id ||
-			r.Totals.Different+r.Totals.Orphans != 0 || (create && r.AppWritten[transform.ContainerExecutions] != 1) {
-			t.Errorf("verify --since after the application deleted %s (and created another doc in its scope: %v): exit %d, missing %+v, totals %+v, app-written %v: %s",
-				id, create, code, r.Missing, r.Totals, r.AppWritten, lastLines(stderr, 5))
+		// The count of a whole container refused (each scope counted),
+		// then answered.
+		for _, counts := range []bool{false, true} {
+			srv.docs.countsContainers.Store(counts)
+			code, stdout, stderr := run("verify", "--since", since, "--execution-ttl", "full", "--state-dir", state, "--output", "json", "--quiet")
+			r := verifySummary(t, stdout)
+			if code != cmd.ExitPartial || r.Totals.Missing != 1 || len(r.Missing) != 1 || r.Missing[0].ID != id ||
+				r.Totals.Different+r.Totals.Orphans != 0 || (create && r.AppWritten[transform.ContainerExecutions] != 1) {
+				t.Errorf("verify --since after the application deleted %s (and created another doc in its scope: %v; the containers counted: %v): exit %d, missing %+v, totals %+v, app-written %v: %s",
+					id, create, counts, code, r.Missing, r.Totals, r.AppWritten, lastLines(stderr, 5))
+			}
 		}
 	}
 }

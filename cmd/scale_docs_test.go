@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/transform"
@@ -29,6 +30,9 @@ import (
 //
 //   - the query "SELECT * FROM c" of a container, in pages of at most
 //     x-ms-max-item-count docs with an opaque continuation;
+//   - "SELECT VALUE COUNT(1) FROM c", refused as the gateway of an
+//     account of several physical partitions refuses it (400), unless
+//     countsContainers;
 //   - "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope" and "SELECT
 //     c.id FROM c WHERE c.scope = @scope" (verify --since), the latter in
 //     pages too;
@@ -49,6 +53,12 @@ type scaleDocs struct {
 	// counts are the docs of each scope, by container, writes included.
 	counts map[string]map[string]int
 
+	// countsContainers, when set, answers the count of a whole container
+	// ("SELECT VALUE COUNT(1) FROM c"), as the local stand-in and an
+	// account of one physical partition may; else it is refused (400),
+	// as the gateway of an account of several refuses a cross-partition
+	// aggregate from the Go SDK, and verify --since counts each scope.
+	countsContainers atomic.Bool
 	// wmu lets one write (or delete) at a time check and write.
 	wmu sync.Mutex
 	mu  sync.Mutex
@@ -292,6 +302,14 @@ func (d *scaleDocs) query(w http.ResponseWriter, r *http.Request, container stri
 			}
 			return nil
 		})
+	case "SELECT VALUE COUNT(1) FROM c":
+		if !d.countsContainers.Load() {
+			// As the gateway answers a cross-partition aggregate on an
+			// account of several physical partitions.
+			cosmosError(w, http.StatusBadRequest, "The provided cross partition query can not be directly served by the gateway.")
+			return
+		}
+		fmt.Fprintf(w, `{"_rid":"coll","Documents":[%d],"_count":1}`, d.docs(container))
 	case "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope":
 		s, _ := scope.(string)
 		d.mu.Lock()
