@@ -152,10 +152,22 @@ func (s *state) since(ctx context.Context) (joined, error) {
 		sr.base = d
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return sr.readChanges(gctx) })
+	fed := make(chan struct{}) // the change feed is read
+	g.Go(func() error {
+		defer close(fed)
+		return sr.readChanges(gctx)
+	})
 	g.Go(func() error {
 		rr := rowReader{rows: s.v.Rows, opts: s.opts, blobs: s.blobs, progress: s.v.Progress, work: s.work, q: store.Query{Since: s.opts.Since}}
-		return rr.read(gctx, sr.rows)
+		if err := rr.read(gctx, sr.rows); err != nil {
+			return err
+		}
+		select {
+		case <-fed:
+		default: // the progress names what is still read, not the last table
+			s.v.Progress.Step(sr.feedStep() + " (the tables' changes are read)")
+		}
+		return nil
 	})
 	if err := g.Wait(); err != nil {
 		return joined{}, err
@@ -190,9 +202,14 @@ func (s *state) since(ctx context.Context) (joined, error) {
 	return out, nil
 }
 
+// feedStep is the progress step of reading the change feed.
+func (sr *sinceRun) feedStep() string {
+	return "reading the changes of containers " + strings.Join(containers, ", ") + " since " + sr.opts.Since.UTC().Format(time.RFC3339)
+}
+
 // readChanges reads the change feed of every container since --since.
 func (sr *sinceRun) readChanges(ctx context.Context) error {
-	sr.v.Progress.Step("reading the changes of containers " + strings.Join(containers, ", ") + " since " + sr.opts.Since.UTC().Format(time.RFC3339))
+	sr.v.Progress.Step(sr.feedStep())
 	from := sr.v.Position(sr.opts.Since)
 	for _, c := range containers {
 		_, err := sr.v.Changes.Changes(ctx, c, from, sr.opts.PageSize, func(raw []byte) error { return sr.docs.add(c, raw) })

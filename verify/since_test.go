@@ -393,3 +393,58 @@ func diffDocs(r *Report) []DocRef {
 	}
 	return out
 }
+
+// stepsSeen is a Progress that records its steps and closes when once
+// one ends with suffix.
+type stepsSeen struct {
+	mu     sync.Mutex
+	steps  []string
+	suffix string
+	once   sync.Once
+	when   chan struct{}
+}
+
+func (p *stepsSeen) Step(msg string) {
+	p.mu.Lock()
+	p.steps = append(p.steps, msg)
+	p.mu.Unlock()
+	if strings.HasSuffix(msg, p.suffix) {
+		p.once.Do(func() { close(p.when) })
+	}
+}
+
+// feedAfter is a ChangeSource that reads nothing until when is closed.
+type feedAfter struct {
+	ChangeSource
+	when chan struct{}
+}
+
+func (f feedAfter) Changes(ctx context.Context, container, from string, pageSize int, fn func(doc []byte) error) (string, error) {
+	select {
+	case <-f.when:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	return f.ChangeSource.Changes(ctx, container, from, pageSize, fn)
+}
+
+// When the tables' changes are read before the change feed's, the
+// progress says the change feed is still being read, not the last table
+// (a slow feed once looked like a slow table).
+func TestSinceProgressNamesTheFeedWhileItIsRead(t *testing.T) {
+	w := newSinceWorld(t, 10)
+	p := &stepsSeen{suffix: " (the tables' changes are read)", when: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang bound, not a timing
+	defer cancel()
+	v := &Verifier{Rows: w.tables, Docs: w.queries, Blobs: w.blobs, Changes: feedAfter{ChangeSource: w.docs.Reader(), when: p.when},
+		Position: w.docs.Reader().Since, Now: func() time.Time { return w.clock }, Progress: p}
+	r, err := v.Run(ctx, Options{Transform: w.opts, Since: w.start, sizes: tiny, PageSize: 7,
+		Base: &Base{Started: w.start, DocsFile: filepath.Join(w.dir, DocsFile)}})
+	if err != nil {
+		t.Fatalf("verify --since: %v; steps %q", err, p.steps)
+	}
+	want := "reading the changes of containers entities, executions since 2026-11-21T12:00:00Z (the tables' changes are read)"
+	if !slices.Contains(p.steps, want) || !r.OK {
+		t.Errorf("steps %q, want %q among them; %s", p.steps, want, r.VerdictLine())
+	}
+}
