@@ -541,7 +541,7 @@ func scaleVerify(w *scaleWorld, srv *scaleServers) (docs int64, problems []strin
 // never in ./test.sh. A mode is a function of one world and fresh
 // services (scaleRun, scaleVerifyRun): another measure (a replay pass, the
 // write-stop window) is one more.
-// BIFROST_SCALE_MODES=run (or dry-run, verify; comma-separated) runs those;
+// BIFROST_SCALE_MODES=run (or dry-run, verify, window; comma-separated) runs those;
 // BIFROST_SCALE_BIN=path measures that binary instead of this build;
 // BIFROST_SCALE_TOOL_ENV="K=V …" adds to its environment (GOGC=…).
 func TestScaleBenchmark(t *testing.T) {
