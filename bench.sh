@@ -13,9 +13,10 @@
 #   - TestVerifyBenchmark: a full `verify` of 15,000 and 150,000 rows
 #     beside `run` on the same source: peak RSS and time per row, and the
 #     cutover's write-stop window (docs/performance.md, "verify");
-#   - TestScaleBenchmark: `run`, `run --dry-run` and `verify` at 1 and 5
-#     million rows against services in the test process, beside the SDK
-#     alone (docs/performance.md, "At any size");
+#   - TestScaleBenchmark: `run`, `run --dry-run`, `verify` and the
+#     cutover's write-stop window at 1 and 5 million rows against services
+#     in the test process, beside the SDK alone (docs/performance.md, "At
+#     any size" and "The write-stop window");
 #   - TestPassBenchmark: one `replay --since` pass over 100 changed rows
 #     on 15,000 and 150,000 generated executions, beside one plain scan
 #     per table (docs/performance.md, "A pass"); BIFROST_BENCH_BASE, a
@@ -28,6 +29,7 @@
 #
 #   BIFROST_BENCH_ONLY=scale ./bench.sh
 #   BIFROST_BENCH_ONLY=scale BIFROST_SCALE_ROWS=1000000,5000000,10000000 ./bench.sh
+#   BIFROST_BENCH_ONLY=scale BIFROST_SCALE_MODES=window ./bench.sh   # the write-stop window alone, at 1 and 5 million rows and their ratio (about 12 minutes)
 #   BIFROST_BENCH_ONLY=verify ./bench.sh
 set -euo pipefail
 cd "$(dirname "$0")"

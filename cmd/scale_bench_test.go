@@ -97,7 +97,7 @@ func TestScaleServers(t *testing.T) {
 		for _, q := range queries {
 			var want []string
 			for p := range tb.total {
-				if pk, rk := tb.Key(p); q.Match(pk, rk, w.stamp) {
+				if pk, rk := tb.Key(p); q.Match(pk, rk, tb.Stamp(p)) {
 					want = append(want, pk+"/"+rk)
 				}
 			}
@@ -155,17 +155,136 @@ func TestScaleServers(t *testing.T) {
 	if u := srv.Unexpected(); len(u) > 0 {
 		t.Errorf("requests the services do not know: %q", u)
 	}
+	scaleWindowCheck(t)
 }
 
-// scaleDocsCheck holds the services' read side to what run wrote and to
-// the answers verify --since needs: every doc of a container's query
-// pages, and of the change feed from the beginning, is the doc whose
-// digest the sink holds; the count of a scope's docs is the number of its
-// ids, and they add up to the container's; a point read finds a doc and
-// not one of another scope; the change feed from now has nothing.
-func scaleDocsCheck(t *testing.T, srv *scaleServers) {
+// scaleWindowCheck holds the services to what the write-stop window
+// needs (TestScaleServers), on a world without collisions: the window's
+// steps (scaleWindowSteps: a full verify in sync, the application's
+// writes, the final pass replacing exactly their docs, verify --since in
+// sync on exactly the changes); the Timestamp filter answered with
+// exactly the rows store.Query.Match selects by each row's own
+// Timestamp; the change feed since the writes giving exactly the
+// replaced docs; and the counts, through verify --since: a doc the
+// application deletes is missing, also when it creates another in the
+// same scope (the count of the scope is then what it was: the change
+// feed has the new doc, so the count falls short of what verify expects).
+func scaleWindowCheck(t *testing.T) {
 	t.Helper()
+	srv := newScaleServers(buildScaleWorld(2500, false))
+	defer srv.Close()
+	w := srv.w
+	state := filepath.Join(t.TempDir(), "state")
+	run := func(args ...string) (int, string, string) {
+		return resExecute(srv.env(), nil, append(args, "--retry-timeout", "20s")...)
+	}
+	res := scaleWindowSteps(t, srv, state, run, 10)
+	t.Logf("window at %d rows: full verify %s, pass %s (the Table service read %d rows), verify --since %s (%d rows): %s",
+		res.Rows, res.Full, res.Pass, res.PassScanned, res.Since, res.SinceScanned, res.Window)
+	if res.PassScanned < int64(res.Rows) || res.SinceScanned < int64(res.Rows) {
+		t.Errorf("the Table service read %d rows for the pass and %d for verify --since: the Timestamp filter reads every row (%d)",
+			res.PassScanned, res.SinceScanned, res.Rows)
+	}
+	ch := w.changes.Load()
 	ctx := context.Background()
+	acct, err := azure.ParseStorageConnection(srv.env()["BIFROST_TABLES_CONNECTION"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := azure.NewTableReader(acct, azure.Options{})
+	for _, since := range []time.Time{ch.stamp.Add(-time.Second), ch.stamp, ch.stamp.Add(time.Nanosecond * 100)} {
+		for _, table := range transform.Tables() {
+			tb := w.tables[table]
+			q := store.Query{Since: since}
+			var want, got []string
+			for p := range tb.total {
+				if pk, rk := tb.Key(p); q.Match(pk, rk, tb.Stamp(p)) {
+					want = append(want, pk+"/"+rk)
+				}
+			}
+			if err := store.ScanRanges(ctx, reader, "", table, q, store.Splits(table), func(p store.Page) error {
+				for _, row := range p.Rows {
+					got = append(got, row.PartitionKey+"/"+row.RowKey)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("%s since %s: %q, want %q", table, since, got, want)
+			}
+		}
+	}
+	client := scaleDocReader(t, srv)
+	fed := map[string]bool{}
+	if _, err := client.Changes(ctx, transform.ContainerExecutions, azure.ChangeFeedSince(ch.stamp), 3, func(raw []byte) error {
+		var d struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return err
+		}
+		fed[d.ID] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	written := srv.docs.written()
+	if len(fed) != len(written) {
+		t.Errorf("the change feed since the writes: %d docs, want the %d replaced", len(fed), len(written))
+	}
+	for k := range written {
+		if _, id, _ := strings.Cut(k, "/"); !fed[id] {
+			t.Errorf("the change feed since the writes lacks %s", k)
+		}
+	}
+
+	// The application deletes an unchanged doc: missing. Then it creates
+	// another in the same scope: the count is back to what the full
+	// verify saw, and the deletion is still found.
+	since := verifyRecordStart(t, state)
+	n := 5
+	if _, changed := w.changedAt(n); changed {
+		n++
+	}
+	scope, id := transform.Scope(w.orgs[w.org(n)]), execID(n)
+	if !srv.docs.remove(transform.ContainerExecutions, scope, id) {
+		t.Fatalf("execution %d has no doc to delete", n)
+	}
+	for _, create := range []bool{false, true} {
+		if create {
+			srv.docs.write(transform.ContainerExecutions, scaleDoc{scope: scope, id: "app-" + id, ts: time.Now().Unix(),
+				json: []byte(`{"id":"app-` + id + `","scope":"` + scope + `","status":"Pending"}`)}, false)
+		}
+		// The count of a whole container refused (each scope counted),
+		// then answered.
+		for _, counts := range []bool{false, true} {
+			srv.docs.countsContainers.Store(counts)
+			code, stdout, stderr := run("verify", "--since", since, "--execution-ttl", "full", "--state-dir", state, "--output", "json", "--quiet")
+			r := verifySummary(t, stdout)
+			if code != cmd.ExitPartial || r.Totals.Missing != 1 || len(r.Missing) != 1 || r.Missing[0].ID != id ||
+				r.Totals.Different+r.Totals.Orphans != 0 || (create && r.AppWritten[transform.ContainerExecutions] != 1) {
+				t.Errorf("verify --since after the application deleted %s (and created another doc in its scope: %v; the containers counted: %v): exit %d, missing %+v, totals %+v, app-written %v: %s",
+					id, create, counts, code, r.Missing, r.Totals, r.AppWritten, lastLines(stderr, 5))
+			}
+		}
+	}
+}
+
+// verifyRecordStart is when the last full verify recorded in state
+// started.
+func verifyRecordStart(t *testing.T, state string) string {
+	t.Helper()
+	rec, err := verify.LoadRecord(state)
+	if err != nil || rec == nil || rec.LastFull == nil {
+		t.Fatalf("no full verify recorded in %s: %v", state, err)
+	}
+	return rec.LastFull.Started
+}
+
+// scaleDocReader is the tool's reader of srv's Cosmos DB service.
+func scaleDocReader(t *testing.T, srv *scaleServers) *azure.DocReader {
+	t.Helper()
 	acct, err := azure.ParseCosmosConnection(srv.env()["CosmosDBConnection"])
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +297,19 @@ func scaleDocsCheck(t *testing.T, srv *scaleServers) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// scaleDocsCheck holds the services' read side to what run wrote and to
+// the answers verify --since needs: every doc of a container's query
+// pages, and of the change feed from the beginning, is the doc whose
+// digest the sink holds; the count of a scope's docs is the number of its
+// ids, and they add up to the container's; a point read finds a doc and
+// not one of another scope; the change feed from now has nothing.
+func scaleDocsCheck(t *testing.T, srv *scaleServers) {
+	t.Helper()
+	ctx := context.Background()
+	r := scaleDocReader(t, srv)
 	written := func(c string, raw []byte) error {
 		var m map[string]any
 		if err := json.Unmarshal(raw, &m); err != nil {
@@ -215,14 +347,15 @@ func scaleDocsCheck(t *testing.T, srv *scaleServers) {
 		if _, err := r.Changes(ctx, c, azure.ChangeFeedSince(time.Now()), 0, func([]byte) error { fed++; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if n != srv.docs.size(c) || fed != n {
-			t.Errorf("%s: %d docs queried, %d from the change feed, want %d", c, n, fed, srv.docs.size(c))
+		if n != srv.docs.docs(c) || fed != n {
+			t.Errorf("%s: %d docs queried, %d from the change feed, want %d", c, n, fed, srv.docs.docs(c))
 		}
 		total := 0
 		for scope := range srv.docs.counts[c] {
 			p := []store.QueryParam{{Name: "@scope", Value: scope}}
 			var count, ids int
 			if err := r.QueryAll(ctx, c, "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope", p, 0, func(raw []byte) error {
+				var err error
 				count, err = strconv.Atoi(string(raw))
 				return err
 			}); err != nil {
@@ -274,7 +407,7 @@ func scaleVerifyCheck(t *testing.T, srv *scaleServers, r *verify.Report) {
 	t.Helper()
 	w := srv.w
 	rows := w.tables["Config"].total + w.tables["Entities"].total + w.tables["Relationships"].total
-	docs := srv.docs.size(transform.ContainerEntities) + srv.docs.size(transform.ContainerExecutions)
+	docs := srv.docs.docs(transform.ContainerEntities) + srv.docs.docs(transform.ContainerExecutions)
 	if r.Totals.Rows != rows || r.Totals.Matched != docs || r.NotMigrated != w.collisions() ||
 		r.Totals.Missing+r.Totals.Different+r.Totals.Orphans+r.Totals.ChangedWhileRunning != 0 || r.Partial {
 		t.Errorf("verify: %d rows (want %d), %d matched (want %d), %d not migrated (want %d), totals %+v, partial %v",
@@ -293,6 +426,9 @@ func scaleCheck(t *testing.T, srv *scaleServers, s migrate.Summary) {
 	}
 	if bad := srv.sink.Bad(); len(bad) > 0 {
 		t.Errorf("docs the Cosmos DB service refused: %q", bad)
+	}
+	if wr := srv.docs.written(); len(wr) > 0 {
+		t.Errorf("run created or replaced %d docs: it only upserts", len(wr))
 	}
 	if s.DeadLetters != int64(w.collisions()) {
 		t.Errorf("%d dead letters, want %d (the collisions)", s.DeadLetters, w.collisions())
@@ -405,7 +541,7 @@ func scaleVerify(w *scaleWorld, srv *scaleServers) (docs int64, problems []strin
 // never in ./test.sh. A mode is a function of one world and fresh
 // services (scaleRun, scaleVerifyRun): another measure (a replay pass, the
 // write-stop window) is one more.
-// BIFROST_SCALE_MODES=run (or dry-run, verify; comma-separated) runs those;
+// BIFROST_SCALE_MODES=run (or dry-run, verify, window; comma-separated) runs those;
 // BIFROST_SCALE_BIN=path measures that binary instead of this build;
 // BIFROST_SCALE_TOOL_ENV="K=V …" adds to its environment (GOGC=…).
 func TestScaleBenchmark(t *testing.T) {
@@ -423,7 +559,7 @@ func TestScaleBenchmark(t *testing.T) {
 			sizes = append(sizes, n)
 		}
 	}
-	modes := []string{"dry-run", "run", "verify"}
+	modes := []string{"dry-run", "run", "verify", "window"}
 	if v := os.Getenv("BIFROST_SCALE_MODES"); v != "" {
 		modes = strings.Split(v, ",")
 	}
@@ -451,10 +587,18 @@ func TestScaleBenchmark(t *testing.T) {
 	for _, mode := range modes {
 		results[mode] = map[int][]scaleResult{}
 	}
+	windows := map[int][]scaleWindow{}
 	for _, rows := range order {
 		w := newScaleWorld(rows / 5)
 		for _, mode := range modes {
 			var r scaleResult
+			if mode == "window" {
+				wr := scaleWindowRun(t, bin, rows)
+				windows[rows] = append(windows[rows], wr)
+				logf("window, %d rows: full verify %.1fs; the application wrote %d rows; the final pass %.2fs (engine %.2fs; the Table service read %d rows), verify --since %.2fs (it read %d rows): **%.2fs** from the last write to the verdict",
+					wr.Rows, wr.Full.Seconds(), 2*scaleWindowChanges, wr.Pass.Seconds(), wr.PassEngine.Seconds(), wr.PassScanned, wr.Since.Seconds(), wr.SinceScanned, wr.Window.Seconds())
+				continue
+			}
 			if mode == "verify" {
 				r = scaleVerifyRun(t, bin, w)
 			} else {
@@ -478,8 +622,23 @@ func TestScaleBenchmark(t *testing.T) {
 	}
 	cpu := func(r scaleResult) float64 { return r.CPUMicrosPerRow() }
 	rss := func(r scaleResult) float64 { return float64(r.RSS) }
+	for _, rows := range sizes[1:] {
+		base, ws := windows[sizes[0]], windows[rows]
+		if len(ws) == 0 {
+			continue
+		}
+		var sum float64
+		for _, b := range base {
+			sum += b.Window.Seconds()
+		}
+		logf("window, %d rows against %d (mean of %d runs): × %.2f (≤ 1.5); %.2fs (under 30 s)", rows, sizes[0], len(base),
+			ws[0].Window.Seconds()/(sum/float64(len(base))), ws[0].Window.Seconds())
+	}
 	for _, mode := range modes {
 		base := results[mode][sizes[0]]
+		if mode == "window" {
+			continue
+		}
 		for _, rows := range sizes[1:] {
 			rs := results[mode][rows]
 			logf("%s, %d rows against %d (mean of %d runs): peak RSS × %.2f (≤ 1.2), CPU per row × %.2f (≤ 1.1)", mode, rows, sizes[0], len(base),
@@ -781,4 +940,138 @@ func rusageCPU() time.Duration {
 		panic(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// scaleWindowChanges is how many executions the application writes again
+// before its writes stop (scaleWorld.change): each one's row and status
+// index row, 100 rows.
+const scaleWindowChanges = 50
+
+// scaleCommand runs the tool with args (through the built binary, or in
+// this process) and returns its exit code and output.
+type scaleCommand func(args ...string) (code int, stdout, stderr string)
+
+// scaleWindow is what one write-stop window measured: the full verify
+// before it, the final pass (the command's time and its engine's, the
+// summary's elapsedSeconds) and `verify --since`, the window from the
+// application's last write to that verdict, and the rows the Table
+// service read (scanned) to answer the pass and the verify --since.
+type scaleWindow struct {
+	Rows                      int
+	Full                      time.Duration
+	Pass, PassEngine, Since   time.Duration
+	Window                    time.Duration
+	PassScanned, SinceScanned int64
+}
+
+// scaleWindowSteps measures the cutover's write-stop window against srv
+// (a world without collisions, whose docs the services serve as run
+// wrote them) with the tool run gives: a full verify (in sync: its
+// record and its docs file in state), then the application writes k
+// executions again (2·k rows), and, timed from that last write, the
+// final `replay --since` the full verify's start — which must replace
+// exactly their docs, each with what the transform makes of its row now
+// — and `verify --since` it, whose verdict must be "in sync: the full
+// verify … plus every change since", having judged exactly the changed
+// rows and docs.
+func scaleWindowSteps(t *testing.T, srv *scaleServers, state string, run scaleCommand, k int) scaleWindow {
+	t.Helper()
+	w := srv.w
+	common := []string{"--execution-ttl", "full", "--state-dir", state, "--output", "json", "--quiet"}
+	start := time.Now()
+	code, stdout, stderr := run(append([]string{"verify"}, common...)...)
+	res := scaleWindow{Full: time.Since(start)}
+	if code != cmd.ExitOK {
+		t.Fatalf("the full verify: exit %d: %s", code, lastLines(stderr, 10))
+	}
+	full := verifySummary(t, stdout)
+	scaleVerifyCheck(t, srv, full)
+	res.Rows = full.Totals.Rows
+	rec, err := verify.LoadRecord(state)
+	if err != nil || rec == nil || rec.LastFull == nil || !rec.LastFull.OK || rec.LastFull.Docs == "" {
+		t.Fatalf("no clean full verify with its docs file recorded in %s: %v %+v", state, err, rec)
+	}
+	since := rec.LastFull.Started
+
+	ns := w.change(k, time.Now().UTC())
+	last := time.Now()
+	scanned := srv.rowsScanned.Load()
+	code, stdout, stderr = run(append([]string{"replay", "--since", since}, common...)...)
+	res.Pass = time.Since(last)
+	res.PassScanned = srv.rowsScanned.Load() - scanned
+	if code != cmd.ExitOK {
+		t.Fatalf("the final replay --since %s: exit %d: %s", since, code, lastLines(stderr, 10))
+	}
+	var pass struct {
+		Totals         migrate.ReplayCounts `json:"totals"`
+		ElapsedSeconds float64              `json:"elapsedSeconds"`
+	}
+	if err := json.Unmarshal([]byte(lastLines(stdout, 1)), &pass); err != nil {
+		t.Fatalf("replay's summary: %v: %s", err, lastLines(stdout, 1))
+	}
+	res.PassEngine = time.Duration(pass.ElapsedSeconds * float64(time.Second))
+	if pass.Totals.Rows != int64(2*len(ns)) || pass.Totals.Replaced != int64(len(ns)) || pass.Totals.Created+pass.Totals.Conflicts+pass.Totals.DeadLetters != 0 {
+		t.Fatalf("the final replay: %+v, want %d rows read and %d docs replaced", pass.Totals, 2*len(ns), len(ns))
+	}
+
+	t1 := time.Now()
+	scanned = srv.rowsScanned.Load()
+	code, stdout, stderr = run(append([]string{"verify", "--since", since}, common...)...)
+	res.Window, res.Since = time.Since(last), time.Since(t1)
+	res.SinceScanned = srv.rowsScanned.Load() - scanned
+	r := verifySummary(t, stdout)
+	if code != cmd.ExitOK || !r.OK || r.Partial || r.Scope.Base.IsZero() || r.Scope.RowsRead != 2*len(ns) || r.Scope.DocsJudged != len(ns) {
+		t.Fatalf("verify --since %s: exit %d, ok %v, partial %v, scope %+v (want %d rows and %d docs, on the full verify): %s",
+			since, code, r.OK, r.Partial, r.Scope, 2*len(ns), len(ns), lastLines(stderr, 10))
+	}
+	scaleReplayCheck(t, srv, ns)
+	if u := srv.Unexpected(); len(u) > 0 {
+		t.Errorf("requests the services do not know: %q", u)
+	}
+	return res
+}
+
+// scaleReplayCheck fails t unless the docs written since the world's are
+// exactly those of executions ns, each what the transform makes of its
+// row as the table holds it now.
+func scaleReplayCheck(t *testing.T, srv *scaleServers, ns []int) {
+	t.Helper()
+	w := srv.w
+	written := srv.docs.written()
+	opts := scaleTransform
+	opts.Now = time.Now()
+	for _, n := range ns {
+		pk := w.orgs[w.org(n)]
+		tb := w.tables[transform.TableEntities]
+		row := tb.Row(tb.Seek(pk, w.execRowKey(n)))
+		o := transform.Transform(row, w.execFacts(n), opts)
+		doc, ok := written[transform.ContainerExecutions+"/"+o.ID]
+		if !ok || !bytes.Equal(doc.json, o.DocJSON) {
+			t.Errorf("execution %d (%s): replay's doc %q, want %q", n, o.ID, doc.json, o.DocJSON)
+		}
+	}
+	if len(written) != len(ns) {
+		t.Errorf("%d docs written since the world's, want the %d changed executions'", len(written), len(ns))
+	}
+}
+
+// scaleWindowRun measures the write-stop window with the binary bin on
+// a world of rows rows (rows/5 executions) without collisions, against
+// fresh services.
+func scaleWindowRun(t *testing.T, bin string, rows int) scaleWindow {
+	t.Helper()
+	srv := newScaleServers(buildScaleWorld(rows/5, false))
+	defer srv.Close()
+	env := srv.env()
+	run := func(args ...string) (int, string, string) {
+		r := testenv.RunTimed(t, env, bin, args...)
+		code := 0
+		if ee, ok := r.Exit.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if r.Exit != nil {
+			t.Fatalf("%v: %v", args, r.Exit)
+		}
+		return code, string(r.Stdout), string(r.Stderr)
+	}
+	return scaleWindowSteps(t, srv, filepath.Join(t.TempDir(), "state"), run, scaleWindowChanges)
 }

@@ -31,14 +31,19 @@ import (
 // (pages of at most 1,000 rows that never cross a partition, opaque
 // continuations, $filter on the keys and Timestamp, $select, point
 // reads), and a Cosmos DB and a Blob service that accept the writes of
-// run, check each body and keep a digest per doc and blob. The Cosmos DB
-// service also serves what verify reads (scaleDocs): the docs run writes
-// for the world, computed from its rows as they are asked for — the
-// query of a container page by page, point reads, the count and the ids
-// of a scope's docs, the partition key ranges and the change feed — so
-// that verify can be measured at any size without writing first. The
-// tool reaches them through its real adapters over plain HTTP on
-// loopback.
+// run, check each body and keep a digest per doc and blob. The Table
+// service evaluates a filter as the service does, over every row of the
+// key range it bounds (Table Storage has no index on Timestamp): the
+// scan of a Timestamp filter computes the keys and Timestamp of every
+// row of the range, and counts them (rowsScanned). The Cosmos DB service
+// also serves what verify reads (scaleDocs): the docs run writes for the
+// world, computed from its rows as they are asked for — the query of a
+// container page by page, point reads, the count and the ids of a
+// scope's docs, the partition key ranges and the change feed — so that
+// verify can be measured at any size without writing first, and takes
+// replay's creates and conditional replaces, served afterwards in all of
+// those. The tool reaches them through its real adapters over plain HTTP
+// on loopback.
 
 const scaleAccount = "bench"
 
@@ -60,6 +65,10 @@ type scaleServers struct {
 	unexpected []string // requests none of the services knows
 	pages      atomic.Int64
 	rowsServed atomic.Int64
+	// rowsScanned are the rows the Table service read to answer queries:
+	// every row of the key range a filter selects from, as the service
+	// reads them for a Timestamp filter (it has no index on Timestamp).
+	rowsScanned atomic.Int64
 }
 
 func newScaleServers(w *scaleWorld) *scaleServers {
@@ -101,6 +110,11 @@ func (s *scaleServers) Unexpected() []string {
 }
 
 // ---- Table service
+
+// scaleQueryTime is how long the Table service works on one query
+// request at most before it answers with what it found and a
+// continuation (possibly no rows), as the service does.
+const scaleQueryTime = 5 * time.Second
 
 func tableError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json;odata=minimalmetadata;streaming=true;charset=utf-8")
@@ -185,6 +199,7 @@ func (s *scaleServers) serveTables(w http.ResponseWriter, r *http.Request) {
 	buf.WriteString(`{"odata.metadata":"` + s.tables.URL + "/" + scaleAccount + "/$metadata#" + name + `","value":[`)
 	n, p := 0, start
 	var partition string
+	began := time.Now()
 	for ; p < end && n < top; p++ {
 		pk, rk := t.Key(p)
 		if p == start {
@@ -192,7 +207,10 @@ func (s *scaleServers) serveTables(w http.ResponseWriter, r *http.Request) {
 		} else if pk != partition {
 			break // a page never crosses a partition
 		}
-		if !f.eval(pk, rk, s.w.stamp) {
+		if (p-start)%4096 == 4095 && time.Since(began) > scaleQueryTime {
+			break // at most 5 seconds of work a request, as the service
+		}
+		if !f.eval(pk, rk, t.Stamp(p)) {
 			continue
 		}
 		if n > 0 {
@@ -209,6 +227,7 @@ func (s *scaleServers) serveTables(w http.ResponseWriter, r *http.Request) {
 	}
 	s.pages.Add(1)
 	s.rowsServed.Add(int64(n))
+	s.rowsScanned.Add(int64(p - start))
 	_, _ = w.Write(buf.Bytes())
 }
 
@@ -543,7 +562,7 @@ func (n *filterNode) bounds() (lo, hi *filterKey) {
 
 // ---- Cosmos DB
 
-// cosmosSink accepts upserts: each body must be one JSON object whose id
+// cosmosSink accepts upserts (run's writes): each body must be one JSON object whose id
 // and scope are strings, the scope the request's partition key; it keeps
 // a digest of each doc (the first 8 bytes of its SHA-256) and how many
 // times it was written. Executions are kept by their n, other docs by
@@ -632,10 +651,6 @@ func (c *cosmosSink) upsert(w http.ResponseWriter, r *http.Request, container st
 	if err != nil {
 		return
 	}
-	if r.Header.Get("x-ms-documentdb-is-upsert") != "True" && r.Header.Get("x-ms-documentdb-is-upsert") != "true" {
-		c.refuse(w, http.StatusBadRequest, "a create, not an upsert")
-		return
-	}
 	id, scope, err := topMembers(body)
 	if err != nil || id == "" {
 		c.refuse(w, http.StatusBadRequest, "doc: %v", err)
@@ -687,8 +702,13 @@ func (s *scaleServers) serveCosmos(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && len(parts) == 5 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "docs" &&
 		strings.EqualFold(r.Header.Get("x-ms-documentdb-query"), "true"):
 		s.docs.query(w, r, parts[3], s.odd)
-	case r.Method == http.MethodPost && len(parts) == 5 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "docs":
+	case r.Method == http.MethodPost && len(parts) == 5 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "docs" &&
+		strings.EqualFold(r.Header.Get("x-ms-documentdb-is-upsert"), "true"):
 		s.sink.upsert(w, r, parts[3])
+	case r.Method == http.MethodPost && len(parts) == 5 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "docs":
+		s.docs.put(w, r, parts[3], "", false)
+	case r.Method == http.MethodPut && len(parts) == 6 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "docs":
+		s.docs.put(w, r, parts[3], parts[5], true)
 	case r.Method == http.MethodGet && len(parts) == 5 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "pkranges":
 		s.docs.pkRanges(w, r)
 	case r.Method == http.MethodGet && len(parts) == 5 && parts[0] == "dbs" && parts[2] == "colls" && parts[4] == "docs" &&

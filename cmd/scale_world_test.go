@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/transform"
@@ -66,7 +67,8 @@ var scaleStatuses = func() [scaleStatusPattern]string {
 }()
 
 // scaleWorld is the deployment: N executions and the small rows around
-// them. It is read-only once built and safe for concurrent use.
+// them. It is read-only once built, but for the application's writes
+// (change), and safe for concurrent use.
 type scaleWorld struct {
 	n      int
 	orgs   []string // PartitionKeys (UUIDs), by org number
@@ -83,6 +85,49 @@ type scaleWorld struct {
 	// index rows name and no execution has.
 	dups     []int
 	dangling []string
+
+	// changes are the application's writes after the world's stamp
+	// (change): nil until it writes.
+	changes atomic.Pointer[scaleChanges]
+}
+
+// scaleChanges are rows the application wrote again after the world's
+// stamp, as it does when an execution ends: an execution's row, its
+// Status now "Cancelled", and its status index row, both written at
+// stamp (same keys).
+type scaleChanges struct {
+	stamp time.Time
+	execs map[int]bool
+}
+
+// change makes the application write k executions spread over the world
+// again at time at (2·k rows: each one's row and status index row) and
+// returns them. Their rows are then served with their new Timestamp; the
+// docs run wrote for them (scaleDocs) stay as they were.
+func (w *scaleWorld) change(k int, at time.Time) []int {
+	ch := &scaleChanges{stamp: at, execs: map[int]bool{}}
+	var ns []int
+	for i := range k {
+		// Spread over the executions and the organizations; never a
+		// repeated one (org 0's dups), whose doc is the first row's.
+		n := i*(w.n/k) + i%scaleOrgs
+		if n >= w.n || ch.execs[n] || slices.Contains(w.dups, n) {
+			continue
+		}
+		ch.execs[n] = true
+		ns = append(ns, n)
+	}
+	w.changes.Store(ch)
+	return ns
+}
+
+// changedAt is when the application wrote execution n again, if it did.
+func (w *scaleWorld) changedAt(n int) (time.Time, bool) {
+	ch := w.changes.Load()
+	if ch == nil || !ch.execs[n] {
+		return time.Time{}, false
+	}
+	return ch.stamp, true
 }
 
 type scaleUser struct{ email, name string }
@@ -91,11 +136,21 @@ type scaleUser struct{ email, name string }
 func (w *scaleWorld) collisions() int      { return len(w.dups) }
 func (w *scaleWorld) danglingIndexes() int { return len(w.dangling) }
 
-// newScaleWorld builds the world of n executions.
-func newScaleWorld(n int) *scaleWorld {
+// newScaleWorld builds the world of n executions, with its collisions.
+func newScaleWorld(n int) *scaleWorld { return buildScaleWorld(n, true) }
+
+// buildScaleWorld builds the world of n executions; without collisions
+// a full verify of what run writes for it is in sync (the base a verify
+// --since builds on).
+func buildScaleWorld(n int, collisions bool) *scaleWorld {
 	r := rand.New(rand.NewPCG(29, 1))
-	w := &scaleWorld{n: n, stamp: time.Date(2026, 11, 20, 8, 0, 0, 1234567, time.UTC)}
+	w := &scaleWorld{n: n}
 	w.base = time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
+	// The rows were written after the latest execution started, and
+	// before anything the benchmark runs: a full verify's start, the
+	// application's later writes. Relative to now, so that the docs' ttl
+	// (14 days from the stamp, their _ts) never ends during a benchmark.
+	w.stamp = w.base.Truncate(time.Second).Add(30*time.Second + 1234567)
 	w.step = max(time.Millisecond, (13 * 24 * time.Hour / time.Duration(max(n, 1))).Truncate(time.Millisecond))
 	first := []string{"Alice", "Bob", "Chloé", "Dmitri", "Eva", "Farah", "Gustav", "Hiroshi", "Ines", "Jürgen"}
 	last := []string{"Anderson", "Brown", "Çelik", "Dubois", "Evans", "Fischer", "García", "Hughes"}
@@ -114,6 +169,9 @@ func newScaleWorld(n int) *scaleWorld {
 		w.forms = append(w.forms, fs)
 	}
 	for i := range 8 {
+		if !collisions {
+			break
+		}
 		// Spread over org 0's executions, so that the earlier row is long
 		// behind when its repetition is read.
 		if k := i * (n / scaleOrgs / 8); k*scaleOrgs < n {
@@ -309,6 +367,9 @@ type scaleSegment interface {
 	Len() int
 	Key(i int) (pk, rk string)
 	Row(i int) transform.Row
+	// Stamp is row i's Timestamp (what the service reads of a row to
+	// evaluate a Timestamp filter).
+	Stamp(i int) time.Time
 }
 
 // fixedRows is a segment of rows held in memory (the small kinds).
@@ -317,6 +378,7 @@ type fixedRows []transform.Row
 func (f fixedRows) Len() int                   { return len(f) }
 func (f fixedRows) Key(i int) (string, string) { return f[i].PartitionKey, f[i].RowKey }
 func (f fixedRows) Row(i int) transform.Row    { return f[i] }
+func (f fixedRows) Stamp(i int) time.Time      { return f[i].Timestamp }
 
 func newFixedRows(table string, rows ...transform.Row) fixedRows {
 	for i := range rows {
@@ -350,7 +412,25 @@ func (s execSegment) exec(i int) int {
 	return i*scaleOrgs + s.o
 }
 func (s execSegment) Key(i int) (string, string) { return s.pk, s.w.execRowKey(s.exec(i)) }
-func (s execSegment) Row(i int) transform.Row    { return s.w.execRow(s.exec(i), s.pk) }
+
+// Row is the row as the table holds it now: as the application wrote it
+// again, if it did (a repetition, ns, it never writes).
+func (s execSegment) Row(i int) transform.Row {
+	n := s.exec(i)
+	row := s.w.execRow(n, s.pk)
+	if at, ok := s.w.changedAt(n); ok && s.ns == nil {
+		row.Props["Status"] = transform.String("Cancelled")
+		row.Timestamp = at
+	}
+	return row
+}
+
+func (s execSegment) Stamp(i int) time.Time {
+	if at, ok := s.w.changedAt(s.exec(i)); ok && s.ns == nil {
+		return at
+	}
+	return s.w.stamp
+}
 
 // residueCount is how many n < N are ≡ r (mod m).
 func residueCount(n, m, r int) int {
@@ -429,7 +509,19 @@ func (s *indexSegment) Key(i int) (string, string) {
 }
 func (s *indexSegment) Row(i int) transform.Row {
 	g, n := s.at(i)
-	return transform.Row{Table: "Relationships", PartitionKey: "GLOBAL", RowKey: s.prefix + g.key + ":" + execID(n), Timestamp: s.w.stamp, Props: s.props(n)}
+	return transform.Row{Table: "Relationships", PartitionKey: "GLOBAL", RowKey: s.prefix + g.key + ":" + execID(n), Timestamp: s.Stamp(i), Props: s.props(n)}
+}
+
+// Stamp is row i's Timestamp: an execution's status index row is
+// written again with it.
+func (s *indexSegment) Stamp(i int) time.Time {
+	if s.prefix == "status:" {
+		_, n := s.at(i)
+		if at, ok := s.w.changedAt(n); ok {
+			return at
+		}
+	}
+	return s.w.stamp
 }
 
 // ---- tables
@@ -589,6 +681,12 @@ func (t *scaleTable) Key(p int) (string, string) {
 func (t *scaleTable) Row(p int) transform.Row {
 	s, i := t.seg(p)
 	return s.Row(i)
+}
+
+// Stamp is the Timestamp of the row at position p.
+func (t *scaleTable) Stamp(p int) time.Time {
+	s, i := t.seg(p)
+	return s.Stamp(i)
 }
 
 // Seek is the position of the first row whose keys are ≥ (pk, rk)

@@ -2,7 +2,9 @@ package cmd_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +18,8 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/fixtures"
 	"github.com/bifrost/bifrost-migrate/internal/testenv"
+	"github.com/bifrost/bifrost-migrate/store"
+	"github.com/bifrost/bifrost-migrate/transform"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
 
@@ -87,7 +91,7 @@ func TestVerifyBenchmark(t *testing.T) {
 			b.logf("VERIFY %d rows: %s holds %d bytes, %.1f per doc", rows, verify.DocsFile, fi.Size(), float64(fi.Size())/float64(n))
 		}
 		if feed != "" {
-			b.window(prefix, blobs, state, names, feed)
+			b.window(db, prefix, blobs, state, names, feed)
 		} else {
 			b.logf("WINDOW: not measured: BIFROST_COSMOS_FEED_CONNECTION is not set (./bench.sh sets it)")
 		}
@@ -107,11 +111,11 @@ func TestVerifyBenchmark(t *testing.T) {
 }
 
 // window measures the cutover's write-stop window on the migrated tables
-// of prefix: a full verify through the change-feed front (feed: a --since
+// of prefix and database db: a full verify through the change-feed front (feed: a --since
 // builds on a full verify of the same accounts, endpoints included), the
 // application writes 100 rows, then the final `replay --since` the full
 // verify's start and `verify --since` it.
-func (b *bench) window(prefix, blobs, state string, names []string, feed string) {
+func (b *bench) window(db, prefix, blobs, state string, names []string, feed string) {
 	b.t.Helper()
 	if full := testenv.RunTimed(b.t, map[string]string{"CosmosDBConnection": feed}, b.bin, append([]string{"verify", "--quiet"}, names...)...); full.Exit != nil {
 		b.t.Fatalf("the full verify through the change-feed front: %v: %s", full.Exit, lastLines(string(full.Stdout), 3))
@@ -147,6 +151,66 @@ func (b *bench) window(prefix, blobs, state string, names []string, feed string)
 	}
 	b.logf("WINDOW: 100 rows written at the end: replay %.1fs, verify --since %.1fs (peak RSS %.1f MB): %.1fs from the last write; %s",
 		replay.Wall.Seconds(), check.Wall.Seconds(), float64(check.MaxRSS)/1e6, window.Seconds(), lines[len(lines)-1])
+	b.windowParts(db, feed, since)
+}
+
+// windowParts times, after a window, the requests of verify --since that
+// the local stand-in answers by working through a whole container: the
+// count of each container's docs, the count of one scope's, and each
+// container's change feed since the full verify's start (the front reads
+// the stand-in's docs to make it).
+func (b *bench) windowParts(db, feed, since string) {
+	b.t.Helper()
+	ctx := context.Background()
+	acct, err := azure.ParseCosmosConnection(feed)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	client, err := azure.NewCosmosClient(acct, azure.Options{})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	r, err := azure.NewDocReader(client, db)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	t0, err := time.Parse(time.RFC3339Nano, since)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	line := "WINDOW: the stand-in's part:"
+	for _, c := range []string{transform.ContainerEntities, transform.ContainerExecutions} {
+		var count string
+		start := time.Now()
+		if err := r.QueryAll(ctx, c, "SELECT VALUE COUNT(1) FROM c", nil, 0, func(raw []byte) error { count = string(raw); return nil }); err != nil {
+			b.t.Fatal(err)
+		}
+		counted := time.Since(start)
+		var scope string
+		if err := r.QueryAll(ctx, c, "SELECT TOP 1 c.scope FROM c", nil, 1, func(raw []byte) error {
+			var d struct {
+				Scope string `json:"scope"`
+			}
+			err := json.Unmarshal(raw, &d)
+			scope = d.Scope
+			return err
+		}); err != nil {
+			b.t.Fatal(err)
+		}
+		start = time.Now()
+		if err := r.QueryAll(ctx, c, "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope", []store.QueryParam{{Name: "@scope", Value: scope}}, 0,
+			func([]byte) error { return nil }); err != nil {
+			b.t.Fatal(err)
+		}
+		scoped := time.Since(start)
+		start, fed := time.Now(), 0
+		if _, err := r.Changes(ctx, c, azure.ChangeFeedSince(t0), 0, func([]byte) error { fed++; return nil }); err != nil {
+			b.t.Fatal(err)
+		}
+		line += fmt.Sprintf(" %s: count of the container %.1fs (%s docs), of a scope %.1fs, change feed since the full verify %.1fs (%d docs);",
+			c, counted.Seconds(), count, scoped.Seconds(), time.Since(start).Seconds(), fed)
+	}
+	b.logf("%s", line)
 }
 
 // perRow is d per row in microseconds.

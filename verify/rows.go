@@ -142,60 +142,72 @@ type rowReader struct {
 	q store.Query
 }
 
-// read reads the selected tables in order, transforms every row
-// (collisions need every earlier row, sampled or not) and indexes the
-// sampled ones. Every execution and every dropped index row goes to the
-// access-pattern check, which needs both Entities and Relationships.
+// read reads the selected tables, transforms every row (collisions need
+// every earlier row, sampled or not) and indexes the sampled ones. Every
+// execution and every dropped index row goes to the access-pattern
+// check, which needs both Entities and Relationships.
+//
+// The tables are read as a pass reads them (migrate's startReads): one
+// store.ScanSpans of them all, every key range of every table at once,
+// the pages still passed on in key order, one table after the other. A
+// --since, whose Timestamp filter has the service read every row of each
+// range, then takes about the time of the slowest range of all the
+// tables, not the sum of each table's slowest.
 func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 	z := rr.work.z
 	ids := rr.work.keySet("ids", z.idMemoryKeys, z.idFilterBytes)
 	x.access = newAccessIndex(slices.Contains(rr.opts.Tables, transform.TableEntities) &&
 		slices.Contains(rr.opts.Tables, transform.TableRelationships), rr.work)
+	spans := make([]store.Span, len(rr.opts.Tables))
+	for i, table := range rr.opts.Tables {
+		spans[i] = store.Span{Table: table, Query: rr.q, Splits: store.Splits(table)}
+	}
 	var seq uint64
-	for _, table := range rr.opts.Tables {
-		rr.progress.Step("reading table " + table)
-		// Key ranges read at the same time, pages still in key order.
-		err := store.ScanRanges(ctx, rr.rows, rr.opts.TablePrefix, table, rr.q, store.Splits(table), func(p store.Page) error {
-			x.read += len(p.Rows)
-			// A chunk of the page at a time: the outcomes hold each doc
-			// twice (tree and JSON), and only the entries outlive them.
-			var outcomes []transform.Outcome
-			for i, row := range p.Rows {
-				if i%transformChunk == 0 {
-					var err error
-					if outcomes, err = rr.transformAll(ctx, p.Rows[i:min(i+transformChunk, len(p.Rows))]); err != nil {
-						return err
-					}
-				}
-				seq++
-				o, err := transform.CheckID(ids, outcomes[i%transformChunk])
-				if err != nil {
-					return err
-				}
-				sampled := sampledKey(keyOf(table, row.PartitionKey, row.RowKey), rr.opts.Sample)
-				switch {
-				case table == transform.TableEntities && o.Kind == "execution":
-					err = x.access.addExecution(row, seq, o, sampled)
-				case o.Disposition == transform.DispositionDroppedIndex:
-					err = x.access.addIndex(row, seq, sampled)
-				}
-				if err != nil {
-					return err
-				}
-				if !sampled {
-					continue
-				}
-				if err := x.add(row, seq, o); err != nil {
+	current := 0 // the span whose pages are being judged
+	if len(spans) > 0 {
+		rr.progress.Step("reading table " + spans[0].Table)
+	}
+	return store.ScanSpans(ctx, rr.rows, rr.opts.TablePrefix, spans, func(span int, p store.Page) error {
+		table := spans[span].Table
+		if span != current {
+			current = span
+			rr.progress.Step("reading table " + table)
+		}
+		x.read += len(p.Rows)
+		// A chunk of the page at a time: the outcomes hold each doc
+		// twice (tree and JSON), and only the entries outlive them.
+		var outcomes []transform.Outcome
+		for i, row := range p.Rows {
+			if i%transformChunk == 0 {
+				var err error
+				if outcomes, err = rr.transformAll(ctx, p.Rows[i:min(i+transformChunk, len(p.Rows))]); err != nil {
 					return err
 				}
 			}
-			return nil
-		})
-		if err != nil {
-			return err
+			seq++
+			o, err := transform.CheckID(ids, outcomes[i%transformChunk])
+			if err != nil {
+				return err
+			}
+			sampled := sampledKey(keyOf(table, row.PartitionKey, row.RowKey), rr.opts.Sample)
+			switch {
+			case table == transform.TableEntities && o.Kind == "execution":
+				err = x.access.addExecution(row, seq, o, sampled)
+			case o.Disposition == transform.DispositionDroppedIndex:
+				err = x.access.addIndex(row, seq, sampled)
+			}
+			if err != nil {
+				return err
+			}
+			if !sampled {
+				continue
+			}
+			if err := x.add(row, seq, o); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // transformChunk is how many rows of a page are transformed at once.

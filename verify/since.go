@@ -68,8 +68,10 @@ type ChangeSource interface {
 	Changes(ctx context.Context, container, from string, pageSize int, fn func(doc []byte) error) (next string, err error)
 }
 
-// The queries of the count of a scope's docs and of their ids.
+// The queries of the count of a container's docs, of a scope's, and of
+// a scope's ids.
 const (
+	queryCount        = "SELECT VALUE COUNT(1) FROM c"
 	queryCountOfScope = "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope"
 	queryIDsOfScope   = "SELECT c.id FROM c WHERE c.scope = @scope"
 )
@@ -150,10 +152,22 @@ func (s *state) since(ctx context.Context) (joined, error) {
 		sr.base = d
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return sr.readChanges(gctx) })
+	fed := make(chan struct{}) // the change feed is read
+	g.Go(func() error {
+		defer close(fed)
+		return sr.readChanges(gctx)
+	})
 	g.Go(func() error {
 		rr := rowReader{rows: s.v.Rows, opts: s.opts, blobs: s.blobs, progress: s.v.Progress, work: s.work, q: store.Query{Since: s.opts.Since}}
-		return rr.read(gctx, sr.rows)
+		if err := rr.read(gctx, sr.rows); err != nil {
+			return err
+		}
+		select {
+		case <-fed:
+		default: // the progress names what is still read, not the last table
+			s.v.Progress.Step(sr.feedStep() + " (the tables' changes are read)")
+		}
+		return nil
 	})
 	if err := g.Wait(); err != nil {
 		return joined{}, err
@@ -188,9 +202,14 @@ func (s *state) since(ctx context.Context) (joined, error) {
 	return out, nil
 }
 
+// feedStep is the progress step of reading the change feed.
+func (sr *sinceRun) feedStep() string {
+	return "reading the changes of containers " + strings.Join(containers, ", ") + " since " + sr.opts.Since.UTC().Format(time.RFC3339)
+}
+
 // readChanges reads the change feed of every container since --since.
 func (sr *sinceRun) readChanges(ctx context.Context) error {
-	sr.v.Progress.Step("reading the changes of containers " + strings.Join(containers, ", ") + " since " + sr.opts.Since.UTC().Format(time.RFC3339))
+	sr.v.Progress.Step(sr.feedStep())
 	from := sr.v.Position(sr.opts.Since)
 	for _, c := range containers {
 		_, err := sr.v.Changes.Changes(ctx, c, from, sr.opts.PageSize, func(raw []byte) error { return sr.docs.add(c, raw) })
@@ -502,12 +521,24 @@ func (sr *sinceRun) apply(res resolution) error {
 	return nil
 }
 
-// deletions finds the docs of the base's DocsFile that are gone: for each
-// scope it read, the docs there now are counted, and a scope with fewer
-// than DocsFile and the changes explain is read again, its ids compared
-// with DocsFile's.
+// deletions finds the docs of the base's DocsFile that are gone. Each
+// container's docs are counted first: when the count is what DocsFile
+// and the changes explain, none of its docs is gone. Otherwise (or when
+// the service cannot count a container in one query), the docs of every
+// scope the full verify read are counted, and a scope with fewer than
+// DocsFile and the changes explain is read again, its ids compared with
+// DocsFile's.
+//
+// A container's count settles the question as surely as its scopes'
+// counts would: every doc there now is a doc of DocsFile that did not
+// change since (and whose ttl has not ended) or a changed doc, which the
+// change feed gave — the assumption the scopes' counts rest on too — so
+// no scope holds more than its share of the expected count, and a total
+// equal to the sum of those shares leaves every scope at its own. A doc
+// deleted beside one created in the same scope or another is found: the
+// created one is in the change feed, so the expected count counts it.
 func (sr *sinceRun) deletions(ctx context.Context) error {
-	sr.v.Progress.Step(fmt.Sprintf("counting the docs of %d scope(s) that the full verify of %s read", len(sr.base.index.Sections),
+	sr.v.Progress.Step(fmt.Sprintf("counting the docs of the containers that the full verify of %s read, and of their scopes where the count falls short",
 		sr.opts.Base.Started.UTC().Format(time.RFC3339)))
 	type gone struct {
 		section *docsSection
@@ -515,17 +546,21 @@ func (sr *sinceRun) deletions(ctx context.Context) error {
 	}
 	var drill []gone
 	var mu sync.Mutex
+	settled, err := sr.settledContainers(ctx)
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(sinceConcurrency)
 	for i := range sr.base.index.Sections {
 		sec := &sr.base.index.Sections[i]
-		facts := sr.sections[[2]string{sec.Container, sec.Scope}]
-		if facts == nil {
-			facts = &sectionFacts{}
+		if settled[sec.Container] {
+			continue
 		}
+		facts := sr.facts(sec.Container, sec.Scope)
 		g.Go(func() error {
 			sent := sr.now()
-			n, err := sr.count(gctx, sec.Container, sec.Scope)
+			n, err := sr.count(gctx, sec.Container, queryCountOfScope, []store.QueryParam{{Name: "@scope", Value: sec.Scope}})
 			if err != nil {
 				return err
 			}
@@ -554,21 +589,103 @@ func (sr *sinceRun) deletions(ctx context.Context) error {
 	return nil
 }
 
-// count asks how many docs the scope of container holds now.
-func (sr *sinceRun) count(ctx context.Context, container, scope string) (int, error) {
-	n := -1
-	err := sr.v.Docs.QueryAll(ctx, container, queryCountOfScope, []store.QueryParam{{Name: "@scope", Value: scope}}, 0, func(raw []byte) error {
+// facts are what the change feed said of the scope of container (none:
+// zero facts).
+func (sr *sinceRun) facts(container, scope string) *sectionFacts {
+	if f := sr.sections[[2]string{container, scope}]; f != nil {
+		return f
+	}
+	return &sectionFacts{}
+}
+
+// settledContainers counts the docs of each container the full verify
+// read, in one query each, and returns those whose count is what
+// DocsFile and the changes explain: none of their docs is gone. A
+// container the service will not count in one query (a cross-partition
+// aggregate, which the gateway of an account of several physical
+// partitions refuses: 400) is not settled; its scopes are counted.
+func (sr *sinceRun) settledContainers(ctx context.Context) (map[string]bool, error) {
+	var names []string
+	for _, sec := range sr.base.index.Sections {
+		if !slices.Contains(names, sec.Container) {
+			names = append(names, sec.Container)
+		}
+	}
+	settled := map[string]bool{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range names {
+		g.Go(func() error {
+			sent := sr.now()
+			n, err := sr.count(gctx, c, queryCount, nil)
+			if store.KindOf(err) == store.Refused {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			hi, err := sr.expected(c, sent.Add(-clockSkew).Unix())
+			if err != nil || n != hi {
+				return err
+			}
+			mu.Lock()
+			settled[c] = true
+			mu.Unlock()
+			return nil
+		})
+	}
+	return settled, g.Wait()
+}
+
+// expected is how many docs container should hold now if none was
+// deleted: the sum of present over the scopes the full verify read, and
+// the changed docs of the scopes it did not.
+func (sr *sinceRun) expected(container string, after int64) (int, error) {
+	n := 0
+	for i := range sr.base.index.Sections {
+		sec := &sr.base.index.Sections[i]
+		if sec.Container != container {
+			continue
+		}
+		k, err := sr.present(sec, sr.facts(sec.Container, sec.Scope), after)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	for k, f := range sr.sections {
+		if k[0] == container && sr.base.section(k[0], k[1]) == nil {
+			n += f.changed
+		}
+	}
+	return n, nil
+}
+
+// count asks how many docs query (a count, of params) finds in
+// container now. A count that comes in parts (a cross-partition count
+// that the service answers partition by partition) is their sum.
+func (sr *sinceRun) count(ctx context.Context, container, query string, params []store.QueryParam) (int, error) {
+	n, parts := 0, 0
+	err := sr.v.Docs.QueryAll(ctx, container, query, params, 0, func(raw []byte) error {
 		v, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 		if err != nil {
-			return fmt.Errorf("container %s: the count of scope %q is not a number: %.40q", container, scope, raw)
+			return fmt.Errorf("container %s: the count of %s is not a number: %.40q", container, countOf(params), raw)
 		}
-		n = v
+		n, parts = n+v, parts+1
 		return nil
 	})
-	if err == nil && n < 0 {
-		err = fmt.Errorf("container %s: no count of scope %q", container, scope)
+	if err == nil && parts == 0 {
+		err = fmt.Errorf("container %s: no count of %s", container, countOf(params))
 	}
 	return n, err
+}
+
+// countOf names what a count of params counts, for errors.
+func countOf(params []store.QueryParam) string {
+	if len(params) == 0 {
+		return "its docs"
+	}
+	return fmt.Sprintf("scope %q", params[0].Value)
 }
 
 // present is how many docs section should hold now if none was deleted:

@@ -2,15 +2,18 @@ package verify
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/internal/fakes"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -23,11 +26,37 @@ type sinceWorld struct {
 	clock time.Time
 	// execs are executions whose docs name no blob.
 	execs []DocRef
+	// queries counts the queries verify sends, by their text.
+	queries *queryCounter
+}
+
+// queryCounter is a DocSource that counts the queries it passes on.
+type queryCounter struct {
+	DocSource
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (q *queryCounter) QueryAll(ctx context.Context, container, query string, params []store.QueryParam, pageSize int, fn func(doc []byte) error) error {
+	q.mu.Lock()
+	q.n[query]++
+	q.mu.Unlock()
+	return q.DocSource.QueryAll(ctx, container, query, params, pageSize, fn)
+}
+
+// take returns the counts so far and starts again from zero.
+func (q *queryCounter) take() map[string]int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := q.n
+	q.n = map[string]int{}
+	return n
 }
 
 func newSinceWorld(t *testing.T, n int) *sinceWorld {
 	t.Helper()
 	w := &sinceWorld{testWorld: newTestWorld(t, n), start: worldNow, dir: t.TempDir()}
+	w.queries = &queryCounter{DocSource: w.docs.Reader(), n: map[string]int{}}
 	w.clock = w.start.Add(-time.Hour)
 	w.docs.Now = func() time.Time { return w.clock }
 	for _, ref := range w.placed {
@@ -49,7 +78,7 @@ func newSinceWorld(t *testing.T, n int) *sinceWorld {
 // verify when base is set, at the world's clock.
 func (w *sinceWorld) verify(t *testing.T, since time.Time, base bool) *Report {
 	t.Helper()
-	v := &Verifier{Rows: w.tables, Docs: w.docs.Reader(), Blobs: w.blobs, Changes: w.docs.Reader(), Position: w.docs.Reader().Since,
+	v := &Verifier{Rows: w.tables, Docs: w.queries, Blobs: w.blobs, Changes: w.docs.Reader(), Position: w.docs.Reader().Since,
 		Now: func() time.Time { return w.clock }}
 	opts := Options{Transform: w.opts, Since: since, sizes: tiny, PageSize: 7}
 	if since.IsZero() {
@@ -234,5 +263,188 @@ func TestSinceRules(t *testing.T) {
 	}
 	if r.AppWritten[transform.ContainerExecutions] != 1 || r.Totals.Missing != 0 {
 		t.Errorf("application-written %v, missing %d", r.AppWritten, r.Totals.Missing)
+	}
+}
+
+// The counts that find deleted docs: each container's docs are counted
+// in one query, and its scopes only when that count is not what the full
+// verify's docs and the changes explain (or the service will not count a
+// container at once, as the gateway of an account of several physical
+// partitions will not); the deletions are found either way, also beside
+// a doc the application created in the same scope or another (the
+// change feed has it: the count it balances is not the one expected),
+// and nothing is reported where nothing was deleted.
+func TestSinceCountsScopesOnlyWhenTheContainerFallsShort(t *testing.T) {
+	const scopesOf = "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope"
+	for _, refuse := range []bool{false, true} {
+		for _, tc := range []struct {
+			name    string
+			deleted int // executions whose doc the application deletes
+			created string
+		}{
+			{name: "nothing deleted"},
+			{name: "a doc deleted", deleted: 1},
+			{name: "a doc deleted, another created in its scope", deleted: 1, created: "same"},
+			{name: "a doc deleted, another created in another scope", deleted: 1, created: "other"},
+			{name: "two docs deleted", deleted: 2},
+		} {
+			t.Run(fmt.Sprintf("%s, container counts refused %v", tc.name, refuse), func(t *testing.T) {
+				w := newSinceWorld(t, 40)
+				w.docs.RefuseContainerCounts = refuse
+				var want []string
+				for _, ref := range w.execs[:tc.deleted] {
+					w.del(t, ref)
+					want = append(want, ref.ID)
+				}
+				if tc.created != "" {
+					app := w.doc(t, w.execs[5])
+					delete(app, "_migration")
+					app["id"] = "app-note"
+					if tc.created == "same" {
+						app["scope"] = w.execs[0].Scope
+					} else if app["scope"] = "org-elsewhere"; w.execs[0].Scope == "org-elsewhere" {
+						t.Fatal("the other scope is the deleted doc's")
+					}
+					w.put(t, transform.ContainerExecutions, app)
+				}
+				w.clock = w.clock.Add(time.Minute)
+				w.queries.take()
+				r := w.verify(t, w.start, true)
+				slices.Sort(want)
+				if got := ids(r.Missing); !slices.Equal(got, want) || r.Totals.Different+r.Totals.Orphans != 0 {
+					t.Errorf("missing %q, want %q; totals %s", got, want, fakes.JSON(r.Totals))
+				}
+				if appWritten := total(r.AppWritten); (tc.created != "") != (appWritten == 1) {
+					t.Errorf("application-written %v", r.AppWritten)
+				}
+				q := w.queries.take()
+				switch {
+				case refuse && q[scopesOf] == 0:
+					t.Errorf("the containers' counts refused, and no scope counted: %v", q)
+				case !refuse && tc.deleted == 0 && tc.created == "" && q[scopesOf] != 0:
+					t.Errorf("nothing deleted, and scopes counted all the same: %v", q)
+				case !refuse && q["SELECT VALUE COUNT(1) FROM c"] != 2:
+					t.Errorf("the containers counted %d times, want 2 (entities, executions): %v", q["SELECT VALUE COUNT(1) FROM c"], q)
+				}
+			})
+		}
+	}
+}
+
+// configAfterEntities is a RowSource that holds every read of Config
+// until a read of Entities has started: a verify that reads the tables
+// one after the other never gets past Config.
+type configAfterEntities struct {
+	RowSource
+	once     sync.Once
+	entities chan struct{}
+}
+
+func (s *configAfterEntities) ReadPage(ctx context.Context, table string, q store.Query, from store.Cursor) (store.Page, error) {
+	switch table {
+	case transform.TableEntities:
+		s.once.Do(func() { close(s.entities) })
+	case transform.TableConfig:
+		select {
+		case <-s.entities:
+		case <-ctx.Done():
+			return store.Page{}, fmt.Errorf("a read of Config waited for one of Entities: %w", ctx.Err())
+		}
+	}
+	return s.RowSource.ReadPage(ctx, table, q, from)
+}
+
+// verify reads the tables as a pass does, all at once (a --since then
+// takes about the time of the slowest range of them all, not the sum of
+// each table's): a full verify and a --since whose reads of Config wait
+// for one of Entities end, with their verdicts.
+func TestVerifyReadsTheTablesAtOnce(t *testing.T) {
+	w := newSinceWorld(t, 40)
+	edited := w.row(t, w.execs[0])
+	edited.Props["Status"] = transform.String("Cancelled")
+	w.write(edited)
+	w.clock = w.clock.Add(time.Minute)
+	for _, since := range []time.Time{{}, w.start} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang bound, not a timing
+		v := &Verifier{Rows: &configAfterEntities{RowSource: w.tables, entities: make(chan struct{})}, Docs: w.queries, Blobs: w.blobs,
+			Changes: w.docs.Reader(), Position: w.docs.Reader().Since, Now: func() time.Time { return w.clock }}
+		opts := Options{Transform: w.opts, Since: since, sizes: tiny, PageSize: 7}
+		if !since.IsZero() {
+			opts.Base = &Base{Started: w.start, DocsFile: filepath.Join(w.dir, DocsFile)}
+		}
+		r, err := v.Run(ctx, opts)
+		cancel()
+		if err != nil {
+			t.Fatalf("verify since %v: %v", since, err)
+		}
+		if ids := ids(diffDocs(r)); r.Totals.Different != 1 || !slices.Equal(ids, []string{w.execs[0].ID}) || r.Totals.Missing+r.Totals.Orphans != 0 {
+			t.Errorf("verify since %v: %s, different %q; want the edited execution %s alone", since, r.VerdictLine(), ids, w.execs[0].ID)
+		}
+	}
+}
+
+// diffDocs lists the docs r finds different, once each.
+func diffDocs(r *Report) []DocRef {
+	var out []DocRef
+	for _, d := range r.Differences {
+		if !slices.ContainsFunc(out, func(o DocRef) bool { return o.ID == d.Doc.ID }) {
+			out = append(out, d.Doc)
+		}
+	}
+	return out
+}
+
+// stepsSeen is a Progress that records its steps and closes when once
+// one ends with suffix.
+type stepsSeen struct {
+	mu     sync.Mutex
+	steps  []string
+	suffix string
+	once   sync.Once
+	when   chan struct{}
+}
+
+func (p *stepsSeen) Step(msg string) {
+	p.mu.Lock()
+	p.steps = append(p.steps, msg)
+	p.mu.Unlock()
+	if strings.HasSuffix(msg, p.suffix) {
+		p.once.Do(func() { close(p.when) })
+	}
+}
+
+// feedAfter is a ChangeSource that reads nothing until when is closed.
+type feedAfter struct {
+	ChangeSource
+	when chan struct{}
+}
+
+func (f feedAfter) Changes(ctx context.Context, container, from string, pageSize int, fn func(doc []byte) error) (string, error) {
+	select {
+	case <-f.when:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	return f.ChangeSource.Changes(ctx, container, from, pageSize, fn)
+}
+
+// When the tables' changes are read before the change feed's, the
+// progress says the change feed is still being read, not the last table
+// (a slow feed once looked like a slow table).
+func TestSinceProgressNamesTheFeedWhileItIsRead(t *testing.T) {
+	w := newSinceWorld(t, 10)
+	p := &stepsSeen{suffix: " (the tables' changes are read)", when: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang bound, not a timing
+	defer cancel()
+	v := &Verifier{Rows: w.tables, Docs: w.queries, Blobs: w.blobs, Changes: feedAfter{ChangeSource: w.docs.Reader(), when: p.when},
+		Position: w.docs.Reader().Since, Now: func() time.Time { return w.clock }, Progress: p}
+	r, err := v.Run(ctx, Options{Transform: w.opts, Since: w.start, sizes: tiny, PageSize: 7,
+		Base: &Base{Started: w.start, DocsFile: filepath.Join(w.dir, DocsFile)}})
+	if err != nil {
+		t.Fatalf("verify --since: %v; steps %q", err, p.steps)
+	}
+	want := "reading the changes of containers entities, executions since 2026-11-21T12:00:00Z (the tables' changes are read)"
+	if !slices.Contains(p.steps, want) || !r.OK {
+		t.Errorf("steps %q, want %q among them; %s", p.steps, want, r.VerdictLine())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -387,6 +388,19 @@ func docsQueryAndRead(t *testing.T, s services) {
 	wantErr(t, "count", err, store.NoFault)
 	if !reflect.DeepEqual(counts, []string{"2"}) {
 		t.Errorf("count of scope sa: %q, want [2]", counts)
+	}
+	// The count of the whole container: a cross-partition aggregate,
+	// which the local stand-in and the fake answer (the gateway of an
+	// account of several physical partitions refuses it: the fake's
+	// RefuseContainerCounts).
+	var all []string
+	err = s.reader.QueryAll(bg, s.container, "SELECT VALUE COUNT(1) FROM c", nil, 2, func(doc []byte) error {
+		all = append(all, string(doc))
+		return nil
+	})
+	wantErr(t, "count of the container", err, store.NoFault)
+	if want := []string{strconv.Itoa(len(etags) + 1)}; !reflect.DeepEqual(all, want) {
+		t.Errorf("count of the container: %q, want %q", all, want)
 	}
 	var ids []string
 	err = s.reader.QueryAll(bg, s.container, "SELECT c.id FROM c WHERE c.scope = @scope", scope, 1, func(doc []byte) error {

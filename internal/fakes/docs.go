@@ -48,6 +48,12 @@ type Docs struct {
 	// send a doc twice, or an older copy after the newer one, as the
 	// service's change feed may when docs change during a pass.
 	Feed func(container string, docs [][]byte) [][]byte
+	// RefuseContainerCounts, when set, refuses the count of a whole
+	// container ("SELECT VALUE COUNT(1) FROM c") with a 400, as the
+	// gateway of an account of several physical partitions refuses a
+	// cross-partition aggregate from the Go SDK; a scope's count is still
+	// answered (one partition).
+	RefuseContainerCounts bool
 
 	clock  clock
 	mu     sync.Mutex
@@ -360,10 +366,12 @@ func (d *Docs) Reader() *DocReader { return &DocReader{d: d} }
 // for concurrent use.
 type DocReader struct{ d *Docs }
 
-// The queries the fake answers: every doc; the number of docs of a scope
-// and their ids (verify --since), with the parameter @scope.
+// The queries the fake answers: every doc; the number of docs of the
+// container; the number of docs of a scope and their ids (verify
+// --since), with the parameter @scope.
 const (
 	selectAll    = "SELECT * FROM c"
+	countAll     = "SELECT VALUE COUNT(1) FROM c"
 	countOfScope = "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope"
 	idsOfScope   = "SELECT c.id FROM c WHERE c.scope = @scope"
 )
@@ -390,24 +398,27 @@ func (d *Docs) entries(container string, keep func(*docEntry) bool, order func(*
 }
 
 // QueryAll answers "SELECT * FROM c" with every doc of container, in the
-// order they were created, as the service lists one partition; and, with
-// the parameter @scope, "SELECT VALUE COUNT(1) FROM c WHERE c.scope =
-// @scope" with the number of docs of that scope and "SELECT c.id FROM c
-// WHERE c.scope = @scope" with {"id": …} of each. It refuses any other
-// query. fn gets each item's raw JSON, its own to keep; it may call the
-// fake.
+// order they were created, as the service lists one partition; "SELECT
+// VALUE COUNT(1) FROM c" with their number (unless RefuseContainerCounts:
+// a *store.Fault of kind Refused, status 400); and, with the parameter
+// @scope, "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope" with the
+// number of docs of that scope and "SELECT c.id FROM c WHERE c.scope =
+// @scope" with {"id": …} of each. It refuses any other query. fn gets
+// each item's raw JSON, its own to keep; it may call the fake.
 func (r *DocReader) QueryAll(ctx context.Context, container, query string, params []store.QueryParam, pageSize int, fn func(doc []byte) error) error {
 	q := strings.TrimSpace(query)
 	var scope string
 	switch {
-	case q == selectAll && len(params) == 0:
+	case q == countAll && len(params) == 0 && r.d.RefuseContainerCounts:
+		return &store.Fault{Kind: store.Refused, Status: 400, Reason: fmt.Sprintf("query container %s: the cross partition query can not be directly served by the gateway", container)}
+	case (q == selectAll || q == countAll) && len(params) == 0:
 	case (q == countOfScope || q == idsOfScope) && len(params) == 1 && params[0].Name == "@scope":
 		var ok bool
 		if scope, ok = params[0].Value.(string); !ok {
 			return fmt.Errorf("fakes: query container %s: @scope is not a string", container)
 		}
 	default:
-		return fmt.Errorf("fakes: query container %s: the fake answers %q, %q and %q only, not %q", container, selectAll, countOfScope, idsOfScope, query)
+		return fmt.Errorf("fakes: query container %s: the fake answers %q, %q, %q and %q only, not %q", container, selectAll, countAll, countOfScope, idsOfScope, query)
 	}
 	r.d.mu.Lock()
 	var docs [][]byte
@@ -415,6 +426,9 @@ func (r *DocReader) QueryAll(ctx context.Context, container, query string, param
 	case selectAll:
 		docs = r.d.entries(container, func(*docEntry) bool { return true }, func(e *docEntry) uint64 { return e.rid },
 			func(k docKey, e *docEntry) []byte { return e.render(k) })
+	case countAll:
+		docs = [][]byte{[]byte(strconv.Itoa(len(r.d.entries(container, func(*docEntry) bool { return true },
+			func(e *docEntry) uint64 { return e.rid }, func(docKey, *docEntry) []byte { return nil }))))}
 	default:
 		docs = r.d.entries(container, func(*docEntry) bool { return true }, func(e *docEntry) uint64 { return e.rid },
 			func(k docKey, e *docEntry) []byte {
