@@ -272,25 +272,13 @@ func (sr *sinceRun) resolve(ctx context.Context) error {
 		defer close(out)
 		w, wctx := errgroup.WithContext(gctx)
 		w.SetLimit(sinceConcurrency)
-		if err := each(j.unread, func(rec []byte) error {
-			rr := recReader{b: rec}
-			e := rr.expected(false)
-			if rr.err != nil {
-				return rr.err
-			}
+		if err := each(j.unread, func(r *recReader) expectedDoc { return r.expected(false) }, func(e expectedDoc) {
 			w.Go(func() error { return sr.resolveRow(wctx, e, out) })
-			return nil
 		}); err != nil {
 			return err
 		}
-		if err := each(j.untaken, func(rec []byte) error {
-			rr := recReader{b: rec}
-			a := rr.actual(false)
-			if rr.err != nil {
-				return rr.err
-			}
+		if err := each(j.untaken, func(r *recReader) actualDoc { return r.actual(false) }, func(a actualDoc) {
 			w.Go(func() error { return sr.resolveDoc(wctx, a, out) })
-			return nil
 		}); err != nil {
 			return err
 		}
@@ -307,14 +295,17 @@ func (sr *sinceRun) resolve(ctx context.Context) error {
 	return g.Wait()
 }
 
-// each calls fn with every record of s, in order; fn must copy what it
-// keeps.
-func each(s *spill.Sorter, fn func(rec []byte) error) error {
+// each decodes every record of s with read, in order, and calls fn with
+// the entry; read must copy what the entry keeps of the record.
+func each[E any](s *spill.Sorter, read func(*recReader) E, fn func(E)) error {
 	st := newStream(s)
 	for st.ok {
-		if err := fn(st.cur); err != nil {
-			return err
+		r := recReader{b: st.cur}
+		e := read(&r)
+		if r.err != nil {
+			return r.err
 		}
+		fn(e)
 		st.advance()
 	}
 	return st.err
