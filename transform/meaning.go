@@ -1,8 +1,13 @@
 package transform
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Judging docs by meaning (SPEC §12). After a cutover the application
@@ -33,7 +38,7 @@ func Normalize(table string, doc any) (normalized any, changed bool) {
 	stamps := defaultKinds.stampNames(table)
 	switch d := doc.(type) {
 	case Doc:
-		if !slices.ContainsFunc(d, func(f Field) bool { return f.Value == nil || normalizedStamp(stamps, f.Name, f.Value) != nil }) {
+		if !normalizes(stamps, d) {
 			return d, false
 		}
 		out := make(Doc, 0, len(d))
@@ -73,6 +78,12 @@ func Normalize(table string, doc any) (normalized any, changed bool) {
 	return doc, false
 }
 
+// normalizes reports whether Normalize changes d, a doc of the table
+// whose timestamp fields are stamps.
+func normalizes(stamps map[string]bool, d Doc) bool {
+	return slices.ContainsFunc(d, func(f Field) bool { return f.Value == nil || normalizedStamp(stamps, f.Name, f.Value) != nil })
+}
+
 // normalizedStamp returns the TimestampLayout form of v when name is one
 // of stamps and v a string that parses as a timestamp in another form;
 // nil when v stays as it is.
@@ -98,6 +109,65 @@ func normalizedStamp(stamps map[string]bool, name string, v any) *string {
 func MeaningHash(table string, doc any) (string, error) {
 	n, _ := Normalize(table, doc)
 	return Hash(n)
+}
+
+// meaningOfCanonical returns MeaningHash(table, doc), given canon, the
+// canonical JSON of doc that Hash hashes, and hash, its Hash: doc's own
+// hash when Normalize leaves it as it is, else the hash of canon without
+// its top-level nulls and with its timestamps in TimestampLayout — the
+// canonical JSON of the normalized doc, since leaving members out and
+// rewriting a string keep the others in their canonical order. It
+// returns "" when MeaningHash fails (not reached: canon is doc's).
+func meaningOfCanonical(table string, doc Doc, canon []byte, hash string) string {
+	stamps := defaultKinds.stampNames(table)
+	if !normalizes(stamps, doc) {
+		return hash
+	}
+	// canon is valid canonical JSON: its names need no check.
+	s := newSplitter(canon, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	defer s.release()
+	dec := &s.dec
+	out := make([]byte, 0, len(canon))
+	out = append(out, '{')
+	if _, err := dec.ReadToken(); err != nil {
+		return meaningHashOr(table, doc)
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return meaningHashOr(table, doc)
+		}
+		value, err := dec.ReadValue()
+		if err != nil {
+			return meaningHashOr(table, doc)
+		}
+		unquoted := name[1 : len(name)-1]
+		if bytes.IndexByte(unquoted, '\\') >= 0 {
+			if unquoted, err = jsontext.AppendUnquote(nil, name); err != nil {
+				return meaningHashOr(table, doc)
+			}
+		}
+		keep, value := meaningMember(stamps, unquoted, value)
+		if !keep {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, name...), ':'), value...)
+	}
+	out = append(out, '}')
+	sum := sha256.Sum256(out)
+	return hex.EncodeToString(sum[:])
+}
+
+// meaningHashOr is MeaningHash(table, doc), or "" when it fails.
+func meaningHashOr(table string, doc Doc) string {
+	h, err := MeaningHash(table, doc)
+	if err != nil {
+		return ""
+	}
+	return h
 }
 
 // MigrationMeaning returns _migration (mig, a Doc or a map[string]any) as

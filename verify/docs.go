@@ -77,14 +77,17 @@ func (d *docIndex) add(c string, raw []byte) error {
 	return d.act.Add(d.rec.b)
 }
 
-// entry builds the compact entry of one doc of container c.
+// entry builds the compact entry of one doc of container c. It reads
+// the doc once (transform.ReadDoc): the members it needs are decoded
+// alone, and the doc is hashed by meaning from its text.
 func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
-	m, err := transform.DecodeDoc(raw)
+	doc, err := transform.ReadDoc(raw)
 	if err != nil {
 		return actualDoc{}, fmt.Errorf("container %s: undecodable doc: %w", c, err)
 	}
-	a := actualDoc{ref: DocRef{Container: c, Scope: str(m["scope"]), ID: str(m["id"])}}
-	if mig, ok := m["_migration"].(map[string]any); ok {
+	get := func(name string) any { v, _ := doc.Get(name); return v }
+	a := actualDoc{ref: DocRef{Container: c, Scope: str(get("scope")), ID: str(get("id"))}}
+	if mig, ok := get("_migration").(map[string]any); ok {
 		a.hasMig = true
 		a.ref.Table, a.ref.PartitionKey, a.ref.RowKey = str(mig["table"]), str(mig["partitionKey"]), str(mig["rowKey"])
 		a.migHash = migrationKey(mig)
@@ -95,18 +98,18 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
 			}
 		}
 	}
-	if ts, ok := m["_ts"].(json.Number); ok {
+	if ts, ok := get("_ts").(json.Number); ok {
 		a.ts, _ = ts.Int64()
 	}
 	// By meaning (SPEC §12): the timestamps of its row's table as
 	// instants, a null field as an absent one.
-	if a.docHash, err = transform.MeaningHash(a.ref.Table, m); err != nil {
+	if a.docHash, err = doc.MeaningHash(a.ref.Table); err != nil {
 		// A value canonical JSON refuses (it cannot come from a doc the
 		// service stored) simply never matches.
 		a.docHash = "unhashable"
 	}
 	a.expiry = neverExpires
-	if t, ok := m["ttl"]; ok {
+	if t, ok := doc.Get("ttl"); ok {
 		a.ttl = ttlState{present: true, raw: rawJSON(t)}
 		if n, ok := t.(json.Number); ok {
 			f, err := n.Float64()
@@ -121,7 +124,7 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
 	}
 	if c == transform.ContainerExecutions {
 		for _, f := range blobPathFields {
-			if p, ok := m[f].(string); ok && !d.blobs.Exists(p) {
+			if p, ok := get(f).(string); ok && !d.blobs.Exists(p) {
 				a.blobIssues = append(a.blobIssues, blobIssue{f, p})
 			}
 		}
