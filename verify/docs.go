@@ -16,16 +16,21 @@ import (
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// DefaultPageSize is the most docs a page of verify's query holds. Pages
-// are what verify holds in memory of the docs: the SDK keeps a page, the
-// next one's body and two copies of its docs at once while it fetches
-// (some four times the page's bytes), so a page is bounded whatever the
-// size of the container: 3,000 executions are about 6 MB. The service
-// bounds a page at 4 MB anyway; the local Cosmos DB stand-in works
-// through its whole container for every page (about 5 s a page at 30,000
-// docs), so more, smaller pages cost it time there
-// (docs/performance.md, "verify").
-const DefaultPageSize = 3000
+// DefaultPageSize is the most docs a page of verify's queries asks for.
+// A page costs verify about a doc's bytes, whatever its size: the reader
+// hands each doc on as it is decoded from the answer
+// (azure.DocReader.QueryAll). Pages are few because the local Cosmos DB
+// stand-in works through its whole container for every page it answers
+// (about 5 s a page at 30,000 docs on the 2-core test machine, whatever
+// the page's size): at this size a container of up to 100,000 docs is one
+// page. A real account bounds a page at 4 MB whatever is asked, and
+// --max-ru asks for smaller ones (docs/performance.md, "verify").
+const DefaultPageSize = 100_000
+
+// FeedPageSize is the most docs a page of the change feed (--since) asks
+// for. The SDK reads those pages whole and holds some five times their
+// bytes at once, so they stay small: 3,000 executions are about 6 MB.
+const FeedPageSize = 3000
 
 // containers are the Cosmos DB containers verify reads, in this order.
 var containers = []string{transform.ContainerEntities, transform.ContainerExecutions}
@@ -137,8 +142,8 @@ func (d *docIndex) seqs() int { return int(d.seq) }
 
 // readDocs reads every doc of every container into d: one cross-partition
 // query per container, the containers at the same time (a service far
-// away answers each page after a round trip), their pages decoded and
-// hashed on all CPUs while the next pages are fetched.
+// away answers each page after a round trip), each doc judged on all
+// CPUs as soon as the reader has decoded it from its page.
 func readDocs(ctx context.Context, src DocSource, pageSize int, progress Progress, d *docIndex) error {
 	progress.Step("reading docs of containers " + strings.Join(containers, ", "))
 	g, gctx := errgroup.WithContext(ctx)
@@ -162,26 +167,13 @@ func readDocs(ctx context.Context, src DocSource, pageSize int, progress Progres
 		queries.Add(1)
 		g.Go(func() error {
 			defer queries.Done()
-			n := 0
 			return src.QueryAll(gctx, c, "SELECT * FROM c", nil, pageSize, func(raw []byte) error {
 				select {
 				case docs <- doc{c, raw}:
+					return nil
 				case <-gctx.Done():
 					return gctx.Err()
 				}
-				if n++; n%pageSize == 0 {
-					// The last doc of a full page: the next page is
-					// fetched now, and while it is, the SDK holds this
-					// page, the next one's body and two copies of its
-					// docs at once, some times the page's size. The
-					// collector runs first, so that it is not running
-					// then: it would find all that live and let the heap
-					// grow by as much again (internal/memlimit), and
-					// memory would follow the pages, not what verify
-					// keeps.
-					runtime.GC()
-				}
-				return nil
 			})
 		})
 	}
