@@ -2,12 +2,11 @@ package migrate
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/internal/statedir"
 )
 
 // The records of the last replay and the last reverse in the state
@@ -74,7 +73,7 @@ func WritePassRecord(dir, file string, r PassRecord) error {
 	if err != nil {
 		return fmt.Errorf("record %s: %w", filepath.Join(dir, file), err)
 	}
-	if err := writeFileAtomic(dir, file, append(data, '\n')); err != nil {
+	if err := statedir.WriteFile(dir, file, append(data, '\n')); err != nil {
 		return fmt.Errorf("record %s: %w", filepath.Join(dir, file), err)
 	}
 	return nil
@@ -85,11 +84,8 @@ func WritePassRecord(dir, file string, r PassRecord) error {
 // a record of this version.
 func LoadPassRecord(dir, file string) (*PassRecord, error) {
 	path := filepath.Join(dir, file)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	data, err := statedir.ReadFile(dir, file)
+	if data == nil || err != nil {
 		return nil, err
 	}
 	var r PassRecord

@@ -132,7 +132,7 @@ type runner struct {
 	unsaved bool
 
 	blobIdx transform.BlobIndex
-	ids     idSet
+	ids     *spill.KeySet // the doc ids seen, for collisions (transform.CheckID)
 	execs   *execFilter
 
 	// Bookkeeping of the committer (one goroutine at a time).
@@ -156,7 +156,7 @@ func newRunner(opts RunOptions, deps Deps) (*runner, error) {
 		engine: e, opts: opts, tables: tables, src: deps.Source, docs: deps.Docs, blobs: deps.Blobs,
 		execs: newExecFilter(z.execFilterBytes), samples: map[string]int{},
 	}
-	r.ids = idSet{spill.NewKeySet(z.idMemoryKeys, z.idFilterBytes, r.idRunsDir)}
+	r.ids = spill.NewKeySet(z.idMemoryKeys, z.idFilterBytes, r.idRunsDir)
 	r.fp = fingerprint(e.topts, tables, opts.TablePrefix, opts.Target)
 	if opts.DryRun {
 		// Dry run: decorators that write nothing, in place of the writers
@@ -292,7 +292,7 @@ func (r *runner) work(ctx context.Context) (Summary, error) {
 		return *s, err
 	}
 	defer r.sink.Close()
-	defer r.ids.keys.Close()
+	defer r.ids.Close()
 	var err error
 	if r.blobIdx, err = listBlobs(ctx, r.blobs); err != nil {
 		return r.summary(), err
@@ -434,7 +434,7 @@ func (r *runner) scanExecutions(ctx context.Context) error {
 // collisions, execution ids and dangling indexes. It fails when the doc
 // ids cannot be kept (idSet.Check); no later row can be decided then.
 func (r *runner) decide(row transform.Row) (transform.Outcome, error) {
-	o, err := r.ids.Check(transform.Transform(row, factsOf(r.blobIdx, row), r.topts))
+	o, err := transform.CheckID(r.ids, transform.Transform(row, factsOf(r.blobIdx, row), r.topts))
 	if err != nil {
 		return o, err
 	}

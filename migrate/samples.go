@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/internal/statedir"
 )
 
 // SamplesFile is where run records its throughput over time, in the
@@ -72,7 +74,7 @@ func (l *SampleLog) Append(s ThroughputSample) error {
 		var last ThroughputSample
 		if l.n > 0 && (json.Unmarshal(lines[l.n-1], &last) != nil || last.RunID != s.RunID) {
 			// Another run's (before a --restart): this run's replace them.
-			if err := writeFileAtomic(l.dir, SamplesFile, nil); err != nil {
+			if err := statedir.WriteFile(l.dir, SamplesFile, nil); err != nil {
 				return err
 			}
 			l.n = 0
@@ -114,7 +116,7 @@ func (l *SampleLog) thin(name string) error {
 		b.WriteByte('\n')
 		kept++
 	}
-	if err := writeFileAtomic(l.dir, SamplesFile, b.Bytes()); err != nil {
+	if err := statedir.WriteFile(l.dir, SamplesFile, b.Bytes()); err != nil {
 		return err
 	}
 	l.n = kept

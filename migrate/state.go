@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/statedir"
 	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
@@ -262,42 +263,10 @@ func (d dirStore) Save(s *State) error {
 		return fmt.Errorf("save state: %w", err)
 	}
 	data = append(data, '\n')
-	if err := writeFileAtomic(d.dir, StateFile, data); err != nil {
+	if err := statedir.WriteFile(d.dir, StateFile, data); err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
 	return nil
-}
-
-func writeFileAtomic(dir, name string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, name+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // nopStore is the state store of a dry run.

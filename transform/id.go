@@ -155,12 +155,8 @@ func IDKey(container, scope, id string) [16]byte {
 // Add records container/scope/id and reports whether it was new; false
 // means an earlier row already maps to it.
 func (s *IDSet) Add(container, scope, id string) bool {
-	key := IDKey(container, scope, id)
-	if _, ok := s.seen[key]; ok {
-		return false
-	}
-	s.seen[key] = struct{}{}
-	return true
+	added, _ := memoryKeys{s}.Add(IDKey(container, scope, id))
+	return added
 }
 
 // Len returns the number of distinct ids recorded.
@@ -172,13 +168,45 @@ func (s *IDSet) Len() int { return len(s.seen) }
 // CollisionReason and Collision set; its Doc, DocJSON and Uploads are
 // cleared.
 func (s *IDSet) Check(o Outcome) Outcome {
+	o, _ = CheckID(memoryKeys{s}, o) // a set in memory cannot fail
+	return o
+}
+
+// KeySet is a set of the keys IDKey makes, kept anywhere (run's and
+// verify's are partly on disk, internal/spill): Add records k and
+// reports whether it was new; it fails when the set cannot be kept.
+type KeySet interface {
+	Add(k [16]byte) (added bool, err error)
+}
+
+// memoryKeys is an IDSet as a KeySet.
+type memoryKeys struct{ s *IDSet }
+
+func (m memoryKeys) Add(k [16]byte) (bool, error) {
+	if _, ok := m.s.seen[k]; ok {
+		return false, nil
+	}
+	m.s.seen[k] = struct{}{}
+	return true, nil
+}
+
+// CheckID is IDSet.Check over the set keys: a doc outcome whose
+// container, scope and id an earlier outcome took comes back a collision
+// dead letter (Collide); an outcome that is not a doc is returned
+// unchanged and not recorded. It returns keys' error, the outcome then
+// unchecked.
+func CheckID(keys KeySet, o Outcome) (Outcome, error) {
 	if o.Disposition != DispositionDoc {
-		return o
+		return o, nil
 	}
-	if s.Add(o.Container, o.Scope, o.ID) {
-		return o
+	added, err := keys.Add(IDKey(o.Container, o.Scope, o.ID))
+	if err != nil {
+		return o, fmt.Errorf("keeping the doc ids that find collisions: %w", err)
 	}
-	return Collide(o)
+	if !added {
+		return Collide(o), nil
+	}
+	return o, nil
 }
 
 // Collide returns the doc outcome o as what IDSet.Check makes of a doc

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/internal/statedir"
 )
 
 // DocsFile is the file in the state directory where a full verify lists
@@ -184,7 +186,7 @@ func (d *docsWriter) commit() error {
 	if err := os.Rename(d.tmp, d.path); err != nil {
 		return d.fail(err)
 	}
-	return syncDir(filepath.Dir(d.path))
+	return statedir.SyncDir(filepath.Dir(d.path))
 }
 
 // abort removes the temporary file.

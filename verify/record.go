@@ -2,12 +2,11 @@ package verify
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/internal/statedir"
 )
 
 // RecordFile is the file in the state directory where verify records
@@ -89,11 +88,8 @@ func (e *RecordEntry) EndedAt() time.Time {
 // record.
 func LoadRecord(dir string) (*Record, error) {
 	path := filepath.Join(dir, RecordFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	b, err := statedir.ReadFile(dir, RecordFile)
+	if b == nil || err != nil {
 		return nil, err
 	}
 	var r Record
@@ -153,39 +149,5 @@ func (r *Record) Save(dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(dir, RecordFile, append(b, '\n'))
-}
-
-// writeFileAtomic writes data to dir/name through a temporary file that
-// is synced and renamed, then syncs dir.
-func writeFileAtomic(dir, name string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, name+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return statedir.WriteFile(dir, RecordFile, append(b, '\n'))
 }

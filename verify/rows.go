@@ -142,7 +142,7 @@ type rowReader struct {
 // access-pattern check, which needs both Entities and Relationships.
 func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 	z := rr.work.z
-	ids := idSet{rr.work.keySet("ids", z.idMemoryKeys, z.idFilterBytes)}
+	ids := rr.work.keySet("ids", z.idMemoryKeys, z.idFilterBytes)
 	x.access = newAccessIndex(slices.Contains(rr.opts.Tables, transform.TableEntities) &&
 		slices.Contains(rr.opts.Tables, transform.TableRelationships), rr.work)
 	var seq uint64
@@ -162,7 +162,7 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 					}
 				}
 				seq++
-				o, err := ids.Check(outcomes[i%transformChunk])
+				o, err := transform.CheckID(ids, outcomes[i%transformChunk])
 				if err != nil {
 					return err
 				}
