@@ -123,42 +123,72 @@ func meaningOfCanonical(table string, doc Doc, canon []byte, hash string) string
 	if !normalizes(stamps, doc) {
 		return hash
 	}
-	// canon is valid canonical JSON: its names need no check.
-	s := newSplitter(canon, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	defer s.release()
-	dec := &s.dec
 	out := make([]byte, 0, len(canon))
 	out = append(out, '{')
-	if _, err := dec.ReadToken(); err != nil {
-		return meaningHashOr(table, doc)
-	}
-	for dec.PeekKind() == '"' {
-		name, err := dec.ReadValue()
-		if err != nil {
-			return meaningHashOr(table, doc)
-		}
-		value, err := dec.ReadValue()
-		if err != nil {
-			return meaningHashOr(table, doc)
-		}
-		unquoted := name[1 : len(name)-1]
-		if bytes.IndexByte(unquoted, '\\') >= 0 {
-			if unquoted, err = jsontext.AppendUnquote(nil, name); err != nil {
-				return meaningHashOr(table, doc)
+	// canon is canonical JSON, compact and valid: its members are found
+	// by their strings and brackets alone.
+	for i := 1; i < len(canon) && canon[i] == '"'; {
+		nameEnd := stringEnd(canon, i)
+		end := valueEnd(canon, nameEnd+2)
+		quoted, value := canon[i:nameEnd+1], canon[nameEnd+2:end]
+		i = end + 1 // past the ',' or the final '}'
+		name := quoted[1 : len(quoted)-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			var err error
+			if name, err = jsontext.AppendUnquote(nil, quoted); err != nil {
+				return meaningHashOr(table, doc) // not reached
 			}
 		}
-		keep, value := meaningMember(stamps, unquoted, value)
+		keep, value := meaningMember(stamps, name, value)
 		if !keep {
 			continue
 		}
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		out = append(append(append(out, name...), ':'), value...)
+		out = append(append(append(out, quoted...), ':'), value...)
 	}
 	out = append(out, '}')
 	sum := sha256.Sum256(out)
 	return hex.EncodeToString(sum[:])
+}
+
+// stringEnd returns the index of the quote that ends the string that
+// starts at b[i], in valid JSON.
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index just past the value that starts at b[i], in
+// compact valid JSON: the ',', '}' or ']' after it, or len(b).
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i)
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }
 
 // meaningHashOr is MeaningHash(table, doc), or "" when it fails.
@@ -185,6 +215,15 @@ func MigrationMeaning(mig any) []byte {
 	default:
 		return nil
 	}
+	if b, ok := appendMigrationMeaning(make([]byte, 0, 256), get); ok {
+		return b
+	}
+	return migrationMeaningMap(get)
+}
+
+// migrationMeaningMap is MigrationMeaning of the members get returns,
+// the long way: a map encoded as canonical JSON.
+func migrationMeaningMap(get func(string) any) []byte {
 	keys := map[string]any{}
 	for _, name := range []string{"table", "partitionKey", "rowKey", "timestamp"} {
 		if v := get(name); v != nil {
@@ -201,4 +240,36 @@ func MigrationMeaning(mig any) []byte {
 		b, _ = json.Marshal(keys)
 	}
 	return b
+}
+
+// appendMigrationMeaning appends MigrationMeaning's canonical JSON when
+// every member it keeps (get) is a string or absent, written directly as
+// canonical JSON writes it (the names in their order, strings as
+// AppendQuote quotes them); ok is false for anything else, which
+// MigrationMeaning encodes the long way.
+func appendMigrationMeaning(b []byte, get func(string) any) (out []byte, ok bool) {
+	b = append(b, '{')
+	for _, name := range [...]string{"partitionKey", "rowKey", "table", "timestamp"} {
+		v := get(name)
+		if v == nil {
+			continue
+		}
+		s, isString := v.(string)
+		if !isString {
+			return nil, false
+		}
+		if name == "timestamp" {
+			if t, ok := ParseTimestamp(s); ok {
+				s = FormatTimestamp(t)
+			}
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = jsontext.AppendQuote(append(append(append(b, '"'), name...), '"', ':'), s); err != nil {
+			return nil, false
+		}
+	}
+	return append(b, '}'), true
 }

@@ -182,7 +182,8 @@ func TestTransformMeaning(t *testing.T) {
 // escaped names included.
 func TestMeaningOfCanonicalRewrites(t *testing.T) {
 	doc := Doc{{"id", "x"}, {"completedAt", "2026-01-02T03:04:05Z"}, {"errorMessage", nil}, {"\u00e9", nil}, {"n\u2028", "v"},
-		{"startedAt", "not a time"}, {"inputData", Doc{{"k", nil}}}, {"ttl", json.Number("5")}}
+		{"startedAt", "not a time"}, {"inputData", Doc{{"k", nil}, {"q\"}", "a \"b\", [c]}\\"}}}, {"ttl", json.Number("5")},
+		{"say \"x\", {y}", "\"quoted\", {z}"}, {"q\\", nil}}
 	canon, err := appendCanonicalDoc(nil, doc, hashExcluded)
 	if err != nil {
 		t.Fatal(err)
