@@ -5,36 +5,28 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"slices"
-	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
 
 // RawDoc is a doc's JSON read once, as verify reads every doc of a
-// container: its top-level members, each value the text it has in the
-// doc, so that the few members verify needs are decoded alone and the
-// doc is hashed by meaning without being decoded into maps first
-// (docs/performance.md, "verify"). Whatever it is asked, it answers as
-// DecodeDoc's map would: a text that RawDoc does not read itself (one
-// with a repeated member name, invalid UTF-8, a number beyond a double:
-// encoding/json reads each its own way) is decoded by DecodeDoc, and
-// every answer comes from that map. A RawDoc refers to the text it was
-// read from, which must not change while it is used; it is not safe for
-// concurrent use.
+// container: in one pass over its text (canonReader) it keeps its
+// top-level members — each value the text it has in the doc, and that
+// value's canonical form — so that the few members verify needs are
+// decoded alone and the doc is hashed by meaning without being decoded
+// into maps (docs/performance.md, "verify"). Whatever it is asked, it
+// answers as DecodeDoc's map would: a text that the reader leaves to
+// DecodeDoc (one with a repeated member name, invalid UTF-8, a number
+// beyond a double: encoding/json reads each its own way) is decoded by
+// DecodeDoc, and every answer comes from that map. A RawDoc refers to the
+// text it was read from, which must not change while it is used; it is
+// not safe for concurrent use.
 type RawDoc struct {
-	raw     []byte
+	raw []byte
+	// members are sorted by name (RFC 8785's order).
 	members []rawMember
 	// m is DecodeDoc's map when the text is not one RawDoc reads itself.
 	m map[string]any
-}
-
-// rawMember is one top-level member: its name decoded (a slice of the
-// doc's text unless it holds an escape) and its name and value as they
-// are in the text.
-type rawMember struct {
-	name, quoted []byte
-	value        jsontext.Value
 }
 
 // ReadDoc reads the doc raw. It returns DecodeDoc's error for a text that
@@ -42,73 +34,16 @@ type rawMember struct {
 // what DecodeDoc would return: like it, it reads the first JSON value of
 // raw and ignores what follows.
 func ReadDoc(raw []byte) (*RawDoc, error) {
-	d := &RawDoc{raw: raw}
-	if !d.split() {
-		m, err := DecodeDoc(raw)
-		if err != nil {
-			return nil, err
-		}
-		d.members, d.m = nil, m
+	c := canonReader{in: raw, out: make([]byte, 0, len(raw)+64), names: make([]byte, 0, len(raw)/2)}
+	members, err := c.doc()
+	if err == nil {
+		return &RawDoc{raw: raw, members: members}, nil
 	}
-	return d, nil
-}
-
-// splitters holds the decoders split and meaningOfCanonical read with
-// (*splitter).
-var splitters = sync.Pool{New: func() any { return new(splitter) }}
-
-// splitter is a jsontext.Decoder reading a bytes.Buffer over a JSON
-// text, so that the values it returns are slices of that text, which
-// stay valid after the next read.
-type splitter struct{ dec jsontext.Decoder }
-
-// newSplitter returns a splitter reading text with opts (none: strict,
-// jsontext's defaults). Call release when done.
-func newSplitter(text []byte, opts ...jsontext.Options) *splitter {
-	s := splitters.Get().(*splitter)
-	s.dec.Reset(bytes.NewBuffer(text), opts...)
-	return s
-}
-
-// noText is what a released splitter reads.
-var noText = bytes.NewReader(nil)
-
-// release returns s to the pool, without a reference to its text.
-func (s *splitter) release() {
-	s.dec.Reset(noText)
-	splitters.Put(s)
-}
-
-// split reads d.raw's top-level members with a strict decoder (no
-// repeated names, valid UTF-8, as jsontext checks by default) and
-// reports whether it could: false for anything DecodeDoc must read.
-func (d *RawDoc) split() bool {
-	s := newSplitter(d.raw)
-	defer s.release()
-	if tok, err := s.dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return false
+	m, err := DecodeDoc(raw)
+	if err != nil {
+		return nil, err
 	}
-	d.members = make([]rawMember, 0, 40)
-	for s.dec.PeekKind() == '"' {
-		quoted, err := s.dec.ReadValue()
-		if err != nil {
-			return false
-		}
-		value, err := s.dec.ReadValue()
-		if err != nil {
-			return false
-		}
-		name := quoted[1 : len(quoted)-1]
-		if bytes.IndexByte(name, '\\') >= 0 {
-			if name, err = jsontext.AppendUnquote(nil, quoted); err != nil {
-				return false
-			}
-		}
-		d.members = append(d.members, rawMember{name: name, quoted: quoted, value: value})
-	}
-	// The closing brace, or the error of what stands in its place.
-	tok, err := s.dec.ReadToken()
-	return err == nil && tok.Kind() == '}'
+	return &RawDoc{raw: raw, m: m}, nil
 }
 
 // member returns the member called name.
@@ -136,105 +71,109 @@ func (d *RawDoc) Get(name string) (any, bool) {
 	return memberValue(m.value), true
 }
 
-// memberValue decodes v, a valid JSON value without repeated names or
-// invalid UTF-8, as encoding/json decodes it with UseNumber.
-func memberValue(v jsontext.Value) any {
-	switch v.Kind() {
-	case 'n':
-		return nil
-	case 't':
-		return true
-	case 'f':
-		return false
-	case '0':
-		return json.Number(v)
-	case '"':
-		if bytes.IndexByte(v, '\\') < 0 {
-			return string(v[1 : len(v)-1])
-		}
-		s, err := jsontext.AppendUnquote(nil, v)
-		if err != nil {
-			return nil // not reached: split read it
-		}
-		return string(s)
-	}
-	dec := jsontext.NewDecoder(bytes.NewBuffer(v))
-	return readAny(dec)
+// memberValue decodes v, a member's value as ReadDoc read it (valid JSON
+// without repeated names or invalid UTF-8), as encoding/json decodes it
+// with UseNumber.
+func memberValue(v []byte) any {
+	x, _ := decodeValid(v, 0)
+	return x
 }
 
-// readAny reads the next value of dec, an object or an array of valid
-// JSON without repeated names or invalid UTF-8, as memberValue does.
-func readAny(dec *jsontext.Decoder) any {
-	switch dec.PeekKind() {
+// decodeValid decodes the value that starts at v[i] or after white space
+// there, in a text ReadDoc checked, as memberValue does; it returns the
+// value and the index just past it.
+func decodeValid(v []byte, i int) (any, int) {
+	i = skipSpace(v, i)
+	switch v[i] {
 	case '{':
-		_, _ = dec.ReadToken()
 		m := map[string]any{}
-		for dec.PeekKind() == '"' {
-			name, _ := dec.ReadToken()
-			m[name.String()] = readAny(dec)
+		for i = skipSpace(v, i+1); v[i] != '}'; i = skipSpace(v, i) {
+			if v[i] == ',' {
+				i = skipSpace(v, i+1)
+			}
+			end := stringEnd(v, i) + 1
+			name := unquoteValid(v[i:end])
+			i = skipSpace(v, end) + 1 // past the ':'
+			m[name], i = decodeValid(v, i)
 		}
-		_, _ = dec.ReadToken()
-		return m
+		return m, i + 1
 	case '[':
-		_, _ = dec.ReadToken()
 		a := []any{}
-		for k := dec.PeekKind(); k != ']' && k != 0; k = dec.PeekKind() {
-			a = append(a, readAny(dec))
+		for i = skipSpace(v, i+1); v[i] != ']'; i = skipSpace(v, i) {
+			if v[i] == ',' {
+				i++
+			}
+			var x any
+			x, i = decodeValid(v, i)
+			a = append(a, x)
 		}
-		_, _ = dec.ReadToken()
-		return a
+		return a, i + 1
+	case '"':
+		end := stringEnd(v, i) + 1
+		return unquoteValid(v[i:end]), end
+	case 't':
+		return true, i + len("true")
+	case 'f':
+		return false, i + len("false")
+	case 'n':
+		return nil, i + len("null")
 	}
-	v, _ := dec.ReadValue()
-	return memberValue(v)
+	end := i // a number
+	for end < len(v) && (isDigit(v[end]) || v[end] == '-' || v[end] == '+' || v[end] == '.' || v[end] == 'e' || v[end] == 'E') {
+		end++
+	}
+	return json.Number(v[i:end]), end
+}
+
+// unquoteValid returns the value of q, a valid JSON string.
+func unquoteValid(q []byte) string {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return string(q[1 : len(q)-1])
+	}
+	s, _ := jsontext.AppendUnquote(nil, q) // valid: no error
+	return string(s)
+}
+
+// skipSpace returns the index of the first byte of v from i on that is
+// not JSON's white space, or len(v).
+func skipSpace(v []byte, i int) int {
+	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // MeaningHash returns MeaningHash(table, doc) of the doc DecodeDoc makes
 // of d's text, and its error: the hash of the doc by meaning (SPEC §12)
-// that the row's side compares (Outcome.MeaningHash). It writes the kept
-// members once, as they are in the text but for the timestamps it
-// rewrites, and canonicalizes that; a number beyond a double, which
-// canonical JSON would write as the largest double where Hash refuses
-// it, sends it to the map.
+// that the row's side compares (Outcome.MeaningHash). The canonical JSON
+// of the doc by meaning is the kept members' canonical forms, in their
+// order, but for the timestamps it rewrites.
 func (d *RawDoc) MeaningHash(table string) (string, error) {
 	if d.m != nil {
 		return MeaningHash(table, d.m)
 	}
 	stamps := defaultKinds.stampNames(table)
-	kept := make([]rawMember, 0, len(d.members))
+	n := 2
+	for _, m := range d.members {
+		n += len(m.quoted) + len(m.canon) + 8
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
 	for _, m := range d.members {
 		if hashExcluded(string(m.name)) {
 			continue
 		}
-		var keep bool
-		if keep, m.value = meaningMember(stamps, m.name, m.value); keep {
-			kept = append(kept, m)
+		keep, value := meaningMember(stamps, m.name, m.canon)
+		if !keep {
+			continue
 		}
-	}
-	// In the byte order of the names, which spares Canonicalize most of
-	// its sorting (appendCanonicalDoc).
-	slices.SortFunc(kept, func(x, y rawMember) int { return bytes.Compare(x.name, y.name) })
-	n := 2
-	for _, m := range kept {
-		n += len(m.quoted) + len(m.value) + 2
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '{')
-	for i, m := range kept {
-		if i > 0 {
+		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		b = append(append(append(b, m.quoted...), ':'), m.value...)
+		b = append(append(b, m.quoted...), value...)
 	}
 	b = append(b, '}')
-	v := jsontext.Value(b)
-	if err := v.Canonicalize(); err != nil || bytes.Contains(v, []byte("+308")) {
-		m, derr := DecodeDoc(d.raw)
-		if derr != nil {
-			return "", derr // not reached: split read it
-		}
-		return MeaningHash(table, m)
-	}
-	sum := sha256.Sum256(v)
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
 }
 
