@@ -24,7 +24,8 @@ import (
 // world's Timestamp). It answers:
 //
 //   - the query "SELECT * FROM c" of a container, in pages of at most
-//     x-ms-max-item-count docs with an opaque continuation;
+//     x-ms-max-item-count docs and, as the service answers, about 4 MB
+//     (scalePageBytes) with an opaque continuation;
 //   - "SELECT VALUE COUNT(1) FROM c WHERE c.scope = @scope" and "SELECT
 //     c.id FROM c WHERE c.scope = @scope" (verify --since), the latter in
 //     pages too;
@@ -201,13 +202,23 @@ func (d *scaleDocs) scopeIDs(container, scope string) []string {
 	return ids
 }
 
-// page writes the items from position from on, of total (at most
-// limit), with a continuation when more follow.
+// scalePageBytes is about the most a page of a query's answer holds: the
+// service ends a page at 4 MB whatever x-ms-max-item-count asks for, so
+// that a page's request charge stays within what an account serves.
+const scalePageBytes = 4 << 20
+
+// page writes the items from position from on, of total (at most limit,
+// and no more once the page has scalePageBytes), with a continuation
+// when more follow.
 func (d *scaleDocs) page(w http.ResponseWriter, total, from, limit int, item func(p int) []byte) {
 	var b bytes.Buffer
 	b.WriteString(`{"_rid":"coll","Documents":[`)
 	end := min(total, from+limit)
 	for p := from; p < end; p++ {
+		if b.Len() >= scalePageBytes {
+			end = p
+			break
+		}
 		if p > from {
 			b.WriteByte(',')
 		}
