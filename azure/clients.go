@@ -248,12 +248,16 @@ func NewBlobContainerClient(a StorageAccount, containerName string, o Options) (
 // NewCosmosClient returns a Cosmos DB client: with the account key when the
 // account has one, otherwise with Microsoft Entra ID (DefaultAzureCredential).
 // Its requests are retried by o.Retry (CosmosDocs runs its own loop for
-// writes) and paced by o.Pacer when set.
+// writes) and paced by o.Pacer when set; the answers of DocReader's
+// queries are read doc by doc (querystream.go).
 func NewCosmosClient(a CosmosAccount, o Options) (*azcosmos.Client, error) {
 	opts := &azcosmos.ClientOptions{ClientOptions: o.client(a.Endpoint, "Cosmos DB")}
 	if o.Pacer != nil {
 		opts.PerRetryPolicies = append(opts.PerRetryPolicies, pacerPolicy{o.Pacer})
 	}
+	// Last, next to the transport: it reads a query's answer as it
+	// arrives (querystream.go), inside each attempt and its pacing.
+	opts.PerRetryPolicies = append(opts.PerRetryPolicies, queryStreamPolicy{})
 	if a.Key != "" {
 		cred, err := azcosmos.NewKeyCredential(a.Key)
 		if err != nil {

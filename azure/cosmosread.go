@@ -47,11 +47,17 @@ func (r *DocReader) fail(container, op string, err error) error {
 // scope, since the stand-in ignores the partition key header) and calls fn
 // with each doc's raw JSON, page by page, following the continuation until
 // the service has no more. pageSize is the most docs per page (the
-// x-ms-max-item-count header); 0 means store.DefaultQueryPageSize. Each slice
-// is fn's to keep (it shares no memory with other docs). It stops at the
-// first error, from the service or fn; a failed request returns a
-// *ResourceError naming the container (a missing database or container:
-// 404).
+// x-ms-max-item-count header); 0 means store.DefaultQueryPageSize. Each
+// page is read doc by doc as it arrives (querystream.go), so that what it
+// holds of a page is about one doc, whatever pageSize: fn gets each doc
+// as soon as it is decoded, once, even when a page is read again after a
+// failure while its body was read (the docs fn had are not handed on
+// again, so a doc that changed between the two reads can be missed or
+// come at its newer version: a query of a container that changes is no
+// snapshot anyway). Each slice is fn's to keep (it shares no memory with
+// other docs). It stops at the first error, from the service or fn (fn's
+// is returned as it is); a failed request returns a *ResourceError naming
+// the container (a missing database or container: 404).
 func (r *DocReader) QueryAll(ctx context.Context, container, query string, params []store.QueryParam, pageSize int, fn func(doc []byte) error) error {
 	c, err := r.db.NewContainer(container)
 	if err != nil {
@@ -64,12 +70,20 @@ func (r *DocReader) QueryAll(ctx context.Context, container, query string, param
 	for _, p := range params {
 		opts.QueryParameters = append(opts.QueryParameters, azcosmos.QueryParameter{Name: p.Name, Value: p.Value})
 	}
+	sink := &querySink{fn: fn}
+	ctx = withQuerySink(ctx, sink)
 	pager := c.NewQueryItemsPager(query, azcosmos.NewPartitionKey(), opts)
 	for pager.More() {
+		sink.newPage()
 		page, err := pager.NextPage(ctx)
-		if err != nil {
+		switch {
+		case sink.err != nil:
+			return sink.err
+		case err != nil:
 			return r.fail(container, "query container "+container, ScrubError(err))
 		}
+		// Empty, unless the client was built without the policy that
+		// reads pages doc by doc (NewCosmosClient adds it).
 		for _, item := range page.Items {
 			if err := fn(item); err != nil {
 				return err

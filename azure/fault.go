@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/bifrost/bifrost-migrate/store"
 )
@@ -279,10 +280,17 @@ func (e *ResourceError) Missing() bool {
 
 // Unreadable reports whether err is an answer in a form that is not the
 // service's: the error of a Go decoder, whose text names Go types.
+// A query's answer read doc by doc (querystream.go) is unreadable when
+// jsontext finds it is no JSON or not a page of docs — but not when its
+// body ended early or failed to arrive, which is the transport's
+// failure.
 func Unreadable(err error) bool {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	return errors.As(err, &syntax) || errors.As(err, &typ)
+	var page *unreadableAnswerError
+	var text *jsontext.SyntacticError
+	return errors.As(err, &syntax) || errors.As(err, &typ) || errors.As(err, &page) ||
+		errors.As(err, &text) && TransportOf(err).Failure == NoTransportFailure
 }
 
 // retryAfter is the wait a service asks for: x-ms-retry-after-ms (Cosmos

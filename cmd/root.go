@@ -489,7 +489,15 @@ func Main() int {
 	// it runs when the heap has grown by the live heap or by 64 MiB,
 	// whichever is more; GOMEMLIMIT or GOGC from the user wins.
 	memlimit.Start(os.Getenv)
+	stopProfile, err := memlimit.StartCPUProfile(os.Getenv("BIFROST_CPU_PROFILE"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bifrost-migrate:", err)
+		return ExitFatal
+	}
 	code := Execute(ctx, f, os.Args[1:])
+	if err := stopProfile(); err != nil {
+		fmt.Fprintln(os.Stderr, "bifrost-migrate:", err)
+	}
 	// For the benchmarks: the collector's share of the work, as the
 	// runtime counts it.
 	if err := memlimit.WriteCPUClasses(os.Getenv("BIFROST_CPU_CLASSES")); err != nil {

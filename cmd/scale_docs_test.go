@@ -29,7 +29,8 @@ import (
 // served instead: the service's log. It answers:
 //
 //   - the query "SELECT * FROM c" of a container, in pages of at most
-//     x-ms-max-item-count docs with an opaque continuation;
+//     x-ms-max-item-count docs and, as the service answers, about 4 MB
+//     (scalePageBytes) with an opaque continuation;
 //   - "SELECT VALUE COUNT(1) FROM c", refused as the gateway of an
 //     account of several physical partitions refuses it (400), unless
 //     countsContainers;
@@ -378,13 +379,19 @@ func (d *scaleDocs) deleted(container, scope, id string) bool {
 	return ok && d.log[container][i].json == nil
 }
 
-// page writes the items from position from on, of total (at most limit;
-// an item that is nil is no item), with a continuation when more follow.
+// scalePageBytes is about the most a page of a query's answer holds: the
+// service ends a page at 4 MB whatever x-ms-max-item-count asks for, so
+// that a page's request charge stays within what an account serves.
+const scalePageBytes = 4 << 20
+
+// page writes the items from position from on, of total (at most limit,
+// and no more once the page has scalePageBytes; an item that is nil is
+// no item), with a continuation when more follow.
 func (d *scaleDocs) page(w http.ResponseWriter, total, from, limit int, item func(p int) []byte) {
 	var b bytes.Buffer
 	b.WriteString(`{"_rid":"coll","Documents":[`)
 	n, p := 0, from
-	for ; p < total && n < limit; p++ {
+	for ; p < total && n < limit && b.Len() < scalePageBytes; p++ {
 		it := item(p)
 		if it == nil {
 			continue

@@ -160,3 +160,70 @@ func BenchmarkReverseDoc(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkJudgeDoc measures what verify spends on each doc it reads: the
+// doc the typical execution row makes, as the service returns it (system
+// properties added), read for the members verify needs and hashed by
+// meaning — "raw" with ReadDoc, "map" as before it, DecodeDoc then
+// MeaningHash.
+func BenchmarkJudgeDoc(b *testing.B) {
+	o := Transform(mkRow(b, TableEntities, benchExecutionRow), BlobFacts{}, Options{Now: time.Date(2025, 11, 21, 12, 0, 0, 0, time.UTC)})
+	served := append(append([]byte{}, o.DocJSON[:len(o.DocJSON)-1]...),
+		`,"_rid":"AAAAAA==","_self":"dbs/AA==/colls/AA==/docs/AAAAAA==/","_etag":"\"0000-0000\"","_attachments":"attachments/","_ts":1764000000}`...)
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := ReadDoc(served)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, name := range []string{"scope", "id", "_migration", "_ts", "ttl"} {
+				d.Get(name)
+			}
+			if _, err := d.MeaningHash(TableEntities); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("map", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m, err := DecodeDoc(served)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := MeaningHash(TableEntities, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkTransformMeaning measures TransformMeaning (verify's transform
+// of a row) on the typical execution row, beside Transform, and the hash
+// by meaning as verify computed it before (Normalize, then Hash).
+func BenchmarkTransformMeaning(b *testing.B) {
+	row := mkRow(b, TableEntities, benchExecutionRow)
+	opts := Options{Now: time.Date(2025, 11, 21, 12, 0, 0, 0, time.UTC)}
+	b.Run("TransformMeaning", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			TransformMeaning(row, BlobFacts{}, opts)
+		}
+	})
+	b.Run("Transform", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Transform(row, BlobFacts{}, opts)
+		}
+	})
+	b.Run("Normalize+Hash", func(b *testing.B) {
+		n, _ := Normalize(TableEntities, Transform(row, BlobFacts{}, opts).Doc)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Hash(n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,8 +1,13 @@
 package transform
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Judging docs by meaning (SPEC §12). After a cutover the application
@@ -33,7 +38,7 @@ func Normalize(table string, doc any) (normalized any, changed bool) {
 	stamps := defaultKinds.stampNames(table)
 	switch d := doc.(type) {
 	case Doc:
-		if !slices.ContainsFunc(d, func(f Field) bool { return f.Value == nil || normalizedStamp(stamps, f.Name, f.Value) != nil }) {
+		if !normalizes(stamps, d) {
 			return d, false
 		}
 		out := make(Doc, 0, len(d))
@@ -73,6 +78,12 @@ func Normalize(table string, doc any) (normalized any, changed bool) {
 	return doc, false
 }
 
+// normalizes reports whether Normalize changes d, a doc of the table
+// whose timestamp fields are stamps.
+func normalizes(stamps map[string]bool, d Doc) bool {
+	return slices.ContainsFunc(d, func(f Field) bool { return f.Value == nil || normalizedStamp(stamps, f.Name, f.Value) != nil })
+}
+
 // normalizedStamp returns the TimestampLayout form of v when name is one
 // of stamps and v a string that parses as a timestamp in another form;
 // nil when v stays as it is.
@@ -100,6 +111,95 @@ func MeaningHash(table string, doc any) (string, error) {
 	return Hash(n)
 }
 
+// meaningOfCanonical returns MeaningHash(table, doc), given canon, the
+// canonical JSON of doc that Hash hashes, and hash, its Hash: doc's own
+// hash when Normalize leaves it as it is, else the hash of canon without
+// its top-level nulls and with its timestamps in TimestampLayout — the
+// canonical JSON of the normalized doc, since leaving members out and
+// rewriting a string keep the others in their canonical order. It
+// returns "" when MeaningHash fails (not reached: canon is doc's).
+func meaningOfCanonical(table string, doc Doc, canon []byte, hash string) string {
+	stamps := defaultKinds.stampNames(table)
+	if !normalizes(stamps, doc) {
+		return hash
+	}
+	out := make([]byte, 0, len(canon))
+	out = append(out, '{')
+	// canon is canonical JSON, compact and valid: its members are found
+	// by their strings and brackets alone.
+	for i := 1; i < len(canon) && canon[i] == '"'; {
+		nameEnd := stringEnd(canon, i)
+		end := valueEnd(canon, nameEnd+2)
+		quoted, value := canon[i:nameEnd+1], canon[nameEnd+2:end]
+		i = end + 1 // past the ',' or the final '}'
+		name := quoted[1 : len(quoted)-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			var err error
+			if name, err = jsontext.AppendUnquote(nil, quoted); err != nil {
+				return meaningHashOr(table, doc) // not reached
+			}
+		}
+		keep, value := meaningMember(stamps, name, value)
+		if !keep {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, quoted...), ':'), value...)
+	}
+	out = append(out, '}')
+	sum := sha256.Sum256(out)
+	return hex.EncodeToString(sum[:])
+}
+
+// stringEnd returns the index of the quote that ends the string that
+// starts at b[i], in valid JSON.
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index just past the value that starts at b[i], in
+// compact valid JSON: the ',', '}' or ']' after it, or len(b).
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i)
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}
+
+// meaningHashOr is MeaningHash(table, doc), or "" when it fails.
+func meaningHashOr(table string, doc Doc) string {
+	h, err := MeaningHash(table, doc)
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
 // MigrationMeaning returns _migration (mig, a Doc or a map[string]any) as
 // it is judged: the canonical JSON of its row keys and its timestamp, the
 // timestamp as an instant in TimestampLayout; the hash left out, since it
@@ -115,6 +215,15 @@ func MigrationMeaning(mig any) []byte {
 	default:
 		return nil
 	}
+	if b, ok := appendMigrationMeaning(make([]byte, 0, 256), get); ok {
+		return b
+	}
+	return migrationMeaningMap(get)
+}
+
+// migrationMeaningMap is MigrationMeaning of the members get returns,
+// the long way: a map encoded as canonical JSON.
+func migrationMeaningMap(get func(string) any) []byte {
 	keys := map[string]any{}
 	for _, name := range []string{"table", "partitionKey", "rowKey", "timestamp"} {
 		if v := get(name); v != nil {
@@ -131,4 +240,36 @@ func MigrationMeaning(mig any) []byte {
 		b, _ = json.Marshal(keys)
 	}
 	return b
+}
+
+// appendMigrationMeaning appends MigrationMeaning's canonical JSON when
+// every member it keeps (get) is a string or absent, written directly as
+// canonical JSON writes it (the names in their order, strings as
+// AppendQuote quotes them); ok is false for anything else, which
+// MigrationMeaning encodes the long way.
+func appendMigrationMeaning(b []byte, get func(string) any) (out []byte, ok bool) {
+	b = append(b, '{')
+	for _, name := range [...]string{"partitionKey", "rowKey", "table", "timestamp"} {
+		v := get(name)
+		if v == nil {
+			continue
+		}
+		s, isString := v.(string)
+		if !isString {
+			return nil, false
+		}
+		if name == "timestamp" {
+			if t, ok := ParseTimestamp(s); ok {
+				s = FormatTimestamp(t)
+			}
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = jsontext.AppendQuote(append(append(append(b, '"'), name...), '"', ':'), s); err != nil {
+			return nil, false
+		}
+	}
+	return append(b, '}'), true
 }

@@ -122,3 +122,36 @@ func TestNormalizeDoc(t *testing.T) {
 		t.Errorf("MeaningHash of a Doc %s, of its map %s", dh, mh)
 	}
 }
+
+// TestMigrationMeaningDirect: MigrationMeaning's direct form (every kept
+// member a string or absent) is the canonical JSON of the map, as the
+// long way writes it; other members take the long way.
+func TestMigrationMeaningDirect(t *testing.T) {
+	for _, m := range []map[string]any{
+		{"table": "Entities", "partitionKey": "o1", "rowKey": "execution:1_e1", "timestamp": "2026-11-27T00:13:02.5Z", "hash": "aaa"},
+		{"table": "Entities", "partitionKey": "o1", "rowKey": "r", "timestamp": "2026-11-27T00:13:02.5000000Z"},
+		{"table": "Config", "partitionKey": "GLOBAL", "rowKey": "r", "timestamp": "2026-11-27T00:13:02.500000+00:00"},
+		{"table": "Entities", "partitionKey": "o1", "rowKey": "r", "timestamp": "not a time"},
+		{"table": "Entities", "partitionKey": "é\u2028\"\\\x01<>&", "rowKey": "\U0001F600\uffff"},
+		{"table": "Entities", "partitionKey": "o1", "rowKey": nil, "timestamp": nil},
+		{"table": "Entities", "partitionKey": "bad \xff", "rowKey": "r"},
+		{"table": 7, "partitionKey": "o1", "rowKey": "r"},
+		{"table": "Entities", "partitionKey": "o1", "rowKey": "r", "timestamp": map[string]any{"a": 1}},
+		{"hash": "only"},
+		{},
+	} {
+		want := migrationMeaningMap(func(name string) any { return m[name] })
+		if got := MigrationMeaning(m); !bytes.Equal(got, want) {
+			t.Errorf("MigrationMeaning(%v) = %s, want %s", m, got, want)
+		}
+		d := Doc{}
+		for _, name := range []string{"timestamp", "table", "hash", "rowKey", "partitionKey"} {
+			if v, ok := m[name]; ok {
+				d = append(d, Field{name, v})
+			}
+		}
+		if got := MigrationMeaning(d); !bytes.Equal(got, want) {
+			t.Errorf("MigrationMeaning(Doc %v) = %s, want %s", d, got, want)
+		}
+	}
+}

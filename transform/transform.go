@@ -216,6 +216,10 @@ type Outcome struct {
 	Doc Doc
 	// DocJSON is Doc's JSON bytes, as they are written.
 	DocJSON []byte
+	// MeaningHash is the hash of Doc by meaning (SPEC §12:
+	// MeaningHash(Table, Doc)), which verify compares with the doc read
+	// back; TransformMeaning sets it, Transform leaves it "".
+	MeaningHash string
 	// Uploads are the blobs to create before writing the doc.
 	Uploads []Upload
 	// Warnings are data-quality notes, in the order found.
@@ -263,11 +267,19 @@ func Scope(partitionKey string) string {
 // with its reason. It does not detect id collisions, which need every
 // earlier row: pass doc outcomes through an IDSet in read order.
 func Transform(row Row, blobs BlobFacts, opts Options) Outcome {
-	return transformWith(defaultKinds, row, blobs, opts)
+	return transformWith(defaultKinds, row, blobs, opts, false)
 }
 
-// transformWith is Transform by the kinds of kt.
-func transformWith(kt *kindTable, row Row, blobs BlobFacts, opts Options) Outcome {
+// TransformMeaning is Transform, and a doc outcome's MeaningHash too: the
+// canonical JSON the provenance hash is made of serves for it, so that
+// the doc is not encoded again (verify compares every row's doc by it).
+func TransformMeaning(row Row, blobs BlobFacts, opts Options) Outcome {
+	return transformWith(defaultKinds, row, blobs, opts, true)
+}
+
+// transformWith is Transform by the kinds of kt; meaning sets the
+// outcome's MeaningHash.
+func transformWith(kt *kindTable, row Row, blobs BlobFacts, opts Options, meaning bool) Outcome {
 	out := Outcome{Table: row.Table, Kind: Kind(row.RowKey)}
 	if err := opts.Validate(); err != nil {
 		return out.deadLetter("invalid options: " + err.Error())
@@ -276,7 +288,7 @@ func transformWith(kt *kindTable, row Row, blobs BlobFacts, opts Options) Outcom
 		return out.deadLetter("undecodable row: " + row.DecodeError)
 	}
 	// One allocation for the builder and its scratch space.
-	b := &builder{row: row, opts: opts.WithDefaults(), blobs: blobs, out: out, kinds: kt, stamps: kt.stamps[row.Table]}
+	b := &builder{row: row, opts: opts.WithDefaults(), blobs: blobs, out: out, kinds: kt, stamps: kt.stamps[row.Table], meaning: meaning}
 	b.used = b.usedBuf[:0]
 	switch row.Table {
 	case TableConfig, TableEntities:
@@ -377,6 +389,8 @@ type builder struct {
 	// stamps are the table's timestamp properties.
 	stamps map[string]bool
 	fail   string // first dead-letter reason
+	// meaning asks for the outcome's MeaningHash.
+	meaning bool
 
 	usedBuf [48]string
 }
@@ -605,13 +619,16 @@ func (b *builder) finish() {
 		return
 	}
 	sum := sha256.Sum256(canon)
+	var hexSum [2 * sha256.Size]byte
+	hex.Encode(hexSum[:], sum[:])
+	h := string(hexSum[:])
+	if b.meaning {
+		b.out.MeaningHash = meaningOfCanonical(b.row.Table, b.doc, canon, h)
+	}
 	if cap(canon) <= maxPooledCanon {
 		*bp = canon
 		canonBufs.Put(bp)
 	}
-	var hexSum [2 * sha256.Size]byte
-	hex.Encode(hexSum[:], sum[:])
-	h := string(hexSum[:])
 	var ts any
 	if !b.row.Timestamp.IsZero() {
 		ts = FormatTimestamp(b.row.Timestamp)

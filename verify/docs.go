@@ -16,16 +16,21 @@ import (
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
-// DefaultPageSize is the most docs a page of verify's query holds. Pages
-// are what verify holds in memory of the docs: the SDK keeps a page, the
-// next one's body and two copies of its docs at once while it fetches
-// (some four times the page's bytes), so a page is bounded whatever the
-// size of the container: 3,000 executions are about 6 MB. The service
-// bounds a page at 4 MB anyway; the local Cosmos DB stand-in works
-// through its whole container for every page (about 5 s a page at 30,000
-// docs), so more, smaller pages cost it time there
-// (docs/performance.md, "verify").
-const DefaultPageSize = 3000
+// DefaultPageSize is the most docs a page of verify's queries asks for.
+// A page costs verify about a doc's bytes, whatever its size: the reader
+// hands each doc on as it is decoded from the answer
+// (azure.DocReader.QueryAll). Pages are few because the local Cosmos DB
+// stand-in works through its whole container for every page it answers
+// (about 5 s a page at 30,000 docs on the 2-core test machine, whatever
+// the page's size): at this size a container of up to 100,000 docs is one
+// page. A real account bounds a page at 4 MB whatever is asked, and
+// --max-ru asks for smaller ones (docs/performance.md, "verify").
+const DefaultPageSize = 100_000
+
+// FeedPageSize is the most docs a page of the change feed (--since) asks
+// for. The SDK reads those pages whole and holds some five times their
+// bytes at once, so they stay small: 3,000 executions are about 6 MB.
+const FeedPageSize = 3000
 
 // containers are the Cosmos DB containers verify reads, in this order.
 var containers = []string{transform.ContainerEntities, transform.ContainerExecutions}
@@ -77,14 +82,17 @@ func (d *docIndex) add(c string, raw []byte) error {
 	return d.act.Add(d.rec.b)
 }
 
-// entry builds the compact entry of one doc of container c.
+// entry builds the compact entry of one doc of container c. It reads
+// the doc once (transform.ReadDoc): the members it needs are decoded
+// alone, and the doc is hashed by meaning from its text.
 func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
-	m, err := transform.DecodeDoc(raw)
+	doc, err := transform.ReadDoc(raw)
 	if err != nil {
 		return actualDoc{}, fmt.Errorf("container %s: undecodable doc: %w", c, err)
 	}
-	a := actualDoc{ref: DocRef{Container: c, Scope: str(m["scope"]), ID: str(m["id"])}}
-	if mig, ok := m["_migration"].(map[string]any); ok {
+	get := func(name string) any { v, _ := doc.Get(name); return v }
+	a := actualDoc{ref: DocRef{Container: c, Scope: str(get("scope")), ID: str(get("id"))}}
+	if mig, ok := get("_migration").(map[string]any); ok {
 		a.hasMig = true
 		a.ref.Table, a.ref.PartitionKey, a.ref.RowKey = str(mig["table"]), str(mig["partitionKey"]), str(mig["rowKey"])
 		a.migHash = migrationKey(mig)
@@ -95,18 +103,18 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
 			}
 		}
 	}
-	if ts, ok := m["_ts"].(json.Number); ok {
+	if ts, ok := get("_ts").(json.Number); ok {
 		a.ts, _ = ts.Int64()
 	}
 	// By meaning (SPEC §12): the timestamps of its row's table as
 	// instants, a null field as an absent one.
-	if a.docHash, err = transform.MeaningHash(a.ref.Table, m); err != nil {
+	if a.docHash, err = doc.MeaningHash(a.ref.Table); err != nil {
 		// A value canonical JSON refuses (it cannot come from a doc the
 		// service stored) simply never matches.
 		a.docHash = "unhashable"
 	}
 	a.expiry = neverExpires
-	if t, ok := m["ttl"]; ok {
+	if t, ok := doc.Get("ttl"); ok {
 		a.ttl = ttlState{present: true, raw: rawJSON(t)}
 		if n, ok := t.(json.Number); ok {
 			f, err := n.Float64()
@@ -121,7 +129,7 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
 	}
 	if c == transform.ContainerExecutions {
 		for _, f := range blobPathFields {
-			if p, ok := m[f].(string); ok && !d.blobs.Exists(p) {
+			if p, ok := get(f).(string); ok && !d.blobs.Exists(p) {
 				a.blobIssues = append(a.blobIssues, blobIssue{f, p})
 			}
 		}
@@ -134,8 +142,8 @@ func (d *docIndex) seqs() int { return int(d.seq) }
 
 // readDocs reads every doc of every container into d: one cross-partition
 // query per container, the containers at the same time (a service far
-// away answers each page after a round trip), their pages decoded and
-// hashed on all CPUs while the next pages are fetched.
+// away answers each page after a round trip), each doc judged on all
+// CPUs as soon as the reader has decoded it from its page.
 func readDocs(ctx context.Context, src DocSource, pageSize int, progress Progress, d *docIndex) error {
 	progress.Step("reading docs of containers " + strings.Join(containers, ", "))
 	g, gctx := errgroup.WithContext(ctx)
@@ -159,26 +167,13 @@ func readDocs(ctx context.Context, src DocSource, pageSize int, progress Progres
 		queries.Add(1)
 		g.Go(func() error {
 			defer queries.Done()
-			n := 0
 			return src.QueryAll(gctx, c, "SELECT * FROM c", nil, pageSize, func(raw []byte) error {
 				select {
 				case docs <- doc{c, raw}:
+					return nil
 				case <-gctx.Done():
 					return gctx.Err()
 				}
-				if n++; n%pageSize == 0 {
-					// The last doc of a full page: the next page is
-					// fetched now, and while it is, the SDK holds this
-					// page, the next one's body and two copies of its
-					// docs at once, some times the page's size. The
-					// collector runs first, so that it is not running
-					// then: it would find all that live and let the heap
-					// grow by as much again (internal/memlimit), and
-					// memory would follow the pages, not what verify
-					// keeps.
-					runtime.GC()
-				}
-				return nil
 			})
 		})
 	}

@@ -114,16 +114,10 @@ func expectedOf(row transform.Row, o transform.Outcome) (expectedDoc, error) {
 	}
 	mig, _ := o.Doc.Get("_migration")
 	migDoc, _ := mig.(transform.Doc)
-	// The doc by meaning (SPEC §12); its hash is the provenance hash
-	// unless it has null fields.
-	if n, changed := transform.Normalize(row.Table, o.Doc); changed {
-		var err error
-		if e.docHash, err = transform.Hash(n); err != nil {
-			return e, fmt.Errorf("table %s %s/%s: %w", row.Table, row.PartitionKey, row.RowKey, err)
-		}
-	} else {
-		h, _ := migDoc.Get("hash")
-		e.docHash, _ = h.(string)
+	// The doc by meaning (SPEC §12), hashed as the doc was
+	// (transform.TransformMeaning).
+	if e.docHash = o.MeaningHash; e.docHash == "" {
+		return e, fmt.Errorf("table %s %s/%s: the doc has no hash by meaning", row.Table, row.PartitionKey, row.RowKey)
 	}
 	e.migHash = migrationKey(migDoc)
 	e.wantTTL = o.Doc.Has("ttl")
@@ -233,11 +227,11 @@ func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row) ([]t
 }
 
 // transform is run's transform of one row, with the blob facts of the
-// listing.
+// listing, and its doc's hash by meaning.
 func (rr rowReader) transform(row transform.Row) transform.Outcome {
 	var facts transform.BlobFacts
 	if row.Table == transform.TableEntities && transform.Kind(row.RowKey) == "execution" {
 		facts = rr.blobs.Facts(transform.ExecutionID(row))
 	}
-	return transform.Transform(row, facts, rr.opts.Transform)
+	return transform.TransformMeaning(row, facts, rr.opts.Transform)
 }

@@ -212,7 +212,7 @@ func (sr *sinceRun) readChanges(ctx context.Context) error {
 	sr.v.Progress.Step(sr.feedStep())
 	from := sr.v.Position(sr.opts.Since)
 	for _, c := range containers {
-		_, err := sr.v.Changes.Changes(ctx, c, from, sr.opts.PageSize, func(raw []byte) error { return sr.docs.add(c, raw) })
+		_, err := sr.v.Changes.Changes(ctx, c, from, min(sr.opts.PageSize, FeedPageSize), func(raw []byte) error { return sr.docs.add(c, raw) })
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 )
 
 // Headroom is the least the heap may grow by between two collections.
@@ -133,4 +134,29 @@ func WriteCPUClasses(path string) error {
 		return fmt.Errorf("BIFROST_CPU_CLASSES: %w", err)
 	}
 	return nil
+}
+
+// StartCPUProfile starts a CPU profile of the process written to the
+// file path, for the benchmarks (BIFROST_CPU_PROFILE: pprof of the binary
+// as they run it); an empty path profiles nothing. Call the stop it
+// returns before the process ends.
+func StartCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("BIFROST_CPU_PROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("BIFROST_CPU_PROFILE: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("BIFROST_CPU_PROFILE: %w", err)
+		}
+		return nil
+	}, nil
 }

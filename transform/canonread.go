@@ -1,0 +1,452 @@
+package transform
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// A doc's JSON read in one pass (ReadDoc): its text is checked as
+// strictly as jsontext checks by default and, as it is read, the RFC 8785
+// form of each top-level member's value is written (what Canonical
+// writes), so that the doc's hash by meaning is the hash of those forms
+// put together, without a decoded tree and without reading the text
+// again. Whatever the reader is not sure to read as DecodeDoc does — a
+// text that is not JSON, a repeated name, invalid UTF-8 or escapes, a
+// number beyond a double, a doc nested deeper than maxCanonDepth — it
+// leaves to DecodeDoc (errNotCanonical).
+
+// errNotCanonical is any reason for canonReader to leave a text to
+// DecodeDoc.
+var errNotCanonical = errors.New("not read by the canonical reader")
+
+// maxCanonDepth is how deep canonReader reads; a deeper doc goes to
+// DecodeDoc (which accepts 10,000 levels).
+const maxCanonDepth = 256
+
+// canonReader reads one JSON text. in is the text, pos where it stands;
+// out receives the canonical forms.
+type canonReader struct {
+	in    []byte
+	pos   int
+	out   []byte
+	depth int
+	// members are the members of the objects being read, innermost last,
+	// their names decoded in names; tmp is where an object's members are
+	// put in order. (Offsets, not slices: sorting them moves no pointer.)
+	members []canonMember
+	names   []byte
+	tmp     []byte
+	// wide is set once a name has a character from U+E000 up, the only
+	// ones whose UTF-16 order is not the order of their UTF-8 bytes.
+	wide bool
+}
+
+// canonMember is one member of an object being read: where its name is
+// in names, decoded, and where its canonical form ("name":value) is in
+// out; for a top-level member, also where its value's canonical form
+// starts in out and where its value is in the text.
+type canonMember struct {
+	// prefix is the name's first 8 bytes, big-endian (zeros after a
+	// shorter name): in byte order, two names whose prefixes differ are
+	// in the order of their prefixes.
+	prefix               uint64
+	nameStart, nameEnd   int
+	start, end           int
+	canonStart           int
+	valueStart, valueEnd int
+}
+
+// name returns m's name.
+func (c *canonReader) name(m canonMember) []byte { return c.names[m.nameStart:m.nameEnd] }
+
+// cmpNames compares two members by name, in RFC 8785's order.
+func (c *canonReader) cmpNames(x, y canonMember) int {
+	if !c.wide {
+		// Byte order: the first bytes decide, unless they are the same.
+		if x.prefix != y.prefix {
+			return cmp.Compare(x.prefix, y.prefix)
+		}
+		return bytes.Compare(c.name(x), c.name(y))
+	}
+	return compareUTF16(c.name(x), c.name(y))
+}
+
+// readName reads a member's name, writes its canonical form and returns
+// the member as far as its name: where the name is, decoded, in names,
+// its first bytes as a number, and where its canonical form starts in out.
+func (c *canonReader) readName() (canonMember, error) {
+	start := len(c.out)
+	name, high, err := c.str()
+	if err != nil {
+		return canonMember{}, err
+	}
+	m := canonMember{nameStart: len(c.names), start: start}
+	c.names = append(c.names, name...)
+	m.nameEnd = len(c.names)
+	var first [8]byte
+	copy(first[:], name)
+	m.prefix = binary.BigEndian.Uint64(first[:])
+	if high && !c.wide {
+		// 0xEE starts U+E000 and up.
+		c.wide = slices.ContainsFunc(name, func(b byte) bool { return b >= 0xEE })
+	}
+	return m, nil
+}
+
+// rawMember is one top-level member of a doc: its name decoded, its value
+// as it is in the doc's text, and its canonical form: the quoted name
+// with its colon ("name":), then the value (canon).
+type rawMember struct {
+	name, value, quoted, canon []byte
+}
+
+// doc reads the top-level object of c.in and returns its members sorted
+// by name (RFC 8785's order, UTF-16 code units), their canonical forms
+// slices of c.out; what follows the object is not read, as DecodeDoc
+// does not read it. Any error is errNotCanonical.
+func (c *canonReader) doc() ([]rawMember, error) {
+	c.space()
+	if !c.next('{') {
+		return nil, errNotCanonical
+	}
+	top := make([]canonMember, 0, 48)
+	c.space()
+	for first := true; !c.next('}'); first = false {
+		if !first && !c.next(',') {
+			return nil, errNotCanonical
+		}
+		c.space()
+		m, err := c.readName()
+		if err != nil {
+			return nil, err
+		}
+		c.space()
+		if !c.next(':') {
+			return nil, errNotCanonical
+		}
+		c.out = append(c.out, ':')
+		c.space()
+		m.canonStart, m.valueStart = len(c.out), c.pos
+		if err := c.value(); err != nil {
+			return nil, err
+		}
+		m.end, m.valueEnd = len(c.out), c.pos
+		top = append(top, m)
+		c.space()
+	}
+	slices.SortFunc(top, c.cmpNames)
+	members := make([]rawMember, len(top))
+	for i, m := range top {
+		if i > 0 && c.cmpNames(top[i-1], m) == 0 {
+			return nil, errNotCanonical // encoding/json keeps the last
+		}
+		members[i] = rawMember{name: c.name(m), value: c.in[m.valueStart:m.valueEnd],
+			quoted: c.out[m.start:m.canonStart:m.canonStart], canon: c.out[m.canonStart:m.end:m.end]}
+	}
+	return members, nil
+}
+
+// value reads one value and writes its canonical form.
+func (c *canonReader) value() error {
+	if c.pos >= len(c.in) {
+		return errNotCanonical
+	}
+	switch b := c.in[c.pos]; {
+	case b == '{':
+		return c.object()
+	case b == '[':
+		return c.array()
+	case b == '"':
+		_, _, err := c.str()
+		return err
+	case b == 't':
+		return c.literal("true")
+	case b == 'f':
+		return c.literal("false")
+	case b == 'n':
+		return c.literal("null")
+	case b == '-' || b >= '0' && b <= '9':
+		return c.number()
+	}
+	return errNotCanonical
+}
+
+// object reads an object and writes its members in RFC 8785's order.
+func (c *canonReader) object() error {
+	if c.depth++; c.depth > maxCanonDepth {
+		return errNotCanonical
+	}
+	c.pos++
+	open := len(c.out)
+	c.out = append(c.out, '{')
+	mark := len(c.members)
+	c.space()
+	for first := true; !c.next('}'); first = false {
+		if !first {
+			if !c.next(',') {
+				return errNotCanonical
+			}
+			c.out = append(c.out, ',')
+			c.space()
+		}
+		m, err := c.readName()
+		if err != nil {
+			return err
+		}
+		c.space()
+		if !c.next(':') {
+			return errNotCanonical
+		}
+		c.out = append(c.out, ':')
+		c.space()
+		if err := c.value(); err != nil {
+			return err
+		}
+		m.end = len(c.out)
+		c.members = append(c.members, m)
+		c.space()
+	}
+	err := c.order(open, c.members[mark:])
+	c.members = c.members[:mark]
+	c.out = append(c.out, '}')
+	c.depth--
+	return err
+}
+
+// order puts the members ms of the object that starts at out[open] in
+// RFC 8785's order, where they are not already; a repeated name is
+// errNotCanonical.
+func (c *canonReader) order(open int, ms []canonMember) error {
+	sorted := true
+	for i := 1; i < len(ms); i++ {
+		switch c.cmpNames(ms[i-1], ms[i]) {
+		case 0:
+			return errNotCanonical // encoding/json keeps the last
+		case 1:
+			sorted = false
+		}
+	}
+	if sorted {
+		return nil
+	}
+	slices.SortFunc(ms, c.cmpNames)
+	for i := 1; i < len(ms); i++ {
+		if c.cmpNames(ms[i-1], ms[i]) == 0 {
+			return errNotCanonical
+		}
+	}
+	c.tmp = c.tmp[:0]
+	for i, m := range ms {
+		if i > 0 {
+			c.tmp = append(c.tmp, ',')
+		}
+		c.tmp = append(c.tmp, c.out[m.start:m.end]...)
+	}
+	c.out = append(c.out[:open+1], c.tmp...)
+	return nil
+}
+
+// array reads an array and writes it.
+func (c *canonReader) array() error {
+	if c.depth++; c.depth > maxCanonDepth {
+		return errNotCanonical
+	}
+	c.pos++
+	c.out = append(c.out, '[')
+	c.space()
+	for first := true; !c.next(']'); first = false {
+		if !first {
+			if !c.next(',') {
+				return errNotCanonical
+			}
+			c.out = append(c.out, ',')
+			c.space()
+		}
+		if err := c.value(); err != nil {
+			return err
+		}
+		c.space()
+	}
+	c.out = append(c.out, ']')
+	c.depth--
+	return nil
+}
+
+// str reads a string, writes its canonical form and returns its value
+// (a slice of the text when it has no escape), and whether it has a
+// character beyond ASCII.
+func (c *canonReader) str() (value []byte, high bool, err error) {
+	in, start := c.in, c.pos
+	if start >= len(in) || in[start] != '"' {
+		return nil, false, errNotCanonical
+	}
+	escaped := false
+	i := start + 1
+scan:
+	for ; i < len(in); i++ {
+		switch b := in[i]; {
+		case b == '"':
+			break scan
+		case b == '\\':
+			escaped = true
+			i++ // the escaped character (a \u's digits are read as characters)
+		case b < 0x20:
+			return nil, false, errNotCanonical
+		case b >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(in[i:])
+			if r == utf8.RuneError && n == 1 {
+				return nil, false, errNotCanonical
+			}
+			high = true
+			i += n - 1
+		}
+	}
+	if i >= len(in) {
+		return nil, false, errNotCanonical
+	}
+	c.pos = i + 1
+	quoted := in[start:c.pos]
+	if !escaped {
+		// As it is: canonical JSON escapes only '"', '\' and control
+		// characters.
+		c.out = append(c.out, quoted...)
+		return quoted[1 : len(quoted)-1], high, nil
+	}
+	value, err = jsontext.AppendUnquote(nil, quoted)
+	if err != nil {
+		return nil, false, errNotCanonical // invalid UTF-8, a lone surrogate, a bad escape
+	}
+	if c.out, err = jsontext.AppendQuote(c.out, value); err != nil {
+		return nil, false, errNotCanonical
+	}
+	return value, true, nil
+}
+
+// literal reads true, false or null.
+func (c *canonReader) literal(word string) error {
+	if len(c.in)-c.pos < len(word) || string(c.in[c.pos:c.pos+len(word)]) != word {
+		return errNotCanonical
+	}
+	c.pos += len(word)
+	c.out = append(c.out, word...)
+	return nil
+}
+
+// number reads a number (RFC 8259's grammar) and writes its canonical
+// form: an integer of up to 15 digits as it is, any other by jsontext's
+// canonicalization, which Canonical uses too. A number beyond a double
+// is errNotCanonical: Hash refuses it where canonical JSON would write
+// the largest double.
+func (c *canonReader) number() error {
+	start := c.pos
+	c.skip('-')
+	switch {
+	case c.skip('0'):
+	case c.digits() == 0:
+		return errNotCanonical
+	}
+	simple := true
+	if c.skip('.') {
+		simple = false
+		if c.digits() == 0 {
+			return errNotCanonical
+		}
+	}
+	if c.skip('e') || c.skip('E') {
+		simple = false
+		if !c.skip('+') {
+			c.skip('-')
+		}
+		if c.digits() == 0 {
+			return errNotCanonical
+		}
+	}
+	text := c.in[start:c.pos]
+	digits := len(text)
+	if text[0] == '-' {
+		digits--
+	}
+	if simple && digits <= 15 && string(text) != "-0" {
+		c.out = append(c.out, text...)
+		return nil
+	}
+	if _, err := strconv.ParseFloat(string(text), 64); err != nil {
+		return errNotCanonical
+	}
+	mark := len(c.out)
+	c.out = append(c.out, text...)
+	v := jsontext.Value(c.out[mark:])
+	if err := v.Canonicalize(); err != nil {
+		return errNotCanonical
+	}
+	c.out = append(c.out[:mark], v...)
+	return nil
+}
+
+// digits skips decimal digits and returns how many.
+func (c *canonReader) digits() int {
+	n := 0
+	for c.pos < len(c.in) && c.in[c.pos] >= '0' && c.in[c.pos] <= '9' {
+		c.pos++
+		n++
+	}
+	return n
+}
+
+// skip skips b if it is next.
+func (c *canonReader) skip(b byte) bool {
+	if c.pos < len(c.in) && c.in[c.pos] == b {
+		c.pos++
+		return true
+	}
+	return false
+}
+
+// next is skip, for a structural character.
+func (c *canonReader) next(b byte) bool { return c.skip(b) }
+
+// space skips JSON's white space.
+func (c *canonReader) space() {
+	for c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+// compareUTF16 is CompareUTF16 of two names, valid UTF-8, as bytes (RFC
+// 8785 orders members by their UTF-16 code units), with a short way for
+// ASCII.
+func compareUTF16(a, b []byte) int {
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf {
+			if a[0] != b[0] {
+				return cmpInt(int(a[0]), int(b[0]))
+			}
+			a, b = a[1:], b[1:]
+			continue
+		}
+		ra, na := utf8.DecodeRune(a)
+		rb, nb := utf8.DecodeRune(b)
+		if ra != rb {
+			ha, la := utf16Units(ra)
+			hb, lb := utf16Units(rb)
+			if ha != hb {
+				return cmpInt(int(ha), int(hb))
+			}
+			return cmpInt(int(la), int(lb))
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return cmpInt(len(a), len(b))
+}
