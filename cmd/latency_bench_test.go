@@ -3,14 +3,13 @@ package cmd_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bifrost/bifrost-migrate/fixtures"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 )
 
 // TestLatencyBenchmark measures plain `run` (the built binary, no flag)
@@ -28,9 +27,7 @@ import (
 // completes; TestRunAtLatency holds the throughput
 // bars. docs/performance.md (Far from the accounts) has its table.
 func TestLatencyBenchmark(t *testing.T) {
-	if os.Getenv("BIFROST_BENCH") != "1" {
-		t.Skip("benchmark: set BIFROST_BENCH=1 (./bench.sh)")
-	}
+	testenv.Benchmark(t)
 	b := newBench(t)
 	n := latencyExecutions()
 	s := newLatencySourceAt(t, n, time.Now().UTC())
@@ -97,16 +94,8 @@ func (s *resSource) verifyFar(b *bench, env map[string]string, db string) (verif
 // 150 ms.
 func benchLatencies(t *testing.T) []time.Duration {
 	t.Helper()
-	v := os.Getenv("BIFROST_LATENCIES")
-	if v == "" {
-		return []time.Duration{0, 20 * time.Millisecond, 80 * time.Millisecond, 150 * time.Millisecond}
-	}
 	var ls []time.Duration
-	for _, f := range strings.Split(v, ",") {
-		ms, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || ms < 0 {
-			t.Fatalf("BIFROST_LATENCIES=%q: want milliseconds, comma-separated", v)
-		}
+	for _, ms := range testenv.Numbers(t, "BIFROST_LATENCIES", 0, 0, 20, 80, 150) {
 		ls = append(ls, time.Duration(ms)*time.Millisecond)
 	}
 	return ls

@@ -33,27 +33,9 @@ import (
 // 15000,150000; each execution has 4 index rows); BIFROST_BENCH_ROUNDS,
 // the measured rounds per size (default 3).
 func TestPassBenchmark(t *testing.T) {
-	if os.Getenv("BIFROST_BENCH") != "1" {
-		t.Skip("benchmark: set BIFROST_BENCH=1 (see docs/performance.md)")
-	}
-	sizes := []int{15000, 150000}
-	if s := os.Getenv("BIFROST_PASS_SIZES"); s != "" {
-		sizes = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil || n < passChanges {
-				t.Fatalf("BIFROST_PASS_SIZES: %q is not a number of executions of at least %d", f, passChanges)
-			}
-			sizes = append(sizes, n)
-		}
-	}
-	rounds := 3
-	if s := os.Getenv("BIFROST_BENCH_ROUNDS"); s != "" {
-		var err error
-		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
-			t.Fatalf("BIFROST_BENCH_ROUNDS: %q is not a positive number", s)
-		}
-	}
+	testenv.Benchmark(t)
+	sizes := testenv.Numbers(t, "BIFROST_PASS_SIZES", passChanges, 15000, 150000)
+	rounds := testenv.Numbers(t, "BIFROST_BENCH_ROUNDS", 1, 3)[0]
 	b := newBench(t)
 	for _, n := range sizes {
 		b.pass(n, os.Getenv("BIFROST_BENCH_BASE"), rounds)

@@ -47,9 +47,7 @@ import (
 // each for run and run --dry-run (rates, CPU per row, peak RSS), to
 // compare two versions on one machine in one session.
 func TestRunBenchmark(t *testing.T) {
-	if os.Getenv("BIFROST_BENCH") != "1" {
-		t.Skip("benchmark: set BIFROST_BENCH=1 (see docs/performance.md)")
-	}
+	testenv.Benchmark(t)
 	n := 100000
 	if s := os.Getenv("BIFROST_BENCH_N"); s != "" {
 		var err error
@@ -70,13 +68,7 @@ func TestRunBenchmark(t *testing.T) {
 		if base == "" {
 			t.Fatal("BIFROST_BENCH_ONLY=compare needs BIFROST_BENCH_BASE, the binary to compare with")
 		}
-		rounds := 3
-		if s := os.Getenv("BIFROST_BENCH_ROUNDS"); s != "" {
-			var err error
-			if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
-				t.Fatalf("BIFROST_BENCH_ROUNDS: %q is not a positive number", s)
-			}
-		}
+		rounds := testenv.Numbers(t, "BIFROST_BENCH_ROUNDS", 1, 3)[0]
 		b.compare(n, base, rounds)
 	}
 	t.Logf("results:\n%s", b.report.String())

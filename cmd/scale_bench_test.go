@@ -548,17 +548,7 @@ func TestScaleBenchmark(t *testing.T) {
 	if only := os.Getenv("BIFROST_BENCH_ONLY"); os.Getenv("BIFROST_BENCH") != "1" || (only != "" && only != "scale") {
 		t.Skip("benchmark: set BIFROST_BENCH=1 (see README.md, Performance), or run BIFROST_BENCH_ONLY=scale ./bench.sh")
 	}
-	sizes := []int{1000000, 5000000}
-	if v := os.Getenv("BIFROST_SCALE_ROWS"); v != "" {
-		sizes = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1000 {
-				t.Fatalf("BIFROST_SCALE_ROWS: %q is not a list of row counts ≥ 1000", v)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := testenv.Numbers(t, "BIFROST_SCALE_ROWS", 1000, 1000000, 5000000)
 	modes := []string{"dry-run", "run", "verify", "window"}
 	if v := os.Getenv("BIFROST_SCALE_MODES"); v != "" {
 		modes = strings.Split(v, ",")

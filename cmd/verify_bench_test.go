@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,20 +41,8 @@ import (
 // figures and the command. It runs with BIFROST_BENCH=1 only:
 // `BIFROST_BENCH_ONLY=verify ./bench.sh`.
 func TestVerifyBenchmark(t *testing.T) {
-	if os.Getenv("BIFROST_BENCH") != "1" {
-		t.Skip("benchmark: set BIFROST_BENCH=1 (see docs/performance.md)")
-	}
-	sizes := []int{3000, 30000}
-	if s := os.Getenv("BIFROST_BENCH_VERIFY_EXECUTIONS"); s != "" {
-		sizes = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				t.Fatalf("BIFROST_BENCH_VERIFY_EXECUTIONS: %q is not a list of positive numbers", s)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	testenv.Benchmark(t)
+	sizes := testenv.Numbers(t, "BIFROST_BENCH_VERIFY_EXECUTIONS", 1, 3000, 30000)
 	b := newBench(t)
 	type point struct {
 		rows              int
