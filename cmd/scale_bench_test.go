@@ -687,22 +687,9 @@ func scaleRun(t *testing.T, bin string, w *scaleWorld, dry bool) scaleResult {
 	if dry {
 		args = append(args, "--dry-run")
 	}
-	env := srv.env()
-	env["GODEBUG"] = "gctrace=1"
-	classes := filepath.Join(t.TempDir(), "cpu-classes.json")
-	env["BIFROST_CPU_CLASSES"] = classes
-	for _, kv := range strings.Fields(os.Getenv("BIFROST_SCALE_TOOL_ENV")) {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	r := testenv.RunTimed(t, env, bin, args...)
+	r, res := scaleTool(t, srv, bin, args)
 	if ee, ok := r.Exit.(*exec.ExitError); r.Exit != nil && !(ok && ee.ExitCode() == cmd.ExitPartial) {
 		t.Fatalf("%v: %v: %s", args, r.Exit, lastLines(string(r.Stderr), 20))
-	}
-	res := scaleResult{RSS: r.MaxRSS, CPU: r.CPU, Wall: r.Wall}
-	res.GC = parseGCTrace(string(r.Stderr))
-	if b, err := os.ReadFile(classes); err != nil || json.Unmarshal(b, &res.Classes) != nil {
-		t.Fatalf("%v: no CPU classes (%v): %s", args, err, b)
 	}
 	s := resSummary(t, string(r.Stdout))
 	res.Rows = rowsOf(s)
@@ -721,13 +708,12 @@ func scaleRun(t *testing.T, bin string, w *scaleWorld, dry bool) scaleResult {
 	return res
 }
 
-// scaleVerifyRun runs `verify` (the binary bin) against fresh services
-// over w, which serve the docs run writes, and checks its verdict.
-func scaleVerifyRun(t *testing.T, bin string, w *scaleWorld) scaleResult {
+// scaleTool runs the binary bin with args against srv, with the
+// collector's trace and the runtime's CPU classes asked for (and
+// BIFROST_SCALE_TOOL_ENV's settings), and returns the run and what it
+// measured: its CPU, peak RSS, wall time and collector's work.
+func scaleTool(t *testing.T, srv *scaleServers, bin string, args []string) (testenv.Timed, scaleResult) {
 	t.Helper()
-	srv := newScaleServers(w)
-	defer srv.Close()
-	args := []string{"verify", "--execution-ttl", "full", "--state-dir", filepath.Join(t.TempDir(), "state"), "--output", "json", "--quiet"}
 	env := srv.env()
 	env["GODEBUG"] = "gctrace=1"
 	classes := filepath.Join(t.TempDir(), "cpu-classes.json")
@@ -737,14 +723,25 @@ func scaleVerifyRun(t *testing.T, bin string, w *scaleWorld) scaleResult {
 		env[k] = v
 	}
 	r := testenv.RunTimed(t, env, bin, args...)
+	res := scaleResult{RSS: r.MaxRSS, CPU: r.CPU, Wall: r.Wall, GC: parseGCTrace(string(r.Stderr))}
+	if b, err := os.ReadFile(classes); err != nil || json.Unmarshal(b, &res.Classes) != nil {
+		t.Fatalf("%v: no CPU classes (%v): %s (%s)", args, err, b, lastLines(string(r.Stderr), 20))
+	}
+	return r, res
+}
+
+// scaleVerifyRun runs `verify` (the binary bin) against fresh services
+// over w, which serve the docs run writes, and checks its verdict.
+func scaleVerifyRun(t *testing.T, bin string, w *scaleWorld) scaleResult {
+	t.Helper()
+	srv := newScaleServers(w)
+	defer srv.Close()
+	args := []string{"verify", "--execution-ttl", "full", "--state-dir", filepath.Join(t.TempDir(), "state"), "--output", "json", "--quiet"}
+	r, res := scaleTool(t, srv, bin, args)
 	if ee, ok := r.Exit.(*exec.ExitError); !ok || ee.ExitCode() != cmd.ExitPartial {
 		t.Fatalf("%v: exit %v, want %d (the collisions): %s", args, r.Exit, cmd.ExitPartial, lastLines(string(r.Stderr), 20))
 	}
-	res := scaleResult{RSS: r.MaxRSS, CPU: r.CPU, Wall: r.Wall, Docs: int64(srv.docs.size(transform.ContainerExecutions))}
-	res.GC = parseGCTrace(string(r.Stderr))
-	if b, err := os.ReadFile(classes); err != nil || json.Unmarshal(b, &res.Classes) != nil {
-		t.Fatalf("%v: no CPU classes (%v): %s", args, err, b)
-	}
+	res.Docs = int64(srv.docs.size(transform.ContainerExecutions))
 	rep := verifySummary(t, string(r.Stdout))
 	res.Rows = int64(rep.Totals.Rows)
 	scaleVerifyCheck(t, srv, rep)
