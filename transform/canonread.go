@@ -431,7 +431,7 @@ func compareUTF16(a, b []byte) int {
 	for len(a) > 0 && len(b) > 0 {
 		if a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf {
 			if a[0] != b[0] {
-				return cmpInt(int(a[0]), int(b[0]))
+				return cmp.Compare(int(a[0]), int(b[0]))
 			}
 			a, b = a[1:], b[1:]
 			continue
@@ -442,11 +442,11 @@ func compareUTF16(a, b []byte) int {
 			ha, la := utf16Units(ra)
 			hb, lb := utf16Units(rb)
 			if ha != hb {
-				return cmpInt(int(ha), int(hb))
+				return cmp.Compare(int(ha), int(hb))
 			}
-			return cmpInt(int(la), int(lb))
+			return cmp.Compare(int(la), int(lb))
 		}
 		a, b = a[na:], b[nb:]
 	}
-	return cmpInt(len(a), len(b))
+	return cmp.Compare(len(a), len(b))
 }

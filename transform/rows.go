@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"slices"
@@ -68,13 +69,13 @@ func CompareUTF16(a, b string) int {
 			ha, la := utf16Units(ra)
 			hb, lb := utf16Units(rb)
 			if ha != hb {
-				return cmpInt(ha, hb)
+				return cmp.Compare(ha, hb)
 			}
-			return cmpInt(la, lb)
+			return cmp.Compare(la, lb)
 		}
 		a, b = a[na:], b[nb:]
 	}
-	return cmpInt(len(a), len(b))
+	return cmp.Compare(len(a), len(b))
 }
 
 // utf16Units is r's first UTF-16 unit and its second (0 when it has one).
@@ -84,16 +85,6 @@ func utf16Units(r rune) (first, second int) {
 	}
 	r -= 0x10000
 	return 0xD800 + int(r>>10), 0xDC00 + int(r&0x3FF)
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ExecutionIDs returns the execution ids an Entities row stands for: its

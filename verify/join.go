@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"container/heap"
 	"maps"
 	"slices"
@@ -145,7 +146,7 @@ func newJoiner(rows *rowIndex, docs *docIndex, w *work, tables []string, sample 
 // finish puts the lists in their order and fills the report's counts.
 func (j *joiner) finish() joined {
 	r := j.r
-	slices.SortFunc(j.missing, func(a, b expectedDoc) int { return cmpSeq(a.seq, b.seq) })
+	slices.SortFunc(j.missing, func(a, b expectedDoc) int { return cmp.Compare(a.seq, b.seq) })
 	for _, m := range j.missing {
 		r.Missing = append(r.Missing, m.ref)
 	}
@@ -155,16 +156,6 @@ func (j *joiner) finish() joined {
 	sortOrphans(r.Orphans)
 	j.counts.fillCounts(r)
 	return joined{r: r, counts: j.counts, jobs: j.jobs.sorted(), missing: j.missing}
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // byPlace is step 1: the expected docs and the docs, both by place.
@@ -461,6 +452,6 @@ func (f *firstN[T]) add(x T) {
 // sorted returns the items kept, by seq.
 func (f *firstN[T]) sorted() []T {
 	out := slices.Clone(f.items)
-	slices.SortFunc(out, func(a, b T) int { return cmpSeq(f.seq(a), f.seq(b)) })
+	slices.SortFunc(out, func(a, b T) int { return cmp.Compare(f.seq(a), f.seq(b)) })
 	return out
 }

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -336,13 +337,13 @@ func (s *state) recheck(ctx context.Context, r *Report, counts *rowIndex, jobs [
 		stillMissing = append(stillMissing, seqRef{e.seq, e.ref})
 	}
 	r.Orphans = append(r.Orphans, orphans...)
-	slices.SortFunc(stillMissing, func(a, b seqRef) int { return cmpSeq(a.seq, b.seq) })
+	slices.SortFunc(stillMissing, func(a, b seqRef) int { return cmp.Compare(a.seq, b.seq) })
 	r.Missing = r.Missing[:0]
 	for _, m := range stillMissing {
 		r.Missing = append(r.Missing, m.ref)
 	}
 	sortOrphans(r.Orphans)
-	slices.SortFunc(differing, func(a, b seqDiffs) int { return cmpSeq(a.seq, b.seq) })
+	slices.SortFunc(differing, func(a, b seqDiffs) int { return cmp.Compare(a.seq, b.seq) })
 	for _, d := range differing[:min(len(differing), MaxDetailedDocs)] {
 		r.Differences = append(r.Differences, d.diffs...)
 	}
