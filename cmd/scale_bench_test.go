@@ -496,29 +496,16 @@ func scaleVerify(w *scaleWorld, srv *scaleServers) (docs int64, problems []strin
 		})
 	}
 	wg.Wait()
-	ids := transform.NewIDSet()
 	others := 0
-	for _, table := range []string{"Config", "Entities"} {
-		for _, seg := range w.tables[table].segs {
-			fixed, ok := seg.(fixedRows)
-			if !ok {
-				continue
-			}
-			for _, row := range fixed {
-				o := ids.Check(transform.Transform(row, transform.BlobFacts{}, opts))
-				if o.Disposition != transform.DispositionDoc {
-					continue
-				}
-				others++
-				srv.sink.mu.Lock()
-				got := srv.sink.others[o.Container+"/"+o.ID]
-				srv.sink.mu.Unlock()
-				if got != digest(o.DocJSON) {
-					fail("%s %s/%s: doc %s/%s not written, or different", table, row.PartitionKey, row.RowKey, o.Container, o.ID)
-				}
-			}
+	w.fixedDocs(opts, func(table string, row transform.Row, o transform.Outcome) {
+		others++
+		srv.sink.mu.Lock()
+		got := srv.sink.others[o.Container+"/"+o.ID]
+		srv.sink.mu.Unlock()
+		if got != digest(o.DocJSON) {
+			fail("%s %s/%s: doc %s/%s not written, or different", table, row.PartitionKey, row.RowKey, o.Container, o.ID)
 		}
-	}
+	})
 	srv.sink.mu.Lock()
 	if len(srv.sink.others) != others {
 		fail("%d docs outside executions, want %d", len(srv.sink.others), others)

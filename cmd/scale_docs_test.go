@@ -83,22 +83,10 @@ func newScaleDocs(w *scaleWorld) *scaleDocs {
 		transform.ContainerEntities: {}, transform.ContainerExecutions: {}},
 		log: map[string][]scaleDoc{}, latest: map[string]int{}, added: map[string][]scaleDoc{}}
 	d.opts.Now = time.Now()
-	ids := transform.NewIDSet()
-	for _, table := range []string{"Config", "Entities"} {
-		for _, seg := range w.tables[table].segs {
-			fixed, ok := seg.(fixedRows)
-			if !ok {
-				continue
-			}
-			for _, row := range fixed {
-				o := ids.Check(transform.Transform(row, transform.BlobFacts{}, d.opts))
-				if o.Disposition == transform.DispositionDoc {
-					d.others[o.Container] = append(d.others[o.Container], scaleDoc{o.Scope, o.ID, w.stamp.Unix(), o.DocJSON})
-					d.counts[o.Container][o.Scope]++
-				}
-			}
-		}
-	}
+	w.fixedDocs(d.opts, func(_ string, _ transform.Row, o transform.Outcome) {
+		d.others[o.Container] = append(d.others[o.Container], scaleDoc{o.Scope, o.ID, w.stamp.Unix(), o.DocJSON})
+		d.counts[o.Container][o.Scope]++
+	})
 	for c := range d.others {
 		slices.SortFunc(d.others[c], func(a, b scaleDoc) int { return strings.Compare(a.id, b.id) })
 	}

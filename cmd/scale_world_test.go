@@ -372,6 +372,26 @@ type scaleSegment interface {
 	Stamp(i int) time.Time
 }
 
+// fixedDocs calls fn with each doc that the fixed rows of Config and
+// Entities (the world's rows other than executions) make with opts, in
+// read order, collisions left out as run leaves them.
+func (w *scaleWorld) fixedDocs(opts transform.Options, fn func(table string, row transform.Row, o transform.Outcome)) {
+	ids := transform.NewIDSet()
+	for _, table := range []string{"Config", "Entities"} {
+		for _, seg := range w.tables[table].segs {
+			fixed, ok := seg.(fixedRows)
+			if !ok {
+				continue
+			}
+			for _, row := range fixed {
+				if o := ids.Check(transform.Transform(row, transform.BlobFacts{}, opts)); o.Disposition == transform.DispositionDoc {
+					fn(table, row, o)
+				}
+			}
+		}
+	}
+}
+
 // fixedRows is a segment of rows held in memory (the small kinds).
 type fixedRows []transform.Row
 
