@@ -110,27 +110,7 @@ func (b *bench) pass(n int, base string, rounds int) {
 // loadAt generates n executions (seed 1) into fresh tables under a
 // prefix of their own, as load does, and returns what generated them.
 func (b *bench) loadAt(n int) (prefix, blobs string, gen fixtures.GenerateOptions) {
-	b.t.Helper()
-	prefix, blobs = testenv.Name("pass"), testenv.Name("passblobs")
-	tw, err := azure.NewTableWriter(b.storage, azure.Options{})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	bw, err := azure.NewBlobWriter(b.storage, blobs, azure.Options{})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	gen = fixtures.GenerateOptions{N: n, Seed: 1, Base: time.Now().UTC()}
-	start := time.Now()
-	res, err := fixtures.LoadGenerated(context.Background(), tw, bw, gen, fixtures.LoadOptions{TablePrefix: prefix, Concurrency: 16})
-	if err != nil {
-		b.t.Fatalf("load: %v", err)
-	}
-	rows := 0
-	for _, r := range res.Rows {
-		rows += r
-	}
-	b.logf("loaded %d executions: %d rows, %d blobs in %s", n, rows, res.Blobs, time.Since(start).Round(time.Second))
+	prefix, blobs, gen, _ = b.loadAs("pass", n)
 	return prefix, blobs, gen
 }
 

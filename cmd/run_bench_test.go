@@ -104,8 +104,16 @@ func (b *bench) logf(format string, args ...any) {
 // a fresh blob container; it returns the prefix, the container and the
 // row count.
 func (b *bench) load(n int) (prefix, blobs string, rows int) {
+	prefix, blobs, _, rows = b.loadAs("bench", n)
+	return prefix, blobs, rows
+}
+
+// loadAs generates n executions (seed 1, based now) into fresh tables
+// and a fresh blob container named after name, as load does; it returns
+// the prefix, the container, what generated them and the row count.
+func (b *bench) loadAs(name string, n int) (prefix, blobs string, gen fixtures.GenerateOptions, rows int) {
 	b.t.Helper()
-	prefix, blobs = testenv.Name("bench"), testenv.Name("benchblobs")
+	prefix, blobs = testenv.Name(name), testenv.Name(name+"blobs")
 	tw, err := azure.NewTableWriter(b.storage, azure.Options{})
 	if err != nil {
 		b.t.Fatal(err)
@@ -114,10 +122,9 @@ func (b *bench) load(n int) (prefix, blobs string, rows int) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	gen = fixtures.GenerateOptions{N: n, Seed: 1, Base: time.Now().UTC()}
 	start := time.Now()
-	res, err := fixtures.LoadGenerated(context.Background(), tw, bw,
-		fixtures.GenerateOptions{N: n, Seed: 1, Base: time.Now().UTC()},
-		fixtures.LoadOptions{TablePrefix: prefix, Concurrency: 16})
+	res, err := fixtures.LoadGenerated(context.Background(), tw, bw, gen, fixtures.LoadOptions{TablePrefix: prefix, Concurrency: 16})
 	if err != nil {
 		b.t.Fatalf("load: %v", err)
 	}
@@ -125,7 +132,7 @@ func (b *bench) load(n int) (prefix, blobs string, rows int) {
 		rows += r
 	}
 	b.logf("loaded %d executions: %d rows, %d blobs in %s", n, rows, res.Blobs, time.Since(start).Round(time.Second))
-	return prefix, blobs, rows
+	return prefix, blobs, gen, rows
 }
 
 // newDatabase creates a database with the containers through `init`.
