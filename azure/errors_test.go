@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
+
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/store"
 )
@@ -51,15 +53,10 @@ func TestScrubErrorKeepsTheChain(t *testing.T) {
 // ErrRetriesExhausted and the last attempt's Unreachable fault, and holds
 // no SAS.
 func TestTableReaderUnreachableOutlastsTheTimeout(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().String()
-	l.Close()
+	closed := testenv.ClosedPort(t)
 	acct := azure.StorageAccount{Name: "acct", SAS: "sv=1&ss=t&" + sasSecret, TableEndpoint: "http://" + closed + "/acct"}
 	r := azure.NewTableReader(acct, azure.Options{Retry: azure.RetryOptions{Timeout: 200 * time.Millisecond, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}})
-	_, err = r.ReadPage(context.Background(), "Config", store.Query{}, store.Cursor{})
+	_, err := r.ReadPage(context.Background(), "Config", store.Query{}, store.Cursor{})
 	if !errors.Is(err, store.ErrRetriesExhausted) || store.KindOf(err) != store.Unreachable {
 		t.Fatalf("err = %v (%s); want ErrRetriesExhausted of an Unreachable fault", err, store.KindOf(err))
 	}

@@ -96,12 +96,7 @@ func TestFirstContactWaitsForABusyEndpoint(t *testing.T) {
 // emulator's) end the check at its first attempt; at work, the same
 // refused connection is tried again.
 func TestFirstContactFailsAtOnceWhenUnreachableOrRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := testenv.ClosedPort(t)
 	unauthorized, requests := emptyTables(t, http.StatusUnauthorized)
 	var conns atomic.Int32
 	selfSigned := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))

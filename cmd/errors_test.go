@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
 	"github.com/bifrost/bifrost-migrate/azure"
@@ -255,15 +257,10 @@ func TestErrVerboseDetailIsScrubbed(t *testing.T) {
 // attempt got, and that running again may finish: not "cannot reach",
 // which is for a request sent once. No SAS reaches it.
 func TestErrUnreachableDuringTheWork(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().String()
-	l.Close()
+	closed := testenv.ClosedPort(t)
 	acct := azure.StorageAccount{Name: "acct", SAS: "sv=1&ss=t&sig=SIGNATURE-do-not-print", TableEndpoint: "http://" + closed + "/acct"}
 	r := azure.NewTableReader(acct, azure.Options{Retry: azure.RetryOptions{Timeout: 200 * time.Millisecond, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}})
-	_, err = r.ReadPage(context.Background(), "Config", store.Query{}, store.Cursor{})
+	_, err := r.ReadPage(context.Background(), "Config", store.Query{}, store.Cursor{})
 	f, _, _ := newTestFactory(nil)
 	want := "bifrost-migrate: Table Storage http://" + closed + "/acct kept failing for table Config after every retry (last: connect: connection refused): " +
 		"the service is unavailable or overloaded; try again later, or let the command wait longer with --retry-timeout\n"

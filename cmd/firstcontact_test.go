@@ -334,12 +334,7 @@ func TestEveryCommandWaitsForABusyFirstContact(t *testing.T) {
 	}
 
 	// A closed port: exit 1 at once, naming the setting, no retry.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := testenv.ClosedPort(t)
 	start := time.Now()
 	code, _, stderr := busy.run(map[string]string{"BIFROST_TABLES_CONNECTION": storageAt(closed, hostPort(busy.acct.BlobEndpoint))}, busy.args("verify"))
 	// The acceptance's "within 1 s" is what it takes on an idle machine

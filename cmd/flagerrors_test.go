@@ -2,11 +2,12 @@ package cmd
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 
 	"github.com/spf13/cobra"
 
@@ -50,12 +51,7 @@ var goInternals = []string{"strconv.", "json:", "open /", "context canceled", "c
 // holds none of goInternals. The accounts are on a closed port, so that a
 // command that accepts the value fails fast at its first request.
 func TestBadFlagValuesSpeakPlainly(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().String()
-	l.Close()
+	closed := testenv.ClosedPort(t)
 	env := map[string]string{
 		"BIFROST_TABLES_CONNECTION": "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + azure.DevStorageKey +
 			";TableEndpoint=http://" + closed + "/devstoreaccount1;BlobEndpoint=http://" + closed + "/devstoreaccount1;",
