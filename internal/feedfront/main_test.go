@@ -28,18 +28,6 @@ import (
 // hang bounds how long a test waits for the front to start or stop.
 const hang = 30 * time.Second
 
-// freeAddr returns a loopback address with a port that is free now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // front is a feedfront run in this process.
 type front struct {
 	url    string
@@ -171,7 +159,7 @@ func TestFrontAddressInUse(t *testing.T) {
 // exit 0 when cancelled (then nothing listens there).
 func TestFrontProxiesUntilStopped(t *testing.T) {
 	up := upstream(t)
-	addr := freeAddr(t)
+	addr := testenv.ClosedPort(t) // free now
 	f := startFront(t, "--target", up.URL+"/", "--addr", addr)
 	if f.url != "http://"+addr+"/" {
 		t.Fatalf("serving %q, want http://%s/", f.url, addr)
