@@ -113,13 +113,13 @@ type rawMember struct {
 // does not read it. Any error is errNotCanonical.
 func (c *canonReader) doc() ([]rawMember, error) {
 	c.space()
-	if !c.next('{') {
+	if !c.skip('{') {
 		return nil, errNotCanonical
 	}
 	top := make([]canonMember, 0, 48)
 	c.space()
-	for first := true; !c.next('}'); first = false {
-		if !first && !c.next(',') {
+	for first := true; !c.skip('}'); first = false {
+		if !first && !c.skip(',') {
 			return nil, errNotCanonical
 		}
 		c.space()
@@ -128,7 +128,7 @@ func (c *canonReader) doc() ([]rawMember, error) {
 			return nil, err
 		}
 		c.space()
-		if !c.next(':') {
+		if !c.skip(':') {
 			return nil, errNotCanonical
 		}
 		c.out = append(c.out, ':')
@@ -188,9 +188,9 @@ func (c *canonReader) object() error {
 	c.out = append(c.out, '{')
 	mark := len(c.members)
 	c.space()
-	for first := true; !c.next('}'); first = false {
+	for first := true; !c.skip('}'); first = false {
 		if !first {
-			if !c.next(',') {
+			if !c.skip(',') {
 				return errNotCanonical
 			}
 			c.out = append(c.out, ',')
@@ -201,7 +201,7 @@ func (c *canonReader) object() error {
 			return err
 		}
 		c.space()
-		if !c.next(':') {
+		if !c.skip(':') {
 			return errNotCanonical
 		}
 		c.out = append(c.out, ':')
@@ -261,9 +261,9 @@ func (c *canonReader) array() error {
 	c.pos++
 	c.out = append(c.out, '[')
 	c.space()
-	for first := true; !c.next(']'); first = false {
+	for first := true; !c.skip(']'); first = false {
 		if !first {
-			if !c.next(',') {
+			if !c.skip(',') {
 				return errNotCanonical
 			}
 			c.out = append(c.out, ',')
@@ -409,20 +409,8 @@ func (c *canonReader) skip(b byte) bool {
 	return false
 }
 
-// next is skip, for a structural character.
-func (c *canonReader) next(b byte) bool { return c.skip(b) }
-
 // space skips JSON's white space.
-func (c *canonReader) space() {
-	for c.pos < len(c.in) {
-		switch c.in[c.pos] {
-		case ' ', '\t', '\n', '\r':
-			c.pos++
-		default:
-			return
-		}
-	}
-}
+func (c *canonReader) space() { c.pos = skipSpace(c.in, c.pos) }
 
 // compareUTF16 is CompareUTF16 of two names, valid UTF-8, as bytes (RFC
 // 8785 orders members by their UTF-16 code units), with a short way for
