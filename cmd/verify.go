@@ -21,6 +21,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/internal/version"
 	"github.com/bifrost/bifrost-migrate/internal/words"
 	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
@@ -228,6 +229,10 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 	if err := checkStateDir(opts.StateDir); err != nil {
 		return err
 	}
+	ranges, err := store.LoadRanges(opts.StateDir)
+	if err != nil {
+		return InputError(err)
+	}
 	if !opts.since.IsZero() && opts.since.After(serviceStarted) {
 		return UsageError(futureSince(opts.Since, opts.since, serviceStarted))
 	}
@@ -272,6 +277,7 @@ func verifyRun(ctx context.Context, opts *VerifyOptions) error {
 		Since:       opts.since,
 		Started:     serviceStarted,
 		DocsDir:     opts.StateDir,
+		Ranges:      ranges,
 	}
 	if vopts.TempDir, err = prepareStateDir(opts.StateDir); err != nil {
 		return err

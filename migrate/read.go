@@ -31,19 +31,20 @@ type tableRead struct {
 const scanBuffer = 0
 
 // startReads starts the scans of a command (SPEC §14, Latency): one
-// store.ScanSpans of them all, each table split by store.Splits, so that
+// store.ScanSpans of them all, each table split where ranges say
+// (store.Ranges.Splits: Bifrost's splits and those learned), so that
 // every key range of every table is read at once and a pass takes about
 // the time of its slowest range; the pages reach each scan's reader in
 // key order, one table after the other, so that rows are judged in run's
 // read order (SPEC §10) and checkpoints stay exact. Memory stays bounded:
 // each scan holds at most scanBuffer pages beyond what ScanSpans reads
 // ahead. The reads end with ctx; wait waits for them to end.
-func startReads(ctx context.Context, src store.PageReader, prefix string, scans []scan) (reads []*tableRead, wait func()) {
+func startReads(ctx context.Context, src store.PageReader, prefix string, ranges store.Ranges, scans []scan) (reads []*tableRead, wait func()) {
 	reads = make([]*tableRead, len(scans))
 	spans := make([]store.Span, len(scans))
 	for i, s := range scans {
 		reads[i] = &tableRead{scan: s, pages: make(chan store.Page, scanBuffer), done: make(chan struct{})}
-		spans[i] = store.Span{Table: s.table, Query: s.q, Splits: store.Splits(s.table)}
+		spans[i] = ranges.Span(s.table, s.q)
 	}
 	finished := make(chan struct{})
 	go func() {
@@ -93,9 +94,9 @@ func logPage(log func(string, ...any), table string, q store.Query, p store.Page
 
 // readTables starts reading the scans at once (startReads), each table's
 // pages to be taken in turn; stop ends the reads and waits for them.
-func readTables(ctx context.Context, src store.PageReader, prefix string, scans []scan) (reads []*tableRead, stop func()) {
+func readTables(ctx context.Context, src store.PageReader, prefix string, ranges store.Ranges, scans []scan) (reads []*tableRead, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	reads, wait := startReads(ctx, src, prefix, scans)
+	reads, wait := startReads(ctx, src, prefix, ranges, scans)
 	return reads, func() {
 		cancel()
 		wait()
@@ -120,4 +121,14 @@ func eachPage(pool *pool, rd *tableRead, fn func(store.Page) error) error {
 			return pool.ctx.Err()
 		}
 	}
+}
+
+// loadRanges reads the key ranges a full verify learned of the tables
+// (store.RangesFile in the state directory), for a pass to split them
+// there; a dry run, which does not read the state directory, has none.
+func loadRanges(c Common) (store.Ranges, error) {
+	if c.DryRun {
+		return nil, nil
+	}
+	return store.LoadRanges(c.StateDir)
 }

@@ -197,7 +197,9 @@ func Replay(ctx context.Context, opts ReplayOptions, deps ReplayDeps) (ReplaySum
 		return ReplaySummary{}, err
 	}
 	r.ledger.sink = h.sink
-	err = r.work(ctx)
+	if r.ranges, err = loadRanges(r.opts.Common); err == nil {
+		err = r.work(ctx)
+	}
 	return r.summary(), h.close(err)
 }
 
@@ -235,6 +237,7 @@ type replayer struct {
 	blobs   BlobStore
 	query   DocQuerier
 	blobIdx transform.BlobIndex
+	ranges  store.Ranges     // where the tables split (loadRanges)
 	ids     *transform.IDSet // used by the reading goroutine only
 	// ledger and book record what it did.
 	ledger *ledger
@@ -257,7 +260,7 @@ func (r *replayer) work(ctx context.Context) error {
 	for i, table := range r.tables {
 		scans[i] = scan{table, store.Query{Since: r.opts.Since}}
 	}
-	reads, stop := readTables(ctx, r.src, r.opts.TablePrefix, scans)
+	reads, stop := readTables(ctx, r.src, r.opts.TablePrefix, r.ranges, scans)
 	defer stop()
 	for _, rd := range reads {
 		r.log("reading %s: started", rd.table)

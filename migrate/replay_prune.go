@@ -29,7 +29,7 @@ func (r *replayer) prune(ctx context.Context) error {
 	rows := map[[16]byte]struct{}{}
 	spans := make([]store.Span, len(r.tables))
 	for i, t := range r.tables {
-		spans[i] = store.Span{Table: t, Query: store.Query{Select: []string{"PartitionKey", "RowKey"}}, Splits: store.Splits(t)}
+		spans[i] = r.ranges.Span(t, store.Query{Select: []string{"PartitionKey", "RowKey"}})
 	}
 	err := store.ScanSpans(ctx, r.src, r.opts.TablePrefix, spans, func(_ int, p store.Page) error {
 		for _, row := range p.Rows {

@@ -50,7 +50,7 @@ func (r *reverser) prune(ctx context.Context) error {
 	for i, table := range tables {
 		scans[i] = scan{table, store.Query{}}
 	}
-	reads, stop := readTables(ctx, r.rows, r.opts.TablePrefix, scans)
+	reads, stop := readTables(ctx, r.rows, r.opts.TablePrefix, nil, scans)
 	defer stop()
 	for _, rd := range reads {
 		if err := r.pruneTable(ctx, rd, skip); err != nil {

@@ -327,7 +327,7 @@ func (r *runner) startReads(ctx context.Context) (map[string]*tableRead, func())
 			scans = append(scans, scan{ts.Table, store.Query{After: ts.after()}})
 		}
 	}
-	reads, wait := startReads(ctx, r.src, r.opts.TablePrefix, scans)
+	reads, wait := startReads(ctx, r.src, r.opts.TablePrefix, nil, scans)
 	out := map[string]*tableRead{}
 	for _, rd := range reads {
 		out[rd.table] = rd

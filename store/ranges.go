@@ -16,6 +16,12 @@ type Span struct {
 	Table  string
 	Query  Query
 	Splits []Key
+	// Large says the table is known to hold many pages of rows (a full
+	// read learned splits of it: Ranges.Large): its ranges are read at
+	// once from the start, without the first page over the whole span,
+	// which for a filter would have the service read a whole partition
+	// before any range starts.
+	Large bool
 }
 
 // RowsAhead is how many rows the ranges after the one being delivered may
@@ -27,11 +33,12 @@ type Span struct {
 const RowsAhead = PageSize
 
 // How much of RowsAhead a range asks for at once. A range of a scan that
-// filters (Query.Since) asks for pages of sparsePage rows at first, the
-// size doubling after each page that came back full: where little
-// changed, every range of a pass keeps a request out at once within
-// RowsAhead (37 ranges × 16 = 592 rows), while a range where much changed
-// soon reads full pages. Any other range, and a span's first page, asks
+// filters (Query.Since) asks for pages of sparsePage rows at first (fewer
+// when there are more ranges than RowsAhead/sparsePage: each its share
+// of RowsAhead), the size doubling after each page that came back full:
+// where little changed, every range of a pass keeps a request out at
+// once within RowsAhead (37 ranges × 16 = 592 rows), while a range where
+// much changed soon reads full pages. Any other range, and a span's first page, asks
 // for full pages. A range reads ahead once minAhead rows are free (or all
 // it asks for), in a page of at most the rows free.
 const (
@@ -136,16 +143,28 @@ type probe struct {
 
 func newSpanRead(spans []Span) *spanRead {
 	s := &spanRead{spans: spans, changed: make(chan struct{}), free: RowsAhead, probes: make([]probe, len(spans))}
+	ranges := make([][]Query, len(spans))
+	n := 0
+	for i, sp := range spans {
+		ranges[i] = keyRanges(sp.Query, sp.Splits)
+		n += len(ranges[i])
+	}
+	// Where little changed, every range keeps a request out at once:
+	// a sparse page is at most the budget's share of each range.
+	sparse := max(1, min(sparsePage, RowsAhead/max(n, 1)))
 	for i, sp := range spans {
 		full := pageSize(sp.Query)
-		s.lanes = append(s.lanes, &lane{span: i, q: sp.Query, probe: true, want: full})
+		if sp.Large {
+			s.probes[i] = probe{known: true}
+		} else {
+			s.lanes = append(s.lanes, &lane{span: i, q: sp.Query, probe: true, want: full})
+		}
 		want := full
 		if !sp.Query.Since.IsZero() {
-			want = min(sparsePage, full)
+			want = min(sparse, full)
 		}
-		ranges := keyRanges(sp.Query, sp.Splits)
-		for j, rq := range ranges {
-			s.lanes = append(s.lanes, &lane{span: i, q: rq, last: j == len(ranges)-1, want: want})
+		for j, rq := range ranges[i] {
+			s.lanes = append(s.lanes, &lane{span: i, q: rq, last: j == len(ranges[i])-1, want: want})
 		}
 	}
 	s.waiting = make([]bool, len(s.lanes))
@@ -328,8 +347,8 @@ func (s *spanRead) deliver(ctx context.Context, fn func(span int, p Page) error)
 	ended := false // the current span's last page was passed on
 	for i, l := range s.lanes {
 		s.setHead(i)
-		if l.probe {
-			ended = false
+		if i == 0 || s.lanes[i-1].span != l.span {
+			ended = false // the span's first lane: its probe, or its first range
 		}
 		for {
 			hp, ok, err := s.next(ctx, l)

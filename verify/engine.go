@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 )
 
@@ -56,9 +58,18 @@ type Options struct {
 	// means when Run starts.
 	Started time.Time
 
+	// Ranges are where the tables split into key ranges read at once:
+	// Bifrost's own splits and those a full verify learned
+	// (store.LoadRanges); nil means Bifrost's alone. A full check with
+	// DocsDir learns them again and writes store.RangesFile there.
+	Ranges store.Ranges
+
 	// sizes bound what verify holds in memory; zero fields take the
 	// defaults. Tests make them tiny.
 	sizes sizes
+	// rangeRows is the most rows of a range a full check learns; 0
+	// means store.RangeRows. Tests make it small.
+	rangeRows int
 	// spilled, when not nil, is set when records went to disk.
 	spilled *bool
 }
@@ -129,6 +140,9 @@ type state struct {
 
 	blobs       transform.BlobIndex
 	blobsListed int
+	// learned learns the tables' key ranges in a full check with
+	// DocsDir, saved with its docs file; nil otherwise.
+	learned *store.KeySampler
 }
 
 // Run verifies and returns the report. It returns an error only when it
@@ -216,6 +230,11 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 		}
 		r.docsWritten = true
 	}
+	if s.learned != nil {
+		if err := store.SaveRanges(opts.DocsDir, s.learned.Ranges()); err != nil {
+			return nil, fmt.Errorf("save the tables' key ranges: %w", err)
+		}
+	}
 	r.ElapsedSeconds = now().Sub(start).Seconds()
 	return r, nil
 }
@@ -226,12 +245,15 @@ func (v *Verifier) Run(ctx context.Context, opts Options) (r *Report, err error)
 func (s *state) full(ctx context.Context) (j joined, dw *docsWriter, err error) {
 	opts, v := s.opts, s.v
 	rows, docs := newRowIndex(s.work), newDocIndex(s.blobs, s.work)
+	if opts.DocsDir != "" && opts.full() {
+		s.learned = store.NewKeySampler(cmp.Or(opts.rangeRows, store.RangeRows))
+	}
 	// The two services are read at the same time: neither side needs the
 	// other until the join. The first failure stops the other side.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return readDocs(gctx, v.Docs, opts.PageSize, v.Progress, docs) })
 	g.Go(func() error {
-		return rowReader{rows: v.Rows, opts: opts, blobs: s.blobs, progress: v.Progress, work: s.work}.read(gctx, rows)
+		return rowReader{rows: v.Rows, opts: opts, blobs: s.blobs, progress: v.Progress, work: s.work, learn: s.learned}.read(gctx, rows)
 	})
 	if err := g.Wait(); err != nil {
 		return j, nil, err

@@ -134,6 +134,9 @@ type rowReader struct {
 	work     *work
 	// q selects the rows (a --since: its Timestamp filter).
 	q store.Query
+	// learn, when not nil, learns where the tables split as every row
+	// passes (a full check).
+	learn *store.KeySampler
 }
 
 // read reads the selected tables, transforms every row (collisions need
@@ -154,7 +157,7 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 		slices.Contains(rr.opts.Tables, transform.TableRelationships), rr.work)
 	spans := make([]store.Span, len(rr.opts.Tables))
 	for i, table := range rr.opts.Tables {
-		spans[i] = store.Span{Table: table, Query: rr.q, Splits: store.Splits(table)}
+		spans[i] = rr.opts.Ranges.Span(table, rr.q)
 	}
 	var seq uint64
 	current := 0 // the span whose pages are being judged
@@ -168,6 +171,9 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 			rr.progress.Step("reading table " + table)
 		}
 		x.read += len(p.Rows)
+		if rr.learn != nil {
+			rr.learn.Add(table, p.Rows)
+		}
 		// A chunk of the page at a time: the outcomes hold each doc
 		// twice (tree and JSON), and only the entries outlive them.
 		var outcomes []transform.Outcome

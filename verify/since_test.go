@@ -448,3 +448,65 @@ func TestSinceProgressNamesTheFeedWhileItIsRead(t *testing.T) {
 		t.Errorf("steps %q, want %q among them; %s", p.steps, want, r.VerdictLine())
 	}
 }
+
+// TestFullVerifyLearnsTheRanges: a full verify writes where each table
+// splits into ranges of rangeRows rows (store.RangesFile), and a --since
+// given those ranges reads every one of them, with the same verdict.
+func TestFullVerifyLearnsTheRanges(t *testing.T) {
+	w := newSinceWorld(t, 40)
+	dir := t.TempDir()
+	v := &Verifier{Rows: w.tables, Docs: w.queries, Blobs: w.blobs, Changes: w.docs.Reader(), Position: w.docs.Reader().Since,
+		Now: func() time.Time { return w.clock }}
+	r, err := v.Run(context.Background(), Options{Transform: w.opts, sizes: tiny, PageSize: 7, DocsDir: dir, Started: w.start, rangeRows: 7})
+	must(t, err)
+	if r.Totals.Missing+r.Totals.Different+r.Totals.Orphans > 0 {
+		t.Fatalf("the full verify: %s", r.VerdictLine())
+	}
+	ranges, err := store.LoadRanges(dir)
+	must(t, err)
+	for _, table := range transform.Tables() {
+		rows := w.tables.Rows(table)
+		var want []store.Key
+		for i := 7; i < len(rows); i += 7 {
+			want = append(want, store.Key{PartitionKey: rows[i].PartitionKey, RowKey: rows[i].RowKey})
+		}
+		if !slices.Equal(ranges[table], want) {
+			t.Errorf("%s (%d rows) splits at %v, want %v", table, len(rows), ranges[table], want)
+		}
+	}
+	edited := w.row(t, w.execs[0])
+	edited.Props["Status"] = transform.String("Cancelled")
+	w.write(edited)
+	w.clock = w.clock.Add(time.Minute)
+	froms := &rangeStarts{RowSource: w.tables, seen: map[store.Key]bool{}}
+	v.Rows = froms
+	r, err = v.Run(context.Background(), Options{Transform: w.opts, Since: w.start, sizes: tiny, PageSize: 7, Ranges: ranges,
+		Base: &Base{Started: w.start, DocsFile: filepath.Join(w.dir, DocsFile)}})
+	must(t, err)
+	if ids := ids(diffDocs(r)); r.Totals.Different != 1 || !slices.Equal(ids, []string{w.execs[0].ID}) || r.Totals.Missing+r.Totals.Orphans != 0 {
+		t.Errorf("verify --since on the learned ranges: %s, different %q; want the edited execution %s alone", r.VerdictLine(), ids, w.execs[0].ID)
+	}
+	for table, keys := range ranges {
+		for _, k := range keys {
+			if !froms.seen[k] {
+				t.Errorf("%s: no range read from the learned split %s/%s", table, k.PartitionKey, k.RowKey)
+			}
+		}
+	}
+}
+
+// rangeStarts is a RowSource that records where each range read starts.
+type rangeStarts struct {
+	RowSource
+	mu   sync.Mutex
+	seen map[store.Key]bool
+}
+
+func (s *rangeStarts) ReadPage(ctx context.Context, table string, q store.Query, from store.Cursor) (store.Page, error) {
+	if q.From != nil {
+		s.mu.Lock()
+		s.seen[*q.From] = true
+		s.mu.Unlock()
+	}
+	return s.RowSource.ReadPage(ctx, table, q, from)
+}
