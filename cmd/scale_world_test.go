@@ -98,6 +98,10 @@ type scaleWorld struct {
 type scaleChanges struct {
 	stamp time.Time
 	execs map[int]bool
+	// rows are the positions of the rows written again, by table, in
+	// key order: the rows a Timestamp filter after the world's stamp
+	// selects (scaleServers.serveTables).
+	rows map[string][]int
 }
 
 // change makes the application write k executions spread over the world
@@ -117,8 +121,35 @@ func (w *scaleWorld) change(k int, at time.Time) []int {
 		ch.execs[n] = true
 		ns = append(ns, n)
 	}
+	ch.rows = w.positions(ns)
 	w.changes.Store(ch)
 	return ns
+}
+
+// positions are where the rows of executions ns lie in each table, in
+// key order: each one's row (Entities) and status index row
+// (Relationships).
+func (w *scaleWorld) positions(ns []int) map[string][]int {
+	out := map[string][]int{}
+	at := func(table, pk, rk string) {
+		tb := w.tables[table]
+		p := tb.Seek(pk, rk)
+		if p == tb.total {
+			panic(fmt.Sprintf("%s has no row %s/%s", table, pk, rk))
+		}
+		if kp, kr := tb.Key(p); kp != pk || kr != rk {
+			panic(fmt.Sprintf("%s has no row %s/%s", table, pk, rk))
+		}
+		out[table] = append(out[table], p)
+	}
+	for _, n := range ns {
+		at(transform.TableEntities, w.orgs[w.org(n)], w.execRowKey(n))
+		at(transform.TableRelationships, "GLOBAL", "status:"+w.status(n)+":"+execID(n))
+	}
+	for _, ps := range out {
+		slices.Sort(ps)
+	}
+	return out
 }
 
 // changedAt is when the application wrote execution n again, if it did.
