@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
 	"github.com/bifrost/bifrost-migrate/verify"
 )
@@ -282,4 +283,57 @@ func TestVerifyWhileReplayFollows(t *testing.T) {
 		t.Errorf("exit %d, totals %+v, different %q; want exit 3 for the tampered doc %s alone:\n%s", code, r.Totals, differingIDs(r.Differences), o.ID, stdout)
 	}
 	t.Logf("changed while verify ran: %d (the others agreed when read again)", r.Totals.ChangedWhileRunning)
+}
+
+// TestRangesFileInTheStateDirectory: a full verify writes where each
+// table splits (ranges.json: the fixtures' tables are smaller than one
+// range, so each without a split). A ranges file that cannot be read
+// stops verify --since (exit 2) and replay --since before they read the
+// tables, each saying which file and what to do; the replay wrote
+// nothing: once the file is removed, the row changed before is replaced.
+func TestRangesFileInTheStateDirectory(t *testing.T) {
+	e := newReverseEnv(t, nil)
+	e.dropDeadLetterRows()
+	if code, stdout, r := e.verify(); code != ExitOK || !r.OK {
+		t.Fatalf("the full verify: exit %d:\n%s", code, stdout)
+	}
+	ranges, err := store.LoadRanges(e.stateDir)
+	if err != nil || len(ranges) != len(transform.Tables()) {
+		t.Fatalf("ranges after a full verify: %v, %v; want each of the %d tables", ranges, err, len(transform.Tables()))
+	}
+	for table, keys := range ranges {
+		if len(keys) != 0 {
+			t.Errorf("%s splits at %v, want nowhere (fewer rows than %d)", table, keys, store.RangeRows)
+		}
+	}
+	start := lastFullStart(t, e.stateDir)
+	row := e.executionRows(1)[0]
+	time.Sleep(20 * time.Millisecond)
+	e.mergeRow(transform.TableEntities, row.PartitionKey, row.RowKey, map[string]any{"Status": "Cancelled"})
+
+	file := filepath.Join(e.stateDir, store.RangesFile)
+	if err := os.WriteFile(file, []byte("{garbled"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := file + " is not a file of key ranges this version writes: remove it (the passes then split each table as before, and the next full verify writes it again)"
+	record := recordFile(t, e.stateDir)
+	code, _, stderr := e.cli("verify", "--database", e.db, "--table-prefix", e.prefix, "--blob-container", e.blobs,
+		"--state-dir", e.stateDir, "--quiet", "--since", start)
+	if code != ExitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("verify --since: exit %d, stderr %q; want exit 2 saying %q", code, stderr, want)
+	}
+	if !reflect.DeepEqual(recordFile(t, e.stateDir), record) {
+		t.Error("verify --since changed verify.json")
+	}
+	code, _, stderr = e.cli(e.replayArgs("--since", start)...)
+	if code == ExitOK || !strings.Contains(stderr, want) {
+		t.Errorf("replay --since: exit %d, stderr %q; want a failure saying %q", code, stderr, want)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	code, s, stderr := e.replay(nil, "--since", start)
+	if code != ExitOK || s.Totals.Replaced != 1 {
+		t.Errorf("replay --since without the file: exit %d, totals %+v; want the changed row's doc replaced: %s", code, s.Totals, stderr)
+	}
 }

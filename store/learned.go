@@ -113,6 +113,7 @@ func LoadRanges(dir string) (Ranges, error) {
 	}
 	out := Ranges{}
 	for table, keys := range f.Tables {
+		out[table] = make([]Key, 0, len(keys))
 		for i, k := range keys {
 			key := Key(k)
 			if i > 0 && compareKeys(out[table][i-1], key) >= 0 {

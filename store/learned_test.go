@@ -75,7 +75,7 @@ func TestRangesFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got["T"], first["T"]) || len(got["U"]) != 0 || !slices.Equal(got["V"], []store.Key{{PartitionKey: "v"}}) {
+	if u, ok := got["U"]; !slices.Equal(got["T"], first["T"]) || !ok || len(u) != 0 || !slices.Equal(got["V"], []store.Key{{PartitionKey: "v"}}) {
 		t.Errorf("read back %v", got)
 	}
 	file := filepath.Join(dir, store.RangesFile)
