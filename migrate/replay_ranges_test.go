@@ -181,6 +181,18 @@ func (f *rangesFixture) replay(ctx context.Context, src RowSource) (ReplaySummar
 	return Replay(ctx, opts, ReplayDeps{Source: src, Docs: f.docs, Blobs: f.blobs, Env: Env{Now: func() time.Time { return goldenNow }}})
 }
 
+// oneScan is what a pass over w's changes leaves when it reads each
+// table in one request: what a pass in ranges must leave.
+func oneScan(t *testing.T, w rangesWorld) outcome {
+	t.Helper()
+	one := newRangesFixture(t, w, 0)
+	s, err := one.replay(context.Background(), one.src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return one.outcome(t, s)
+}
+
 // outcome is what a replay left: its counts and conflicts, its dead
 // letters (sorted: they are written as the docs are applied) and every
 // doc without Cosmos DB's system properties.
@@ -342,12 +354,7 @@ func TestReplayPassInRangesMatchesOneScan(t *testing.T) {
 // its ranges, run again, ends as one uninterrupted pass does.
 func TestReplayPassInRangesMissesNothing(t *testing.T) {
 	w := newRangesWorld(t)
-	one := newRangesFixture(t, w, 0)
-	s, err := one.replay(context.Background(), one.src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := one.outcome(t, s)
+	want := oneScan(t, w)
 	for _, stopAt := range []int{3, 20, 60} {
 		f := newRangesFixture(t, w, 2)
 		src := newJitter(f.src, uint64(stopAt))
@@ -476,12 +483,7 @@ func (g *gatedRange) ReadPage(ctx context.Context, table string, q store.Query, 
 // the pass before any read, naming the file, with nothing written.
 func TestReplayPassOnLearnedRanges(t *testing.T) {
 	w := newRangesWorld(t)
-	one := newRangesFixture(t, w, 0)
-	s, err := one.replay(context.Background(), one.src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := one.outcome(t, s)
+	want := oneScan(t, w)
 
 	f := newRangesFixture(t, w, 2)
 	learn := store.NewKeySampler(50)
@@ -509,7 +511,7 @@ func TestReplayPassOnLearnedRanges(t *testing.T) {
 			whole++
 		}
 	}
-	s, err = f.replay(context.Background(), src)
+	s, err := f.replay(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,10 @@
 package store_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/bifrost/bifrost-migrate/store"
 	"github.com/bifrost/bifrost-migrate/transform"
@@ -90,39 +88,5 @@ func TestRangesFile(t *testing.T) {
 		if err := store.SaveRanges(dir, first); err == nil {
 			t.Errorf("%s: saved over it", bad)
 		}
-	}
-}
-
-// TestScanSpansLargeStartsEveryRange: a Large span's ranges all start at
-// once, without a first page over the whole span (which, for a filter,
-// has the service read a whole partition first); the rows passed on are
-// still exactly one scan's, in order, span after span.
-func TestScanSpansLargeStartsEveryRange(t *testing.T) {
-	spans := slices.Clone(passSpans)
-	for i := range spans {
-		spans[i].Large = true
-	}
-	s := newFilterService(t, passTables(3000))
-	b := &lockstep{inner: s, changed: make(chan struct{}), started: map[string]int{}, done: map[string]bool{}}
-	for _, r := range rangesOf(spans) {
-		b.started[r] = 0
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang bound, not a timing
-	defer cancel()
-	got, err := scanSpans(ctx, b, spans)
-	if err != nil {
-		t.Fatalf("the ranges were not read at once: %v (%s)", err, b.stuck())
-	}
-	want := s.want(t, spans)
-	for i := range spans {
-		if !slices.Equal(got.keys[i], want[i]) || got.ends[i] != 1 {
-			t.Errorf("span %d: %d rows, %d last pages; want the %d one scan reads and 1 last page", i, len(got.keys[i]), got.ends[i], len(want[i]))
-		}
-		if n := s.reads[rangeOf(spans[i].Table, store.Query{})]; n != 0 {
-			t.Errorf("span %d: %d reads over the whole span, want none", i, n)
-		}
-	}
-	if !slices.IsSorted(got.order) {
-		t.Errorf("pages passed on by span %v: not span after span", got.order)
 	}
 }

@@ -187,27 +187,39 @@ func TestScanSpansInOrder(t *testing.T) {
 // caller does: each range's n-th read waits until every range still
 // reading has started its n-th, which only ranges read side by side get
 // past (ranges read a few at a time, or one table after the other, wait
-// for each other until the hang bound).
+// for each other until the hang bound). Large spans (store.Ranges.Span)
+// the same, without their first page over the whole span.
 func TestScanSpansReadsEveryRangeAtOnce(t *testing.T) {
-	s := newFilterService(t, passTables(3000))
-	b := &lockstep{inner: s, changed: make(chan struct{}), started: map[string]int{}, done: map[string]bool{}}
-	for _, r := range rangesOf(passSpans) {
-		b.started[r] = 0
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang bound, not a timing
-	defer cancel()
-	got, err := scanSpans(ctx, b, passSpans)
-	if err != nil {
-		t.Fatalf("the ranges were not read at once: %v (%s)", err, b.stuck())
-	}
-	want := s.want(t, passSpans)
-	for i := range passSpans {
-		if !slices.Equal(got.keys[i], want[i]) {
-			t.Errorf("span %d: %d rows, want the %d one scan reads", i, len(got.keys[i]), len(want[i]))
+	for _, large := range []bool{false, true} {
+		spans := slices.Clone(passSpans)
+		for i := range spans {
+			spans[i].Large = large
 		}
-	}
-	if b.rounds < 10 {
-		t.Errorf("the ranges read in %d rounds: the test reads too few pages to tell", b.rounds)
+		s := newFilterService(t, passTables(3000))
+		b := newLockstep(s, spans)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang bound, not a timing
+		got, err := scanSpans(ctx, b, spans)
+		cancel()
+		if err != nil {
+			t.Fatalf("large %v: the ranges were not read at once: %v (%s)", large, err, b.stuck())
+		}
+		want := s.want(t, spans)
+		for i := range spans {
+			if !slices.Equal(got.keys[i], want[i]) || got.ends[i] != 1 {
+				t.Errorf("large %v, span %d: %d rows, %d last pages; want the %d one scan reads and 1 last page", large, i, len(got.keys[i]), got.ends[i], len(want[i]))
+			}
+			// A Large span's ranges start at once, without a first page
+			// over the whole span (for a filter, a whole partition).
+			if n := s.reads[rangeOf(spans[i].Table, store.Query{})]; large && n != 0 {
+				t.Errorf("large span %d: %d reads over the whole span, want none", i, n)
+			}
+		}
+		if !slices.IsSorted(got.order) {
+			t.Errorf("large %v: pages passed on by span %v: not span after span", large, got.order)
+		}
+		if b.rounds < 10 {
+			t.Errorf("large %v: the ranges read in %d rounds: the test reads too few pages to tell", large, b.rounds)
+		}
 	}
 }
 
@@ -240,6 +252,16 @@ type lockstep struct {
 	started map[string]int  // reads started, by range
 	done    map[string]bool // the ranges read to their end
 	rounds  int
+}
+
+// newLockstep reads through inner in lockstep across the ranges of a
+// ScanSpans of spans.
+func newLockstep(inner store.PageReader, spans []store.Span) *lockstep {
+	b := &lockstep{inner: inner, changed: make(chan struct{}), started: map[string]int{}, done: map[string]bool{}}
+	for _, r := range rangesOf(spans) {
+		b.started[r] = 0
+	}
+	return b
 }
 
 func (b *lockstep) ReadPage(ctx context.Context, table string, q store.Query, from store.Cursor) (store.Page, error) {
