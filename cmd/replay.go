@@ -12,6 +12,7 @@ import (
 
 	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
+	"github.com/bifrost/bifrost-migrate/store"
 )
 
 // maxConflictsShown is how many conflicts the text output lists.
@@ -67,6 +68,14 @@ func replayRun(ctx context.Context, opts *ReplayOptions) error {
 		return err
 	}
 	defer w.obs.Finish()
+	if !m.DryRun {
+		// Each pass reads the tables' ranges again (a full verify may
+		// learn them meanwhile); one that cannot be read is refused
+		// before any request.
+		if _, err := store.LoadRanges(m.StateDir); err != nil {
+			return InputError(err)
+		}
+	}
 	svc, err := opts.Connect(ctx)
 	if err != nil {
 		return err

@@ -288,8 +288,8 @@ func TestVerifyWhileReplayFollows(t *testing.T) {
 // TestRangesFileInTheStateDirectory: a full verify writes where each
 // table splits (ranges.json: the fixtures' tables are smaller than one
 // range, so each without a split). A ranges file that cannot be read
-// stops verify --since (exit 2) and replay --since before they read the
-// tables, each saying which file and what to do; the replay wrote
+// stops verify --since and replay --since (exit 2) before any request,
+// each saying which file and what to do; the replay wrote
 // nothing: once the file is removed, the row changed before is replaced.
 func TestRangesFileInTheStateDirectory(t *testing.T) {
 	e := newReverseEnv(t, nil)
@@ -326,8 +326,8 @@ func TestRangesFileInTheStateDirectory(t *testing.T) {
 		t.Error("verify --since changed verify.json")
 	}
 	code, _, stderr = e.cli(e.replayArgs("--since", start)...)
-	if code == ExitOK || !strings.Contains(stderr, want) {
-		t.Errorf("replay --since: exit %d, stderr %q; want a failure saying %q", code, stderr, want)
+	if code != ExitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("replay --since: exit %d, stderr %q; want exit 2 saying %q", code, stderr, want)
 	}
 	if err := os.Remove(file); err != nil {
 		t.Fatal(err)
