@@ -46,6 +46,16 @@ type canonReader struct {
 	// wide is set once a name has a character from U+E000 up, the only
 	// ones whose UTF-16 order is not the order of their UTF-8 bytes.
 	wide bool
+	// top and sorted are doc's top-level members as read and in order.
+	top    []canonMember
+	sorted []rawMember
+}
+
+// reset readies c to read in, keeping its buffers.
+func (c *canonReader) reset(in []byte) {
+	clear(c.sorted) // they refer to the last text
+	*c = canonReader{in: in, out: c.out[:0], members: c.members[:0], names: c.names[:0], tmp: c.tmp[:0],
+		top: c.top[:0], sorted: c.sorted[:0]}
 }
 
 // canonMember is one member of an object being read: where its name is
@@ -116,7 +126,7 @@ func (c *canonReader) doc() ([]rawMember, error) {
 	if !c.skip('{') {
 		return nil, errNotCanonical
 	}
-	top := make([]canonMember, 0, 48)
+	top := c.top[:0]
 	c.space()
 	for first := true; !c.skip('}'); first = false {
 		if !first && !c.skip(',') {
@@ -141,15 +151,17 @@ func (c *canonReader) doc() ([]rawMember, error) {
 		top = append(top, m)
 		c.space()
 	}
+	c.top = top
 	slices.SortFunc(top, c.cmpNames)
-	members := make([]rawMember, len(top))
+	members := c.sorted[:0]
 	for i, m := range top {
 		if i > 0 && c.cmpNames(top[i-1], m) == 0 {
 			return nil, errNotCanonical // encoding/json keeps the last
 		}
-		members[i] = rawMember{name: c.name(m), value: c.in[m.valueStart:m.valueEnd],
-			quoted: c.out[m.start:m.canonStart:m.canonStart], canon: c.out[m.canonStart:m.end:m.end]}
+		members = append(members, rawMember{name: c.name(m), value: c.in[m.valueStart:m.valueEnd],
+			quoted: c.out[m.start:m.canonStart:m.canonStart], canon: c.out[m.canonStart:m.end:m.end]})
 	}
+	c.sorted = members
 	return members, nil
 }
 
@@ -291,6 +303,9 @@ func (c *canonReader) str() (value []byte, high bool, err error) {
 	i := start + 1
 scan:
 	for ; i < len(in); i++ {
+		if i += plainRun(in, i); i >= len(in) {
+			break
+		}
 		switch b := in[i]; {
 		case b == '"':
 			break scan

@@ -123,8 +123,14 @@ func meaningOfCanonical(table string, doc Doc, canon []byte, hash string) string
 	if !normalizes(stamps, doc) {
 		return hash
 	}
-	out := make([]byte, 0, len(canon))
-	out = append(out, '{')
+	bp := canonBufs.Get().(*[]byte)
+	out := append((*bp)[:0], '{')
+	defer func() {
+		if cap(out) <= maxPooledCanon {
+			*bp = out
+			canonBufs.Put(bp)
+		}
+	}()
 	// canon is canonical JSON, compact and valid: its members are found
 	// by their strings and brackets alone.
 	for i := 1; i < len(canon) && canon[i] == '"'; {
@@ -151,20 +157,6 @@ func meaningOfCanonical(table string, doc Doc, canon []byte, hash string) string
 	out = append(out, '}')
 	sum := sha256.Sum256(out)
 	return hex.EncodeToString(sum[:])
-}
-
-// stringEnd returns the index of the quote that ends the string that
-// starts at b[i], in valid JSON.
-func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i
-		}
-	}
-	return len(b)
 }
 
 // valueEnd returns the index just past the value that starts at b[i], in

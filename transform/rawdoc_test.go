@@ -43,6 +43,9 @@ func sameAsDecodeDoc(t *testing.T, raw []byte) {
 			t.Fatalf("%.300s: MeaningHash(%s) = %q, %v; of DecodeDoc's map %q, %v", raw, table, got, gerr, want, werr)
 		}
 	}
+	// The next ReadDoc reuses its buffers: every doc a test reads after
+	// this one is read in what this one left.
+	d.Close()
 }
 
 // docForms returns doc (a doc's JSON) as the service returns it and in
@@ -121,6 +124,17 @@ func TestRawDocEdges(t *testing.T) {
 	}
 }
 
+// TestRawDocReuse: a doc read in the buffers of a longer one, and of a
+// shorter one, answers as it does alone.
+func TestRawDocReuse(t *testing.T) {
+	long := `{"id":"a-long-id","scope":"org-1","inputData":{"z":[1,2,3],"a":"` + strings.Repeat("text ", 200) + `"},"status":null,` +
+		`"_migration":{"table":"Entities","partitionKey":"p","rowKey":"r","timestamp":"2026-01-02T03:04:05Z","hash":"h"},"ttl":5}`
+	short := `{"scope":"s","id":"b","k":{"y":1,"x":2}}`
+	for _, raw := range []string{long, short, long, `{"id":"a","id":"b"}`, short, `{`, long} {
+		sameAsDecodeDoc(t, []byte(raw))
+	}
+}
+
 // FuzzRawDoc: any text reads and hashes as DecodeDoc and MeaningHash
 // read and hash it.
 func FuzzRawDoc(f *testing.F) {
@@ -137,8 +151,9 @@ func FuzzRawDoc(f *testing.F) {
 }
 
 // TestTransformMeaning: TransformMeaning's outcome is Transform's, with
-// MeaningHash the hash by meaning of its doc, for every fixture row (and
-// every doc that has nulls or timestamps to rewrite among them).
+// MeaningHash the hash by meaning of its doc, and TransformHashes' the
+// same without DocJSON, for every fixture row (and every doc that has
+// nulls or timestamps to rewrite among them).
 func TestTransformMeaning(t *testing.T) {
 	fixturesPresent(t)
 	blobs := loadFixtureBlobs(t, fixturesDir)
@@ -168,6 +183,10 @@ func TestTransformMeaning(t *testing.T) {
 				}
 				if !reflect.DeepEqual(judged, want) {
 					t.Fatalf("%s %s/%s: TransformMeaning = %+v, want %+v", table, fr.row.PartitionKey, fr.row.RowKey, judged, want)
+				}
+				want.DocJSON = nil
+				if hashes := TransformHashes(fr.row, bf, opts); !reflect.DeepEqual(hashes, want) {
+					t.Fatalf("%s %s/%s: TransformHashes = %+v, want %+v", table, fr.row.PartitionKey, fr.row.RowKey, hashes, want)
 				}
 			}
 		}

@@ -183,7 +183,7 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 			if err != nil {
 				return err
 			}
-			sampled := sampledKey(keyOf(table, row.PartitionKey, row.RowKey), rr.opts.Sample)
+			sampled := Sampled(table, row.PartitionKey, row.RowKey, rr.opts.Sample)
 			switch {
 			case table == transform.TableEntities && o.Kind == "execution":
 				err = x.access.addExecution(row, seq, o, sampled)
@@ -218,7 +218,7 @@ func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row) ([]t
 				if err := gctx.Err(); err != nil {
 					return err
 				}
-				out[i] = rr.transform(rows[i])
+				out[i] = rr.transformHashes(rows[i])
 			}
 			return nil
 		})
@@ -229,9 +229,19 @@ func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row) ([]t
 // transform is run's transform of one row, with the blob facts of the
 // listing, and its doc's hash by meaning.
 func (rr rowReader) transform(row transform.Row) transform.Outcome {
-	var facts transform.BlobFacts
+	return transform.TransformMeaning(row, rr.facts(row), rr.opts.Transform)
+}
+
+// transformHashes is transform without the doc's JSON, which the index
+// does not keep (transform.TransformHashes).
+func (rr rowReader) transformHashes(row transform.Row) transform.Outcome {
+	return transform.TransformHashes(row, rr.facts(row), rr.opts.Transform)
+}
+
+// facts are the blob facts of the listing that row's transform needs.
+func (rr rowReader) facts(row transform.Row) transform.BlobFacts {
 	if row.Table == transform.TableEntities && transform.Kind(row.RowKey) == "execution" {
-		facts = rr.blobs.Facts(transform.ExecutionID(row))
+		return rr.blobs.Facts(transform.ExecutionID(row))
 	}
-	return transform.TransformMeaning(row, facts, rr.opts.Transform)
+	return transform.BlobFacts{}
 }
