@@ -46,16 +46,19 @@ type canonReader struct {
 	// wide is set once a name has a character from U+E000 up, the only
 	// ones whose UTF-16 order is not the order of their UTF-8 bytes.
 	wide bool
-	// top and sorted are doc's top-level members as read and in order.
+	// top and sorted are doc's top-level members as read and in order;
+	// perm and moved sortMembers' scratch space.
 	top    []canonMember
 	sorted []rawMember
+	perm   []int32
+	moved  []canonMember
 }
 
 // reset readies c to read in, keeping its buffers.
 func (c *canonReader) reset(in []byte) {
 	clear(c.sorted) // they refer to the last text
 	*c = canonReader{in: in, out: c.out[:0], members: c.members[:0], names: c.names[:0], tmp: c.tmp[:0],
-		top: c.top[:0], sorted: c.sorted[:0]}
+		top: c.top[:0], sorted: c.sorted[:0], perm: c.perm[:0], moved: c.moved[:0]}
 }
 
 // canonMember is one member of an object being read: where its name is
@@ -86,6 +89,43 @@ func (c *canonReader) cmpNames(x, y canonMember) int {
 		return bytes.Compare(c.name(x), c.name(y))
 	}
 	return compareUTF16(c.name(x), c.name(y))
+}
+
+// sortMembers puts ms in RFC 8785's order. An object has a few dozen
+// members at most, as a rule: those are put in order by an insertion
+// sort of their indexes, which compares most of them by their first
+// bytes alone and moves each member once; more are left to SortFunc.
+func (c *canonReader) sortMembers(ms []canonMember) {
+	if len(ms) > maxInsertionSort {
+		slices.SortFunc(ms, c.cmpNames)
+		return
+	}
+	perm := c.perm[:0]
+	for i := range ms {
+		p := int32(i)
+		j := len(perm)
+		perm = append(perm, p)
+		for ; j > 0 && c.after(&ms[perm[j-1]], &ms[p]); j-- {
+			perm[j] = perm[j-1]
+		}
+		perm[j] = p
+	}
+	c.perm = perm
+	c.moved = append(c.moved[:0], ms...)
+	for i, p := range perm {
+		ms[i] = c.moved[p]
+	}
+}
+
+// maxInsertionSort is the most members sortMembers sorts by insertion.
+const maxInsertionSort = 64
+
+// after reports whether x's name comes after y's in RFC 8785's order.
+func (c *canonReader) after(x, y *canonMember) bool {
+	if !c.wide && x.prefix != y.prefix {
+		return x.prefix > y.prefix
+	}
+	return c.cmpNames(*x, *y) > 0
 }
 
 // readName reads a member's name, writes its canonical form and returns
@@ -152,7 +192,7 @@ func (c *canonReader) doc() ([]rawMember, error) {
 		c.space()
 	}
 	c.top = top
-	slices.SortFunc(top, c.cmpNames)
+	c.sortMembers(top)
 	members := c.sorted[:0]
 	for i, m := range top {
 		if i > 0 && c.cmpNames(top[i-1], m) == 0 {
@@ -248,7 +288,7 @@ func (c *canonReader) order(open int, ms []canonMember) error {
 	if sorted {
 		return nil
 	}
-	slices.SortFunc(ms, c.cmpNames)
+	c.sortMembers(ms)
 	for i := 1; i < len(ms); i++ {
 		if c.cmpNames(ms[i-1], ms[i]) == 0 {
 			return errNotCanonical

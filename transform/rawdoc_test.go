@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -120,6 +121,16 @@ func TestRawDocEdges(t *testing.T) {
 		`{"id":"a","startedAt":"2026-01-02T03:04:05+01:00","createdAt":"2026-01-02 03:04","updatedAt":"not a time","lastLogin":5}`,
 		`{"id":"a","\u00e9":1,"e\u0301":2,"\ud83d\ude00":3,"\uffff":4,"z":"\u2028\u0000\u001f"}`,
 	} {
+		sameAsDecodeDoc(t, []byte(raw))
+	}
+	// Objects of more members than an insertion sort takes, in reverse
+	// order, nested and at the top, one with a name repeated.
+	var many []string
+	for i := 99; i >= 0; i-- {
+		many = append(many, fmt.Sprintf(`"m%02d":%d`, i, i))
+	}
+	obj := "{" + strings.Join(many, ",") + "}"
+	for _, raw := range []string{obj, `{"id":"a","n":` + obj + `}`, "{" + strings.Join(many, ",") + `,"m42":0}`, `{"id":"a","n":{` + strings.Join(many[:70], ",") + `,"m50":1}}`} {
 		sameAsDecodeDoc(t, []byte(raw))
 	}
 }
