@@ -96,6 +96,12 @@ func (r *recReader) fail() { r.err, r.b = errRecord, nil }
 
 // key reads a string written by recWriter.key.
 func (r *recReader) key() string {
+	// Without a 0x00 of its own, the key is the bytes before 0x00 0x01.
+	if i := bytes.IndexByte(r.b, 0); i >= 0 && i+1 < len(r.b) && r.b[i+1] == 1 {
+		s := string(r.b[:i])
+		r.b = r.b[i+2:]
+		return s
+	}
 	var out []byte
 	for i := 0; i+1 < len(r.b); i++ {
 		if r.b[i] != 0 {
