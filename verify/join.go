@@ -288,14 +288,17 @@ func (j *joiner) judge(e *expectedDoc, a *actualDoc, moved bool) {
 }
 
 // byRow is step 2: the rows not found at their place, the docs no row
-// took, and the dispositions of the selected rows, all by row.
+// took, and the dispositions of the selected rows, all by row. Only the
+// keys of those rows and docs have anything to judge: the dispositions
+// of other rows are passed over, and those after the last key not read.
 func (j *joiner) byRow(unplaced, free, seen *stream) error {
 	var g []byte
 	for {
 		var ok bool
-		if g, ok = minGroup(g, 3, unplaced, free, seen); !ok {
+		if g, ok = minGroup(g, 3, unplaced, free); !ok {
 			break
 		}
+		seen.skipTo(g, 3)
 		var us []expectedDoc
 		for rec := unplaced.next(g, 3); rec != nil; rec = unplaced.next(g, 3) {
 			rr := recReader{b: rec}

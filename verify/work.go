@@ -168,6 +168,13 @@ func (s *stream) next(g []byte, n int) []byte {
 	return s.prev
 }
 
+// skipTo moves past the records whose first n keys come before g.
+func (s *stream) skipTo(g []byte, n int) {
+	for s.ok && bytes.Compare(s.group(n), g) < 0 {
+		s.advance()
+	}
+}
+
 // minGroup returns the smallest group of n keys among the streams' heads,
 // copied into dst's array, and false when they are all at their end.
 func minGroup(dst []byte, n int, ss ...*stream) ([]byte, bool) {
