@@ -102,6 +102,18 @@ func normalizedStamp(stamps map[string]bool, name string, v any) *string {
 	return nil
 }
 
+// inLayout reports whether s is a timestamp that Normalize leaves as it
+// is because FormatTimestamp writes it so (normalizedStamp is nil for
+// it): one that parses and is written back the same.
+func inLayout(s []byte) bool {
+	if len(s) != len(TimestampLayout) {
+		return false
+	}
+	t, ok := ParseTimestamp(string(s))
+	var buf [len(TimestampLayout)]byte
+	return ok && bytes.Equal(appendTimestamp(buf[:0], t), s)
+}
+
 // MeaningHash returns the hash of doc by meaning: Hash of Normalize(table,
 // doc). Two docs of table that mean the same (SPEC §12) have the same
 // MeaningHash; a doc whose timestamps are in TimestampLayout and that has

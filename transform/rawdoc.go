@@ -211,6 +211,9 @@ func meaningMember(stamps map[string]bool, name []byte, v jsontext.Value) (keep 
 		if !stamps[string(name)] {
 			return true, v
 		}
+		if bytes.IndexByte(v, '\\') < 0 && inLayout(v[1:len(v)-1]) {
+			return true, v // as FormatTimestamp writes it: the usual case
+		}
 		s, err := jsontext.AppendUnquote(nil, v)
 		if err != nil {
 			return true, v

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,10 @@ func (w *recWriter) reset() { w.b = w.b[:0] }
 // key appends s so that records compare by s first: every 0x00 becomes
 // 0x00 0xff and s ends with 0x00 0x01.
 func (w *recWriter) key(s string) {
+	if strings.IndexByte(s, 0) < 0 {
+		w.b = append(append(w.b, s...), 0, 1)
+		return
+	}
 	for i := 0; i < len(s); i++ {
 		if s[i] == 0 {
 			w.b = append(w.b, 0, 0xff)
