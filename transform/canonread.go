@@ -52,13 +52,25 @@ type canonReader struct {
 	sorted []rawMember
 	perm   []int32
 	moved  []canonMember
+	// last is the top-level names of the last doc sortTop sorted and
+	// their order, kept from doc to doc.
+	last lastOrder
+}
+
+// lastOrder is the top-level names of a doc, in the order read (their
+// bytes one after the other, and where each ends), and the order of
+// their members (perm as sortMembers leaves it).
+type lastOrder struct {
+	names []byte
+	ends  []int
+	perm  []int32
 }
 
 // reset readies c to read in, keeping its buffers.
 func (c *canonReader) reset(in []byte) {
 	clear(c.sorted) // they refer to the last text
 	*c = canonReader{in: in, out: c.out[:0], members: c.members[:0], names: c.names[:0], tmp: c.tmp[:0],
-		top: c.top[:0], sorted: c.sorted[:0], perm: c.perm[:0], moved: c.moved[:0]}
+		top: c.top[:0], sorted: c.sorted[:0], perm: c.perm[:0], moved: c.moved[:0], last: c.last}
 }
 
 // canonMember is one member of an object being read: where its name is
@@ -89,6 +101,47 @@ func (c *canonReader) cmpNames(x, y canonMember) int {
 		return bytes.Compare(c.name(x), c.name(y))
 	}
 	return compareUTF16(c.name(x), c.name(y))
+}
+
+// sortTop puts a doc's top-level members in RFC 8785's order. The docs
+// of a container mostly have the same members in the same order (as run
+// wrote them, the service's own after them): the order found for the
+// last doc serves for the next one whose names are the same, in the same
+// order.
+func (c *canonReader) sortTop(top []canonMember) {
+	if c.sameNames(top) {
+		c.moved = append(c.moved[:0], top...)
+		for i, p := range c.last.perm {
+			top[i] = c.moved[p]
+		}
+		return
+	}
+	if len(top) > maxInsertionSort {
+		c.sortMembers(top)
+		return
+	}
+	c.last.names, c.last.ends = c.last.names[:0], c.last.ends[:0]
+	for _, m := range top {
+		c.last.names = append(c.last.names, c.name(m)...)
+		c.last.ends = append(c.last.ends, len(c.last.names))
+	}
+	c.sortMembers(top)
+	c.last.perm = append(c.last.perm[:0], c.perm...)
+}
+
+// sameNames reports whether top's names are the last doc's.
+func (c *canonReader) sameNames(top []canonMember) bool {
+	if len(top) != len(c.last.ends) || len(top) == 0 {
+		return false
+	}
+	start := 0
+	for i, m := range top {
+		if !bytes.Equal(c.name(m), c.last.names[start:c.last.ends[i]]) {
+			return false
+		}
+		start = c.last.ends[i]
+	}
+	return true
 }
 
 // sortMembers puts ms in RFC 8785's order. An object has a few dozen
@@ -192,7 +245,7 @@ func (c *canonReader) doc() ([]rawMember, error) {
 		c.space()
 	}
 	c.top = top
-	c.sortMembers(top)
+	c.sortTop(top)
 	members := c.sorted[:0]
 	for i, m := range top {
 		if i > 0 && c.cmpNames(top[i-1], m) == 0 {

@@ -136,12 +136,19 @@ func TestRawDocEdges(t *testing.T) {
 }
 
 // TestRawDocReuse: a doc read in the buffers of a longer one, and of a
-// shorter one, answers as it does alone.
+// shorter one, and after one whose top-level names are the same or
+// others, answers as it does alone.
 func TestRawDocReuse(t *testing.T) {
 	long := `{"id":"a-long-id","scope":"org-1","inputData":{"z":[1,2,3],"a":"` + strings.Repeat("text ", 200) + `"},"status":null,` +
 		`"_migration":{"table":"Entities","partitionKey":"p","rowKey":"r","timestamp":"2026-01-02T03:04:05Z","hash":"h"},"ttl":5}`
 	short := `{"scope":"s","id":"b","k":{"y":1,"x":2}}`
 	for _, raw := range []string{long, short, long, `{"id":"a","id":"b"}`, short, `{`, long} {
+		sameAsDecodeDoc(t, []byte(raw))
+	}
+	// The same names in the same order (the last doc's order serves),
+	// then in another order, then fewer and more of them.
+	for _, raw := range []string{`{"b":1,"a":2,"c":null}`, `{"b":"x","a":[1],"c":3}`, `{"a":1,"b":2,"c":3}`, `{"c":1,"b":2,"a":"2026-01-02T03:04:05Z"}`,
+		`{"c":1,"b":2}`, `{"c":1,"b":2,"a":3,"d":4}`, `{"c":1,"b":2,"a":3,"d":4}`, `{"c":1,"b":2,"a":3,"c":4}`} {
 		sameAsDecodeDoc(t, []byte(raw))
 	}
 }

@@ -157,6 +157,10 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 		spans[i] = store.Span{Table: table, Query: rr.q, Splits: store.Splits(table)}
 	}
 	var seq uint64
+	// The outcomes of a chunk of a page at a time (an outcome holds its
+	// doc's tree, and only the entries outlive it), in one array for all
+	// the chunks.
+	outcomes := make([]transform.Outcome, transformChunk)
 	current := 0 // the span whose pages are being judged
 	if len(spans) > 0 {
 		rr.progress.Step("reading table " + spans[0].Table)
@@ -168,13 +172,9 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 			rr.progress.Step("reading table " + table)
 		}
 		x.read += len(p.Rows)
-		// A chunk of the page at a time: the outcomes hold each doc
-		// twice (tree and JSON), and only the entries outlive them.
-		var outcomes []transform.Outcome
 		for i, row := range p.Rows {
 			if i%transformChunk == 0 {
-				var err error
-				if outcomes, err = rr.transformAll(ctx, p.Rows[i:min(i+transformChunk, len(p.Rows))]); err != nil {
+				if err := rr.transformAll(ctx, p.Rows[i:min(i+transformChunk, len(p.Rows))], outcomes); err != nil {
 					return err
 				}
 			}
@@ -207,9 +207,9 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 // transformChunk is how many rows of a page are transformed at once.
 const transformChunk = 128
 
-// transformAll transforms a page of rows on all CPUs (Transform is pure).
-func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row) ([]transform.Outcome, error) {
-	out := make([]transform.Outcome, len(rows))
+// transformAll transforms rows into out[:len(rows)] on all CPUs
+// (Transform is pure).
+func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row, out []transform.Outcome) error {
 	n := runtime.GOMAXPROCS(0)
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range n {
@@ -223,7 +223,7 @@ func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row) ([]t
 			return nil
 		})
 	}
-	return out, g.Wait()
+	return g.Wait()
 }
 
 // transform is run's transform of one row, with the blob facts of the
