@@ -62,3 +62,28 @@ func TestAnswerReader(t *testing.T) {
 		t.Errorf("a body that fails: %v, want its error", err)
 	}
 }
+
+// BenchmarkAnswerReader reads a page of 1,000 execution docs as the
+// service answers a query (docs/performance.md, "verify").
+func BenchmarkAnswerReader(b *testing.B) {
+	doc := `{"id":"00000000-0001-4ae9-8463-216f3ed463ae","type":"execution","scope":"org-x","executionId":"00000000-0001-4ae9-8463-216f3ed463ae",` +
+		`"workflowName":"add_to_group","formId":"79804f12-5715-4c9f-a30f-961a0d56dc47","executedBy":"bob.dubois0@tenant01.example","executedByName":"Bob Dubois",` +
+		`"status":"Success","inputData":{"correlationId":"00000000-5554-4474-8c63-eac6cf4c6347","field0":"domain license quota archive","notes":"license license risk account alias mailbox connector policy","requestedBy":"bob.dubois0@tenant01.example"},` +
+		`"result":{"items":[{"count":1123,"id":"00000000-0010-4432-8ae8-5c2fdcfae843","name":"policy token licence","ok":true},{"count":3382,"id":"00000000-0011-416d-8c6f-3ef7523c6f16","name":"owner risk consent","ok":false}],"summary":"mailbox group application","user":"bob.dubois0@tenant01.example","workflow":"add_to_group"},` +
+		`"resultType":"json","resultInBlob":false,"resultSize":1184,"resultBlobPath":null,"errorMessage":null,"durationMs":4467,"startedAt":"2026-11-28T14:15:33.4150000Z","completedAt":"2026-11-28T14:15:37.8820000Z",` +
+		`"logsBlobPath":null,"variablesBlobPath":null,"snapshotBlobPath":null,"ttl":1208421,"_migration":{"table":"Entities","partitionKey":"x","rowKey":"execution:8204124666584_00000000-0001-4ae9-8463-216f3ed463ae","timestamp":"2026-11-28T14:34:46.0012345Z","hash":"4b80cd448cd8c12d75f3dc71d325ff04d45f4f4ac93b48f7e445fa193ee08b81"},` +
+		`"_rid":"AAAAAA==","_self":"dbs/AA==/colls/AA==/docs/AAAAAA==/","_etag":"\"0000-0000\"","_attachments":"attachments/","_ts":1764000000}`
+	docs := make([]string, 1000)
+	for i := range docs {
+		docs[i] = doc
+	}
+	page := `{"_rid":"coll","Documents":[` + strings.Join(docs, ",") + `],"_count":1000}`
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s := &querySink{fn: func([]byte) error { return nil }}
+		if err := s.read(strings.NewReader(page)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

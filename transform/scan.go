@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 )
 
 // Scanning JSON strings eight bytes at a time: most of a doc's bytes are
@@ -15,10 +16,12 @@ const (
 	highs = 0x8080808080808080
 )
 
-// plainRun returns how many bytes of b from i on, in whole words of
-// eight, are plain string bytes: none is '"', '\' or a control character
-// (below 0x20), and none starts or continues a multi-byte character.
-// What follows them is to be read one byte at a time.
+// plainRun returns how many bytes of b from i on are plain string
+// bytes, looking at whole words of eight only: none is '"', '\' or a
+// control character (below 0x20), and none starts or continues a
+// multi-byte character. It stops at the first byte that is not plain, or
+// where fewer than eight bytes are left; what follows is to be read one
+// byte at a time.
 func plainRun(b []byte, i int) int {
 	start := i
 	for ; i+8 <= len(b); i += 8 {
@@ -26,9 +29,10 @@ func plainRun(b []byte, i int) int {
 		q, s := x^(ones*'"'), x^(ones*'\\')
 		// A byte below 0x20 (or ≥ 0x80) borrows; a zero byte of q or s
 		// is a quote or a backslash. A word of plain bytes sets no high
-		// bit in any of them.
-		if (x|(x-ones*0x20)|(q-ones)|(s-ones))&highs != 0 {
-			break
+		// bit in any of them, and the lowest bit set is the first byte
+		// that is not plain (a borrow only sets bits above it).
+		if m := (x | (x - ones*0x20) | (q - ones) | (s - ones)) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8 - start
 		}
 	}
 	return i - start

@@ -11,7 +11,7 @@ func plainRunByBytes(b []byte, i int) int {
 	for i+n < len(b) && b[i+n] != '"' && b[i+n] != '\\' && b[i+n] >= 0x20 && b[i+n] < 0x80 {
 		n++
 	}
-	return n / 8 * 8 // whole words only, and not past the word that has one
+	return min(n, (len(b)-i)/8*8) // within whole words only
 }
 
 // stringEndByBytes is stringEnd one byte at a time.
