@@ -65,9 +65,12 @@ func (r *run) remove() {
 type runSet struct {
 	mkdir func() (string, error)
 	fanIn int
-	dir   string
-	seq   int
-	runs  []*run
+	// readBuf is the buffer each run is read through in a merge (0:
+	// 64 KiB).
+	readBuf int
+	dir     string
+	seq     int
+	runs    []*run
 }
 
 // write writes the records that records yields, in ascending order, as a
@@ -158,7 +161,7 @@ func (s *runSet) writeRun(records func(yield func([]byte) error) error) (*run, e
 func (s *runSet) merge(runs []*run) (*run, error) {
 	srcs := make([]source, len(runs))
 	for i, r := range runs {
-		srcs[i] = newRunReader(r)
+		srcs[i] = newRunReader(r, s.readBuf)
 	}
 	it := newMerger(srcs)
 	m, err := s.writeRun(func(yield func([]byte) error) error {
@@ -255,8 +258,12 @@ type runReader struct {
 	buf  []byte
 }
 
-func newRunReader(r *run) *runReader {
-	return &runReader{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), 64<<10), name: r.f.Name()}
+// newRunReader reads r through a buffer of size bytes (0: 64 KiB).
+func newRunReader(r *run, size int) *runReader {
+	if size <= 0 {
+		size = 64 << 10
+	}
+	return &runReader{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), size), name: r.f.Name()}
 }
 
 func (rr *runReader) next() ([]byte, bool, error) {
