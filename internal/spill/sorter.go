@@ -27,7 +27,7 @@ type Sorter struct {
 // than memBytes is kept alone) and puts its runs in the directory mkdir
 // makes at the first spill (mkdir returns its path; Close removes it).
 func NewSorter(memBytes int, mkdir func() (string, error)) *Sorter {
-	return &Sorter{runs: runSet{mkdir: mkdir, fanIn: sorterFanIn, readBuf: sorterReadBuf}, memBytes: max(1, memBytes)}
+	return &Sorter{runs: runSet{mkdir: mkdir, fanIn: sorterFanIn, readBuf: sorterReadBuf, shared: true}, memBytes: max(1, memBytes)}
 }
 
 // sorterFanIn is how many runs of a size a Sorter merges into one, and
