@@ -10,7 +10,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // A query's answer read doc by doc (docs/design.md, "verify"). The SDK
@@ -21,11 +20,11 @@ import (
 // pipeline as every other request of the client; only the answer is
 // read differently. A policy of that pipeline, the last before the
 // transport, asks azcore not to download the body of a query whose
-// context carries a querySink (DocReader.QueryAll), decodes the
-// answer's "Documents" array as it arrives, hands each doc to the sink
-// as soon as it is whole, and gives the SDK the answer's status and
+// context carries a querySink (DocReader.QueryAll), reads the answer's
+// "Documents" array as it arrives (answerReader), hands each doc to the
+// sink as soon as it is whole, and gives the SDK the answer's status and
 // headers (the continuation among them) with an empty page. A page then
-// costs about a doc's bytes and the decoder's buffer, whatever its size.
+// costs about a doc's bytes and the reader's buffer, whatever its size.
 // A failure while the body is read (a dropped connection, an attempt
 // that ran out of time) is the attempt's failure, retried by the retry
 // rule (retry.go) like a failure to get an answer; the attempt that
@@ -90,44 +89,61 @@ func (queryStreamPolicy) Do(req *policy.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// read decodes a query's answer from body and hands each doc of its
-// "Documents" array to s.fn, but for the first s.handed, which fn had
-// from an earlier attempt. Docs are handed on as the service sent them,
-// each in a slice of its own. It returns the decoder's or the body's
-// error (io.ErrUnexpectedEOF in its chain for a body that ends early),
-// or errSinkStopped when fn failed.
+// read reads a query's answer from body (answerReader) and hands each
+// doc of its "Documents" array to s.fn, but for the first s.handed, which
+// fn had from an earlier attempt. Docs are handed on as the service sent
+// them, each in a slice of its own. It returns the body's error
+// (io.ErrUnexpectedEOF in its chain for a body that ends early), an
+// *unreadableAnswerError for an answer that is not a page of docs, or
+// errSinkStopped when fn failed.
 func (s *querySink) read(body io.Reader) error {
-	// The docs are the reader's to judge: the decoder only finds where
-	// each ends.
-	dec := jsontext.NewDecoder(body, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	if err := readDelim(dec, '{'); err != nil {
+	ar := newAnswerReader(body)
+	if err := ar.take('{'); err != nil {
 		return err
 	}
-	for dec.PeekKind() == '"' {
-		name, err := dec.ReadToken()
+	for first := true; ; first = false {
+		if c, ok := ar.next(); ok && c == '}' {
+			return nil
+		}
+		if !first {
+			if err := ar.take(','); err != nil {
+				return err
+			}
+		}
+		name, err := ar.name()
 		if err != nil {
 			return err
 		}
-		if name.String() != "Documents" {
-			if err := dec.SkipValue(); err != nil {
-				return err
-			}
-			continue
+		if err := ar.take(':'); err != nil {
+			return err
 		}
-		if err := s.readDocs(dec); err != nil {
+		if name == "Documents" {
+			err = s.readDocs(ar)
+		} else {
+			_, err = ar.value()
+		}
+		if err != nil {
 			return err
 		}
 	}
-	return readDelim(dec, '}')
 }
 
-// readDocs reads the array of docs that dec is at.
-func (s *querySink) readDocs(dec *jsontext.Decoder) error {
-	if err := readDelim(dec, '['); err != nil {
+// readDocs reads the array of docs that ar is at.
+func (s *querySink) readDocs(ar *answerReader) error {
+	if err := ar.take('['); err != nil {
 		return err
 	}
-	for i := 0; dec.PeekKind() != ']'; i++ {
-		doc, err := dec.ReadValue()
+	for i := 0; ; i++ {
+		if c, ok := ar.next(); ok && c == ']' {
+			ar.off++
+			return nil
+		}
+		if i > 0 {
+			if err := ar.take(','); err != nil {
+				return err
+			}
+		}
+		doc, err := ar.value()
 		if err != nil {
 			return err
 		}
@@ -140,27 +156,12 @@ func (s *querySink) readDocs(dec *jsontext.Decoder) error {
 			return errSinkStopped
 		}
 	}
-	return readDelim(dec, ']')
 }
 
-// readDelim reads the next token of dec, which must be delim: the
-// decoder's error (a body that ends early, a failed read) or one saying
-// what stood there instead.
-func readDelim(dec *jsontext.Decoder, delim jsontext.Kind) error {
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return err
-	}
-	if tok.Kind() != delim {
-		return &unreadableAnswerError{want: delim, got: tok.Kind()}
-	}
-	return nil
-}
-
-// unreadableAnswerError is a query's answer that is JSON but not a page
-// of docs.
-type unreadableAnswerError struct{ want, got jsontext.Kind }
+// unreadableAnswerError is a query's answer that is not a page of docs:
+// got stands where want belongs.
+type unreadableAnswerError struct{ want, got string }
 
 func (e *unreadableAnswerError) Error() string {
-	return "the query's answer is not a page of docs: " + e.got.String() + " where " + e.want.String() + " belongs"
+	return "the query's answer is not a page of docs: " + e.got + " where " + e.want + " belongs"
 }

@@ -183,6 +183,7 @@ func BenchmarkJudgeDoc(b *testing.B) {
 			if _, err := d.MeaningHash(TableEntities); err != nil {
 				b.Fatal(err)
 			}
+			d.Close()
 		}
 	})
 	b.Run("map", func(b *testing.B) {

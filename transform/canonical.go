@@ -73,6 +73,14 @@ func hashExcluded(name string) bool {
 // appendCanonicalDoc appends the canonical JSON of d without the
 // top-level properties for which skip (which may be nil) returns true.
 func appendCanonicalDoc(b []byte, d Doc, skip func(string) bool) ([]byte, error) {
+	b, _, err := appendCanonicalDocLen(b, d, skip)
+	return b, err
+}
+
+// appendCanonicalDocLen is appendCanonicalDoc, and the length of the
+// JSON of the members it keeps as appendObject writes them before they
+// are canonicalized (docJSONLen).
+func appendCanonicalDocLen(b []byte, d Doc, skip func(string) bool) (out []byte, kept int, err error) {
 	// Members are written in the byte order of their names, which spares
 	// Canonicalize most of its sorting: byte order is RFC 8785's UTF-16
 	// order except where a character above U+FFFF meets one in
@@ -86,11 +94,41 @@ func appendCanonicalDoc(b []byte, d Doc, skip func(string) bool) ([]byte, error)
 	}
 	slices.SortFunc(order, func(x, y int) int { return strings.Compare(d[x].Name, d[y].Name) })
 	start := len(b)
-	b, err := appendObject(b, d, order)
-	if err != nil {
-		return b, err
+	if b, err = appendObject(b, d, order); err != nil {
+		return b, 0, err
 	}
-	return canonicalizeFrom(b, start)
+	kept = len(b) - start
+	b, err = canonicalizeFrom(b, start)
+	return b, kept, err
+}
+
+// docJSONLen returns len(appendDoc(nil, d)) without writing it whole,
+// given kept, the length of the JSON that appendObject writes of the
+// members of d that skip does not leave out (in any order): each member
+// is written alone, whatever the others, so only the members left out
+// are written, into scratch (returned, to reuse). It returns appendDoc's
+// error for a member left out.
+func docJSONLen(d Doc, kept int, skip func(string) bool, scratch []byte) (int, []byte, error) {
+	// An object's JSON is its braces, its members and a comma between
+	// each two.
+	keptN, leftOut, sum := 0, 0, 0
+	for _, f := range d {
+		if !skip(f.Name) {
+			keptN++
+			continue
+		}
+		var err error
+		if scratch, err = appendString(scratch[:0], f.Name); err != nil {
+			return 0, scratch, err
+		}
+		if scratch, err = appendValue(append(scratch, ':'), f.Value); err != nil {
+			return 0, scratch, err
+		}
+		sum += len(scratch)
+		leftOut++
+	}
+	sum += kept - 2 - max(keptN-1, 0)
+	return 2 + sum + max(keptN+leftOut-1, 0), scratch, nil
 }
 
 // canonicalizeFrom replaces the JSON text b[start:] by its RFC 8785 form.

@@ -230,3 +230,30 @@ func TestAppendStringEveryPosition(t *testing.T) {
 		}
 	}
 }
+
+// TestDocJSONLen: the length docJSONLen counts is the length of the JSON
+// appendDoc writes, whichever members are left out of the canonical
+// JSON (none, some, all) and whatever they hold.
+func TestDocJSONLen(t *testing.T) {
+	mig := Doc{{"table", "Entities"}, {"partitionKey", "p<&>"}, {"rowKey", "r\u2028\"x\""}, {"timestamp", nil}, {"hash", "h"}}
+	for _, d := range []Doc{
+		{},
+		{{"id", "a"}},
+		{{"ttl", json.Number("5")}},
+		{{"ttl", json.Number("5")}, {"_migration", mig}},
+		{{"id", "a"}, {"ttl", 1209600}, {"b", []any{1.5, "x\x01", nil}}, {"_migration", mig}},
+		{{"_ts", int64(1)}, {"id", "é\"\\"}, {"_etag", "\"0\""}, {"n", Doc{{"k", true}}}, {"ttl", nil}},
+	} {
+		_, kept, err := appendCanonicalDocLen(nil, d, hashExcluded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := appendDoc(nil, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, err := docJSONLen(d, kept, hashExcluded, nil); err != nil || n != len(js) {
+			t.Errorf("docJSONLen of %s = %d, %v; want %d", js, n, err, len(js))
+		}
+	}
+}

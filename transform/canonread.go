@@ -46,6 +46,31 @@ type canonReader struct {
 	// wide is set once a name has a character from U+E000 up, the only
 	// ones whose UTF-16 order is not the order of their UTF-8 bytes.
 	wide bool
+	// top and sorted are doc's top-level members as read and in order;
+	// perm and moved sortMembers' scratch space.
+	top    []canonMember
+	sorted []rawMember
+	perm   []int32
+	moved  []canonMember
+	// last is the top-level names of the last doc sortTop sorted and
+	// their order, kept from doc to doc.
+	last lastOrder
+}
+
+// lastOrder is the top-level names of a doc, in the order read (their
+// bytes one after the other, and where each ends), and the order of
+// their members (perm as sortMembers leaves it).
+type lastOrder struct {
+	names []byte
+	ends  []int
+	perm  []int32
+}
+
+// reset readies c to read in, keeping its buffers.
+func (c *canonReader) reset(in []byte) {
+	clear(c.sorted) // they refer to the last text
+	*c = canonReader{in: in, out: c.out[:0], members: c.members[:0], names: c.names[:0], tmp: c.tmp[:0],
+		top: c.top[:0], sorted: c.sorted[:0], perm: c.perm[:0], moved: c.moved[:0], last: c.last}
 }
 
 // canonMember is one member of an object being read: where its name is
@@ -76,6 +101,84 @@ func (c *canonReader) cmpNames(x, y canonMember) int {
 		return bytes.Compare(c.name(x), c.name(y))
 	}
 	return compareUTF16(c.name(x), c.name(y))
+}
+
+// sortTop puts a doc's top-level members in RFC 8785's order. The docs
+// of a container mostly have the same members in the same order (as run
+// wrote them, the service's own after them): the order found for the
+// last doc serves for the next one whose names are the same, in the same
+// order.
+func (c *canonReader) sortTop(top []canonMember) {
+	if c.sameNames(top) {
+		c.moved = append(c.moved[:0], top...)
+		for i, p := range c.last.perm {
+			top[i] = c.moved[p]
+		}
+		return
+	}
+	if len(top) > maxInsertionSort {
+		c.sortMembers(top)
+		return
+	}
+	c.last.names, c.last.ends = c.last.names[:0], c.last.ends[:0]
+	for _, m := range top {
+		c.last.names = append(c.last.names, c.name(m)...)
+		c.last.ends = append(c.last.ends, len(c.last.names))
+	}
+	c.sortMembers(top)
+	c.last.perm = append(c.last.perm[:0], c.perm...)
+}
+
+// sameNames reports whether top's names are the last doc's.
+func (c *canonReader) sameNames(top []canonMember) bool {
+	if len(top) != len(c.last.ends) || len(top) == 0 {
+		return false
+	}
+	start := 0
+	for i, m := range top {
+		if !bytes.Equal(c.name(m), c.last.names[start:c.last.ends[i]]) {
+			return false
+		}
+		start = c.last.ends[i]
+	}
+	return true
+}
+
+// sortMembers puts ms in RFC 8785's order. An object has a few dozen
+// members at most, as a rule: those are put in order by an insertion
+// sort of their indexes, which compares most of them by their first
+// bytes alone and moves each member once; more are left to SortFunc.
+func (c *canonReader) sortMembers(ms []canonMember) {
+	if len(ms) > maxInsertionSort {
+		slices.SortFunc(ms, c.cmpNames)
+		return
+	}
+	perm := c.perm[:0]
+	for i := range ms {
+		p := int32(i)
+		j := len(perm)
+		perm = append(perm, p)
+		for ; j > 0 && c.after(&ms[perm[j-1]], &ms[p]); j-- {
+			perm[j] = perm[j-1]
+		}
+		perm[j] = p
+	}
+	c.perm = perm
+	c.moved = append(c.moved[:0], ms...)
+	for i, p := range perm {
+		ms[i] = c.moved[p]
+	}
+}
+
+// maxInsertionSort is the most members sortMembers sorts by insertion.
+const maxInsertionSort = 64
+
+// after reports whether x's name comes after y's in RFC 8785's order.
+func (c *canonReader) after(x, y *canonMember) bool {
+	if !c.wide && x.prefix != y.prefix {
+		return x.prefix > y.prefix
+	}
+	return c.cmpNames(*x, *y) > 0
 }
 
 // readName reads a member's name, writes its canonical form and returns
@@ -116,7 +219,7 @@ func (c *canonReader) doc() ([]rawMember, error) {
 	if !c.skip('{') {
 		return nil, errNotCanonical
 	}
-	top := make([]canonMember, 0, 48)
+	top := c.top[:0]
 	c.space()
 	for first := true; !c.skip('}'); first = false {
 		if !first && !c.skip(',') {
@@ -141,15 +244,17 @@ func (c *canonReader) doc() ([]rawMember, error) {
 		top = append(top, m)
 		c.space()
 	}
-	slices.SortFunc(top, c.cmpNames)
-	members := make([]rawMember, len(top))
+	c.top = top
+	c.sortTop(top)
+	members := c.sorted[:0]
 	for i, m := range top {
 		if i > 0 && c.cmpNames(top[i-1], m) == 0 {
 			return nil, errNotCanonical // encoding/json keeps the last
 		}
-		members[i] = rawMember{name: c.name(m), value: c.in[m.valueStart:m.valueEnd],
-			quoted: c.out[m.start:m.canonStart:m.canonStart], canon: c.out[m.canonStart:m.end:m.end]}
+		members = append(members, rawMember{name: c.name(m), value: c.in[m.valueStart:m.valueEnd],
+			quoted: c.out[m.start:m.canonStart:m.canonStart], canon: c.out[m.canonStart:m.end:m.end]})
 	}
+	c.sorted = members
 	return members, nil
 }
 
@@ -236,7 +341,7 @@ func (c *canonReader) order(open int, ms []canonMember) error {
 	if sorted {
 		return nil
 	}
-	slices.SortFunc(ms, c.cmpNames)
+	c.sortMembers(ms)
 	for i := 1; i < len(ms); i++ {
 		if c.cmpNames(ms[i-1], ms[i]) == 0 {
 			return errNotCanonical
@@ -291,6 +396,9 @@ func (c *canonReader) str() (value []byte, high bool, err error) {
 	i := start + 1
 scan:
 	for ; i < len(in); i++ {
+		if i += plainRun(in, i); i >= len(in) {
+			break
+		}
 		switch b := in[i]; {
 		case b == '"':
 			break scan

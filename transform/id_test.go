@@ -167,6 +167,15 @@ func TestDocTooLarge(t *testing.T) {
 	if o.Doc != nil || o.DocJSON != nil || o.ID != "e1" {
 		t.Errorf("dead letter outcome %+v", o.ID)
 	}
+	// TransformHashes counts the doc's size without writing it: the same
+	// verdicts at the limit.
+	if h := TransformHashes(row, BlobFacts{}, testOpts()); h.Disposition != DispositionDeadLetter || h.DeadLetter != o.DeadLetter {
+		t.Errorf("TransformHashes one byte over: %s %q, want dead letter %q", h.Disposition, h.DeadLetter, o.DeadLetter)
+	}
+	row.Props["InputData"] = String(`"` + strings.Repeat("x", MaxDocBytes-overhead) + `"`)
+	if o := TransformHashes(row, BlobFacts{}, testOpts()); o.Disposition != DispositionDoc || o.DocJSON != nil {
+		t.Errorf("TransformHashes of a doc of exactly 2 MB: %s %q", o.Disposition, o.DeadLetter)
+	}
 }
 
 func TestRedact(t *testing.T) {

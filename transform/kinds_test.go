@@ -122,7 +122,7 @@ func TestKindTableAddProperty(t *testing.T) {
 
 			// Forward: the field, in its place; null when the row lacks
 			// the property.
-			o := transformWith(kt, row, BlobFacts{}, opts, false)
+			o := transformWith(kt, row, BlobFacts{}, opts, extrasNone)
 			if o.Disposition != DispositionDoc || len(o.Warnings) != 0 {
 				t.Fatalf("forward: %s %s %v", o.Disposition, o.DeadLetter, o.Warnings)
 			}
@@ -137,7 +137,7 @@ func TestKindTableAddProperty(t *testing.T) {
 			}
 			without := row
 			without.Props = propsWithout(row.Props, c.add.src)
-			if got := fieldJSON(t, transformWith(kt, without, BlobFacts{}, opts, false).Doc, c.add.name); got != "null" {
+			if got := fieldJSON(t, transformWith(kt, without, BlobFacts{}, opts, extrasNone).Doc, c.add.name); got != "null" {
 				t.Errorf("forward without the property: %s is %q, want null", c.add.name, got)
 			}
 			dflt := Transform(row, BlobFacts{}, opts)
@@ -341,13 +341,13 @@ func TestIndexKindsDriveBothDirections(t *testing.T) {
 	opts := Options{Now: testNow, ExecutionTTL: TTLFull}
 
 	row := mkRow(t, TableRelationships, `{"PartitionKey":"GLOBAL","RowKey":"tagexec:wf:e1"}`)
-	if o := transformWith(kt, row, BlobFacts{}, opts, false); o.Disposition != DispositionDroppedIndex || o.IndexExecutionID != "e1" {
+	if o := transformWith(kt, row, BlobFacts{}, opts, extrasNone); o.Disposition != DispositionDroppedIndex || o.IndexExecutionID != "e1" {
 		t.Errorf("test table: tagexec row %s (%s), want dropped-index of e1", o.Disposition, o.IndexExecutionID)
 	}
 	if ix, ok := kt.parseIndex(row.RowKey); !ok || ix.Key != "wf" || ix.ExecutionID != "e1" {
 		t.Errorf("test table: parseIndex = %+v %v", ix, ok)
 	}
-	if o := transformWith(defaultKinds, row, BlobFacts{}, opts, false); o.Disposition != DispositionKeptInTables {
+	if o := transformWith(defaultKinds, row, BlobFacts{}, opts, extrasNone); o.Disposition != DispositionKeptInTables {
 		t.Errorf("default table: tagexec row %s, want kept-in-tables", o.Disposition)
 	}
 

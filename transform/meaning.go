@@ -102,6 +102,18 @@ func normalizedStamp(stamps map[string]bool, name string, v any) *string {
 	return nil
 }
 
+// inLayout reports whether s is a timestamp that Normalize leaves as it
+// is because FormatTimestamp writes it so (normalizedStamp is nil for
+// it): one that parses and is written back the same.
+func inLayout(s []byte) bool {
+	if len(s) != len(TimestampLayout) {
+		return false
+	}
+	t, ok := ParseTimestamp(string(s))
+	var buf [len(TimestampLayout)]byte
+	return ok && bytes.Equal(appendTimestamp(buf[:0], t), s)
+}
+
 // MeaningHash returns the hash of doc by meaning: Hash of Normalize(table,
 // doc). Two docs of table that mean the same (SPEC §12) have the same
 // MeaningHash; a doc whose timestamps are in TimestampLayout and that has
@@ -123,8 +135,14 @@ func meaningOfCanonical(table string, doc Doc, canon []byte, hash string) string
 	if !normalizes(stamps, doc) {
 		return hash
 	}
-	out := make([]byte, 0, len(canon))
-	out = append(out, '{')
+	bp := canonBufs.Get().(*[]byte)
+	out := append((*bp)[:0], '{')
+	defer func() {
+		if cap(out) <= maxPooledCanon {
+			*bp = out
+			canonBufs.Put(bp)
+		}
+	}()
 	// canon is canonical JSON, compact and valid: its members are found
 	// by their strings and brackets alone.
 	for i := 1; i < len(canon) && canon[i] == '"'; {
@@ -151,20 +169,6 @@ func meaningOfCanonical(table string, doc Doc, canon []byte, hash string) string
 	out = append(out, '}')
 	sum := sha256.Sum256(out)
 	return hex.EncodeToString(sum[:])
-}
-
-// stringEnd returns the index of the quote that ends the string that
-// starts at b[i], in valid JSON.
-func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i
-		}
-	}
-	return len(b)
 }
 
 // valueEnd returns the index just past the value that starts at b[i], in

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -20,30 +21,54 @@ import (
 // beyond a double: encoding/json reads each its own way) is decoded by
 // DecodeDoc, and every answer comes from that map. A RawDoc refers to the
 // text it was read from, which must not change while it is used; it is
-// not safe for concurrent use.
+// not safe for concurrent use. Close hands its buffers to the next
+// ReadDoc.
 type RawDoc struct {
 	raw []byte
 	// members are sorted by name (RFC 8785's order).
 	members []rawMember
 	// m is DecodeDoc's map when the text is not one RawDoc reads itself.
 	m map[string]any
+	// c is the reader whose buffers members refer to, and hash the
+	// buffer MeaningHash writes in: kept for the next doc (Close).
+	c    canonReader
+	hash []byte
 }
+
+// rawDocs holds closed RawDocs (*RawDoc), whose buffers ReadDoc reuses.
+var rawDocs = sync.Pool{New: func() any { return new(RawDoc) }}
 
 // ReadDoc reads the doc raw. It returns DecodeDoc's error for a text that
 // DecodeDoc refuses (not JSON, not an object), and otherwise nothing but
 // what DecodeDoc would return: like it, it reads the first JSON value of
 // raw and ignores what follows.
 func ReadDoc(raw []byte) (*RawDoc, error) {
-	c := canonReader{in: raw, out: make([]byte, 0, len(raw)+64), names: make([]byte, 0, len(raw)/2)}
-	members, err := c.doc()
+	d := rawDocs.Get().(*RawDoc)
+	d.raw = raw
+	d.c.reset(raw)
+	members, err := d.c.doc()
 	if err == nil {
-		return &RawDoc{raw: raw, members: members}, nil
+		d.members = members
+		return d, nil
 	}
+	d.Close()
 	m, err := DecodeDoc(raw)
 	if err != nil {
 		return nil, err
 	}
 	return &RawDoc{raw: raw, m: m}, nil
+}
+
+// Close gives d's buffers to a later ReadDoc; d must not be used after
+// it (what it returned may: Get's values and the hash are copies). Buffers that grew
+// beyond maxPooledCanon are left to the garbage collector.
+func (d *RawDoc) Close() {
+	if d.m != nil || cap(d.c.out) > maxPooledCanon || cap(d.c.names) > maxPooledCanon || cap(d.hash) > maxPooledCanon {
+		return
+	}
+	d.c.reset(nil)
+	d.raw, d.members = nil, nil
+	rawDocs.Put(d)
 }
 
 // member returns the member called name.
@@ -153,12 +178,7 @@ func (d *RawDoc) MeaningHash(table string) (string, error) {
 		return MeaningHash(table, d.m)
 	}
 	stamps := defaultKinds.stampNames(table)
-	n := 2
-	for _, m := range d.members {
-		n += len(m.quoted) + len(m.canon) + 8
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '{')
+	b := append(d.hash[:0], '{')
 	for _, m := range d.members {
 		if hashExcluded(string(m.name)) {
 			continue
@@ -173,6 +193,7 @@ func (d *RawDoc) MeaningHash(table string) (string, error) {
 		b = append(append(b, m.quoted...), value...)
 	}
 	b = append(b, '}')
+	d.hash = b
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
 }
@@ -189,6 +210,9 @@ func meaningMember(stamps map[string]bool, name []byte, v jsontext.Value) (keep 
 	case '"':
 		if !stamps[string(name)] {
 			return true, v
+		}
+		if bytes.IndexByte(v, '\\') < 0 && inLayout(v[1:len(v)-1]) {
+			return true, v // as FormatTimestamp writes it: the usual case
 		}
 		s, err := jsontext.AppendUnquote(nil, v)
 		if err != nil {

@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -43,6 +44,9 @@ func sameAsDecodeDoc(t *testing.T, raw []byte) {
 			t.Fatalf("%.300s: MeaningHash(%s) = %q, %v; of DecodeDoc's map %q, %v", raw, table, got, gerr, want, werr)
 		}
 	}
+	// The next ReadDoc reuses its buffers: every doc a test reads after
+	// this one is read in what this one left.
+	d.Close()
 }
 
 // docForms returns doc (a doc's JSON) as the service returns it and in
@@ -119,6 +123,34 @@ func TestRawDocEdges(t *testing.T) {
 	} {
 		sameAsDecodeDoc(t, []byte(raw))
 	}
+	// Objects of more members than an insertion sort takes, in reverse
+	// order, nested and at the top, one with a name repeated.
+	var many []string
+	for i := 99; i >= 0; i-- {
+		many = append(many, fmt.Sprintf(`"m%02d":%d`, i, i))
+	}
+	obj := "{" + strings.Join(many, ",") + "}"
+	for _, raw := range []string{obj, `{"id":"a","n":` + obj + `}`, "{" + strings.Join(many, ",") + `,"m42":0}`, `{"id":"a","n":{` + strings.Join(many[:70], ",") + `,"m50":1}}`} {
+		sameAsDecodeDoc(t, []byte(raw))
+	}
+}
+
+// TestRawDocReuse: a doc read in the buffers of a longer one, and of a
+// shorter one, and after one whose top-level names are the same or
+// others, answers as it does alone.
+func TestRawDocReuse(t *testing.T) {
+	long := `{"id":"a-long-id","scope":"org-1","inputData":{"z":[1,2,3],"a":"` + strings.Repeat("text ", 200) + `"},"status":null,` +
+		`"_migration":{"table":"Entities","partitionKey":"p","rowKey":"r","timestamp":"2026-01-02T03:04:05Z","hash":"h"},"ttl":5}`
+	short := `{"scope":"s","id":"b","k":{"y":1,"x":2}}`
+	for _, raw := range []string{long, short, long, `{"id":"a","id":"b"}`, short, `{`, long} {
+		sameAsDecodeDoc(t, []byte(raw))
+	}
+	// The same names in the same order (the last doc's order serves),
+	// then in another order, then fewer and more of them.
+	for _, raw := range []string{`{"b":1,"a":2,"c":null}`, `{"b":"x","a":[1],"c":3}`, `{"a":1,"b":2,"c":3}`, `{"c":1,"b":2,"a":"2026-01-02T03:04:05Z"}`,
+		`{"c":1,"b":2}`, `{"c":1,"b":2,"a":3,"d":4}`, `{"c":1,"b":2,"a":3,"d":4}`, `{"c":1,"b":2,"a":3,"c":4}`} {
+		sameAsDecodeDoc(t, []byte(raw))
+	}
 }
 
 // FuzzRawDoc: any text reads and hashes as DecodeDoc and MeaningHash
@@ -137,8 +169,9 @@ func FuzzRawDoc(f *testing.F) {
 }
 
 // TestTransformMeaning: TransformMeaning's outcome is Transform's, with
-// MeaningHash the hash by meaning of its doc, for every fixture row (and
-// every doc that has nulls or timestamps to rewrite among them).
+// MeaningHash the hash by meaning of its doc, and TransformHashes' the
+// same without DocJSON, for every fixture row (and every doc that has
+// nulls or timestamps to rewrite among them).
 func TestTransformMeaning(t *testing.T) {
 	fixturesPresent(t)
 	blobs := loadFixtureBlobs(t, fixturesDir)
@@ -168,6 +201,10 @@ func TestTransformMeaning(t *testing.T) {
 				}
 				if !reflect.DeepEqual(judged, want) {
 					t.Fatalf("%s %s/%s: TransformMeaning = %+v, want %+v", table, fr.row.PartitionKey, fr.row.RowKey, judged, want)
+				}
+				want.DocJSON = nil
+				if hashes := TransformHashes(fr.row, bf, opts); !reflect.DeepEqual(hashes, want) {
+					t.Fatalf("%s %s/%s: TransformHashes = %+v, want %+v", table, fr.row.PartitionKey, fr.row.RowKey, hashes, want)
 				}
 			}
 		}

@@ -244,7 +244,7 @@ func (r *docReversal) forward() {
 	}
 	o := r.opts
 	o.ExecutionTTL, o.Relationships, o.Strict = TTLNone, RelationshipsMigrate, false
-	if out := transformWith(r.kinds, *r.existing, BlobFacts{}, o, false); out.Disposition == DispositionDoc {
+	if out := transformWith(r.kinds, *r.existing, BlobFacts{}, o, extrasNone); out.Disposition == DispositionDoc {
 		r.fwd = out.Doc
 	}
 }

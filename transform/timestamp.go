@@ -11,9 +11,15 @@ const TimestampLayout = "2006-01-02T15:04:05.0000000Z"
 // 0001–9999 cannot be written in the format; FormatTimestamp then returns
 // "" (ParseTimestamp never returns such a time).
 func FormatTimestamp(t time.Time) string {
+	var buf [28]byte
+	return string(appendTimestamp(buf[:0], t))
+}
+
+// appendTimestamp appends FormatTimestamp(t) to b.
+func appendTimestamp(b []byte, t time.Time) []byte {
 	t = t.UTC()
 	if y := t.Year(); y < 1 || y > 9999 {
-		return ""
+		return b
 	}
 	// By hand rather than with AppendFormat: this runs for several
 	// properties of every row.
@@ -22,7 +28,7 @@ func FormatTimestamp(t time.Time) string {
 	buf[19] = '.'
 	putDigits(buf[20:27], t.Nanosecond()/100)
 	buf[27] = 'Z'
-	return string(buf[:])
+	return append(b, buf[:]...)
 }
 
 // putDateTime writes t's date and time of day, YYYY-MM-DDTHH:MM:SS, into

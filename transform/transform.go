@@ -267,19 +267,35 @@ func Scope(partitionKey string) string {
 // with its reason. It does not detect id collisions, which need every
 // earlier row: pass doc outcomes through an IDSet in read order.
 func Transform(row Row, blobs BlobFacts, opts Options) Outcome {
-	return transformWith(defaultKinds, row, blobs, opts, false)
+	return transformWith(defaultKinds, row, blobs, opts, extrasNone)
 }
 
 // TransformMeaning is Transform, and a doc outcome's MeaningHash too: the
 // canonical JSON the provenance hash is made of serves for it, so that
 // the doc is not encoded again (verify compares every row's doc by it).
 func TransformMeaning(row Row, blobs BlobFacts, opts Options) Outcome {
-	return transformWith(defaultKinds, row, blobs, opts, true)
+	return transformWith(defaultKinds, row, blobs, opts, extrasMeaning)
 }
 
-// transformWith is Transform by the kinds of kt; meaning sets the
-// outcome's MeaningHash.
-func transformWith(kt *kindTable, row Row, blobs BlobFacts, opts Options, meaning bool) Outcome {
+// TransformHashes is TransformMeaning without the doc's JSON (DocJSON is
+// nil), for a reader that keeps only a doc's hashes (verify's index of
+// every row): the disposition is TransformMeaning's, the doc's size
+// (MaxDocBytes) counted without writing its JSON.
+func TransformHashes(row Row, blobs BlobFacts, opts Options) Outcome {
+	return transformWith(defaultKinds, row, blobs, opts, extrasHashes)
+}
+
+// outcomeExtras is what transformWith's outcome has beyond Transform's.
+type outcomeExtras int
+
+const (
+	extrasNone    outcomeExtras = iota // Transform's outcome
+	extrasMeaning                      // and the doc's MeaningHash
+	extrasHashes                       // the MeaningHash, but no DocJSON
+)
+
+// transformWith is Transform by the kinds of kt, with extras.
+func transformWith(kt *kindTable, row Row, blobs BlobFacts, opts Options, extras outcomeExtras) Outcome {
 	out := Outcome{Table: row.Table, Kind: Kind(row.RowKey)}
 	if err := opts.Validate(); err != nil {
 		return out.deadLetter("invalid options: " + err.Error())
@@ -288,7 +304,7 @@ func transformWith(kt *kindTable, row Row, blobs BlobFacts, opts Options, meanin
 		return out.deadLetter("undecodable row: " + row.DecodeError)
 	}
 	// One allocation for the builder and its scratch space.
-	b := &builder{row: row, opts: opts.WithDefaults(), blobs: blobs, out: out, kinds: kt, stamps: kt.stamps[row.Table], meaning: meaning}
+	b := &builder{row: row, opts: opts.WithDefaults(), blobs: blobs, out: out, kinds: kt, stamps: kt.stamps[row.Table], want: extras}
 	b.used = b.usedBuf[:0]
 	switch row.Table {
 	case TableConfig, TableEntities:
@@ -389,8 +405,8 @@ type builder struct {
 	// stamps are the table's timestamp properties.
 	stamps map[string]bool
 	fail   string // first dead-letter reason
-	// meaning asks for the outcome's MeaningHash.
-	meaning bool
+	// want is what the outcome has beyond Transform's.
+	want outcomeExtras
 
 	usedBuf [48]string
 }
@@ -613,7 +629,7 @@ func (b *builder) finish() {
 	// The canonical JSON is only hashed, so its buffer is reused across
 	// calls.
 	bp := canonBufs.Get().(*[]byte)
-	canon, err := appendCanonicalDoc((*bp)[:0], b.doc, hashExcluded)
+	canon, kept, err := appendCanonicalDocLen((*bp)[:0], b.doc, hashExcluded)
 	if err != nil {
 		b.deadLetter("canonical JSON: " + err.Error())
 		return
@@ -622,13 +638,16 @@ func (b *builder) finish() {
 	var hexSum [2 * sha256.Size]byte
 	hex.Encode(hexSum[:], sum[:])
 	h := string(hexSum[:])
-	if b.meaning {
+	if b.want != extrasNone {
 		b.out.MeaningHash = meaningOfCanonical(b.row.Table, b.doc, canon, h)
 	}
-	if cap(canon) <= maxPooledCanon {
-		*bp = canon
-		canonBufs.Put(bp)
-	}
+	canonLen := len(canon)
+	defer func() {
+		if cap(canon) <= maxPooledCanon {
+			*bp = canon
+			canonBufs.Put(bp)
+		}
+	}()
 	var ts any
 	if !b.row.Timestamp.IsZero() {
 		ts = FormatTimestamp(b.row.Timestamp)
@@ -640,13 +659,22 @@ func (b *builder) finish() {
 		{"timestamp", ts},
 		{"hash", h},
 	})
-	js, err := appendDoc(make([]byte, 0, len(canon)+len(canon)/8+384), b.doc)
+	var js []byte
+	size := 0
+	if b.want == extrasHashes {
+		// The doc's size without its JSON; canon's buffer serves as
+		// scratch, since canon is no longer read.
+		size, canon, err = docJSONLen(b.doc, kept, hashExcluded, canon)
+	} else {
+		js, err = appendDoc(make([]byte, 0, canonLen+canonLen/8+384), b.doc)
+		size = len(js)
+	}
 	if err != nil {
 		b.deadLetter("encode doc: " + err.Error())
 		return
 	}
-	if len(js) > MaxDocBytes {
-		b.deadLetter(fmt.Sprintf("doc is %d bytes, more than the 2 MB limit (%d bytes)", len(js), MaxDocBytes))
+	if size > MaxDocBytes {
+		b.deadLetter(fmt.Sprintf("doc is %d bytes, more than the 2 MB limit (%d bytes)", size, MaxDocBytes))
 		return
 	}
 	b.out.Doc, b.out.DocJSON = b.doc, js

@@ -173,9 +173,10 @@ func (a *accessIndex) result(w *work) (AccessPatterns, int, error) {
 		listed[k] = newFirstN(MaxAccessRows, func(f indexFinding) uint64 { return f.seq })
 	}
 	byID, index := newStream(a.byID), newStream(a.index)
+	var g []byte
 	for {
-		g, ok := minGroup(1, byID, index)
-		if !ok {
+		var ok bool
+		if g, ok = minGroup(g, 1, byID, index); !ok {
 			break
 		}
 		var exec *execRecord

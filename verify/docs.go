@@ -90,6 +90,7 @@ func (d *docIndex) entry(c string, raw []byte) (actualDoc, error) {
 	if err != nil {
 		return actualDoc{}, fmt.Errorf("container %s: undecodable doc: %w", c, err)
 	}
+	defer doc.Close()
 	get := func(name string) any { v, _ := doc.Get(name); return v }
 	a := actualDoc{ref: DocRef{Container: c, Scope: str(get("scope")), ID: str(get("id"))}}
 	if mig, ok := get("_migration").(map[string]any); ok {

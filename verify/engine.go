@@ -94,16 +94,13 @@ type Verifier struct {
 // key identifies a doc (container, scope, id) or a row (table, PK, RK).
 type key [16]byte
 
+// keyOf is the first 16 bytes of the SHA-256 of a, b and c, each
+// followed by a zero byte but the last.
 func keyOf(a, b, c string) key {
-	h := sha256.New()
-	h.Write([]byte(a))
-	h.Write([]byte{0})
-	h.Write([]byte(b))
-	h.Write([]byte{0})
-	h.Write([]byte(c))
-	var k key
-	copy(k[:], h.Sum(nil))
-	return k
+	var buf [256]byte
+	in := append(append(append(append(append(buf[:0], a...), 0), b...), 0), c...)
+	sum := sha256.Sum256(in)
+	return key(sum[:16])
 }
 
 // Sampled reports whether the row (table, partitionKey, rowKey) is in a

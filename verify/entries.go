@@ -171,5 +171,18 @@ func (w *recWriter) seen(s seenRow) {
 }
 
 func (r *recReader) seen() seenRow {
-	return seenRow{table: r.key(), partitionKey: r.key(), rowKey: r.key(), disposition: transform.Disposition(r.str())}
+	return seenRow{table: r.key(), partitionKey: r.key(), rowKey: r.key(), disposition: r.disposition()}
+}
+
+// disposition reads a disposition written by recWriter.str: one of
+// transform's without a copy.
+func (r *recReader) disposition() transform.Disposition {
+	b := r.raw()
+	for _, d := range [...]transform.Disposition{transform.DispositionDoc, transform.DispositionDroppedIndex,
+		transform.DispositionKeptInTables, transform.DispositionExpired, transform.DispositionDeadLetter} {
+		if string(b) == string(d) {
+			return d
+		}
+	}
+	return transform.Disposition(b)
 }

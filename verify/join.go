@@ -160,9 +160,10 @@ func (j *joiner) finish() joined {
 
 // byPlace is step 1: the expected docs and the docs, both by place.
 func (j *joiner) byPlace(exp, act *stream) error {
+	var g []byte
 	for {
-		g, ok := minGroup(3, exp, act)
-		if !ok {
+		var ok bool
+		if g, ok = minGroup(g, 3, exp, act); !ok {
 			break
 		}
 		var es []expectedDoc
@@ -287,13 +288,17 @@ func (j *joiner) judge(e *expectedDoc, a *actualDoc, moved bool) {
 }
 
 // byRow is step 2: the rows not found at their place, the docs no row
-// took, and the dispositions of the selected rows, all by row.
+// took, and the dispositions of the selected rows, all by row. Only the
+// keys of those rows and docs have anything to judge: the dispositions
+// of other rows are passed over, and those after the last key not read.
 func (j *joiner) byRow(unplaced, free, seen *stream) error {
+	var g []byte
 	for {
-		g, ok := minGroup(3, unplaced, free, seen)
-		if !ok {
+		var ok bool
+		if g, ok = minGroup(g, 3, unplaced, free); !ok {
 			break
 		}
+		seen.skipTo(g, 3)
 		var us []expectedDoc
 		for rec := unplaced.next(g, 3); rec != nil; rec = unplaced.next(g, 3) {
 			rr := recReader{b: rec}

@@ -188,6 +188,22 @@ func TestJoin(t *testing.T) {
 			f.doc("user-a-copy", "h", "user:a", "h", nil, false)
 			f.doc("user-a", "h", "user:a", "h", nil, false)
 		}, want{counts: Counts{Rows: 1, ExpectedDocs: 1, Matched: 1, Orphans: 1}, orphans: []string{"a second doc of a row whose doc is elsewhere"}}},
+		{"orphans among rows without one", func(f *joinFixture) {
+			// Rows before, between and after the rows the orphans name.
+			f.row("user:0", "", "", transform.DispositionDroppedIndex, false)
+			f.row("user:a", "user-a", "h", transform.DispositionDoc, false)
+			f.row("user:b", "", "", transform.DispositionDroppedIndex, false)
+			f.row("user:c", "", "", transform.DispositionKeptInTables, false)
+			f.row("user:d", "", "", transform.DispositionDroppedIndex, false)
+			f.row("user:e", "user-e", "h", transform.DispositionDoc, false)
+			f.row("user:f", "", "", transform.DispositionKeptInTables, false)
+			f.doc("user-a", "h", "user:a", "h", nil, false)
+			f.doc("user-e", "h", "user:e", "h", nil, false)
+			f.doc("user-c", "h", "user:c", "h", nil, false)
+			f.doc("user-a-copy", "h", "user:a", "h", nil, false)
+			f.doc("user-cc", "h", "user:cc", "h", nil, false)
+		}, want{counts: Counts{Rows: 7, ExpectedDocs: 2, Matched: 2, DroppedIndex: 3, Orphans: 3},
+			orphans: []string{"a second doc of a row whose doc is elsewhere", "its row's disposition is now kept-in-tables", "its row no longer exists"}}},
 	}
 	for _, c := range cases {
 		for _, z := range []sizes{{}, tiny} {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,10 @@ func (w *recWriter) reset() { w.b = w.b[:0] }
 // key appends s so that records compare by s first: every 0x00 becomes
 // 0x00 0xff and s ends with 0x00 0x01.
 func (w *recWriter) key(s string) {
+	if strings.IndexByte(s, 0) < 0 {
+		w.b = append(append(w.b, s...), 0, 1)
+		return
+	}
 	for i := 0; i < len(s); i++ {
 		if s[i] == 0 {
 			w.b = append(w.b, 0, 0xff)
@@ -96,6 +101,12 @@ func (r *recReader) fail() { r.err, r.b = errRecord, nil }
 
 // key reads a string written by recWriter.key.
 func (r *recReader) key() string {
+	// Without a 0x00 of its own, the key is the bytes before 0x00 0x01.
+	if i := bytes.IndexByte(r.b, 0); i >= 0 && i+1 < len(r.b) && r.b[i+1] == 1 {
+		s := string(r.b[:i])
+		r.b = r.b[i+2:]
+		return s
+	}
 	var out []byte
 	for i := 0; i+1 < len(r.b); i++ {
 		if r.b[i] != 0 {

@@ -160,6 +160,10 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 		spans[i] = rr.opts.Ranges.Span(table, rr.q)
 	}
 	var seq uint64
+	// The outcomes of a chunk of a page at a time (an outcome holds its
+	// doc's tree, and only the entries outlive it), in one array for all
+	// the chunks.
+	outcomes := make([]transform.Outcome, transformChunk)
 	current := 0 // the span whose pages are being judged
 	if len(spans) > 0 {
 		rr.progress.Step("reading table " + spans[0].Table)
@@ -174,13 +178,9 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 		if rr.learn != nil {
 			rr.learn.Add(table, p.Rows)
 		}
-		// A chunk of the page at a time: the outcomes hold each doc
-		// twice (tree and JSON), and only the entries outlive them.
-		var outcomes []transform.Outcome
 		for i, row := range p.Rows {
 			if i%transformChunk == 0 {
-				var err error
-				if outcomes, err = rr.transformAll(ctx, p.Rows[i:min(i+transformChunk, len(p.Rows))]); err != nil {
+				if err := rr.transformAll(ctx, p.Rows[i:min(i+transformChunk, len(p.Rows))], outcomes); err != nil {
 					return err
 				}
 			}
@@ -189,7 +189,7 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 			if err != nil {
 				return err
 			}
-			sampled := sampledKey(keyOf(table, row.PartitionKey, row.RowKey), rr.opts.Sample)
+			sampled := Sampled(table, row.PartitionKey, row.RowKey, rr.opts.Sample)
 			switch {
 			case table == transform.TableEntities && o.Kind == "execution":
 				err = x.access.addExecution(row, seq, o, sampled)
@@ -213,9 +213,9 @@ func (rr rowReader) read(ctx context.Context, x *rowIndex) error {
 // transformChunk is how many rows of a page are transformed at once.
 const transformChunk = 128
 
-// transformAll transforms a page of rows on all CPUs (Transform is pure).
-func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row) ([]transform.Outcome, error) {
-	out := make([]transform.Outcome, len(rows))
+// transformAll transforms rows into out[:len(rows)] on all CPUs
+// (Transform is pure).
+func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row, out []transform.Outcome) error {
 	n := runtime.GOMAXPROCS(0)
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range n {
@@ -224,20 +224,30 @@ func (rr rowReader) transformAll(ctx context.Context, rows []transform.Row) ([]t
 				if err := gctx.Err(); err != nil {
 					return err
 				}
-				out[i] = rr.transform(rows[i])
+				out[i] = rr.transformHashes(rows[i])
 			}
 			return nil
 		})
 	}
-	return out, g.Wait()
+	return g.Wait()
 }
 
 // transform is run's transform of one row, with the blob facts of the
 // listing, and its doc's hash by meaning.
 func (rr rowReader) transform(row transform.Row) transform.Outcome {
-	var facts transform.BlobFacts
+	return transform.TransformMeaning(row, rr.facts(row), rr.opts.Transform)
+}
+
+// transformHashes is transform without the doc's JSON, which the index
+// does not keep (transform.TransformHashes).
+func (rr rowReader) transformHashes(row transform.Row) transform.Outcome {
+	return transform.TransformHashes(row, rr.facts(row), rr.opts.Transform)
+}
+
+// facts are the blob facts of the listing that row's transform needs.
+func (rr rowReader) facts(row transform.Row) transform.BlobFacts {
 	if row.Table == transform.TableEntities && transform.Kind(row.RowKey) == "execution" {
-		facts = rr.blobs.Facts(transform.ExecutionID(row))
+		return rr.blobs.Facts(transform.ExecutionID(row))
 	}
-	return transform.TransformMeaning(row, facts, rr.opts.Transform)
+	return transform.BlobFacts{}
 }

@@ -124,12 +124,12 @@ func (w *work) close() error {
 }
 
 // stream is a sorter's records in order with one record of lookahead,
-// kept in its own buffer.
+// kept in its own buffer; prev holds the record next returned last.
 type stream struct {
-	st  *spill.Stream
-	cur []byte
-	ok  bool
-	err error
+	st        *spill.Stream
+	cur, prev []byte
+	ok        bool
+	err       error
 }
 
 func newStream(s *spill.Sorter) *stream {
@@ -161,14 +161,23 @@ func (s *stream) next(g []byte, n int) []byte {
 	if !s.ok || !bytes.Equal(s.group(n), g) {
 		return nil
 	}
-	rec := bytes.Clone(s.cur)
+	// The record stays in its buffer, which the next record does not
+	// take.
+	s.cur, s.prev = s.prev, s.cur
 	s.advance()
-	return rec
+	return s.prev
+}
+
+// skipTo moves past the records whose first n keys come before g.
+func (s *stream) skipTo(g []byte, n int) {
+	for s.ok && bytes.Compare(s.group(n), g) < 0 {
+		s.advance()
+	}
 }
 
 // minGroup returns the smallest group of n keys among the streams' heads,
-// a copy, and false when they are all at their end.
-func minGroup(n int, ss ...*stream) ([]byte, bool) {
+// copied into dst's array, and false when they are all at their end.
+func minGroup(dst []byte, n int, ss ...*stream) ([]byte, bool) {
 	var g []byte
 	found := false
 	for _, s := range ss {
@@ -179,7 +188,7 @@ func minGroup(n int, ss ...*stream) ([]byte, bool) {
 			g, found = h, true
 		}
 	}
-	return bytes.Clone(g), found
+	return append(dst[:0], g...), found
 }
 
 // firstErr is the first error among the streams.

@@ -14,7 +14,9 @@
 // at the first spill (in the state directory, or a temporary one); Close
 // removes it. A run is a file of records, each its length (uvarint) then
 // its bytes, in ascending order, with the first record of every
-// runBlockRecords kept in memory so that a lookup reads one block. It
+// runBlockRecords kept in memory so that a lookup reads one block; a
+// Sorter's runs write each record as how many bytes it shares with the
+// one before, then the length of the rest and the rest. It
 // imports nothing of the project: run (package migrate) and verify both
 // use it.
 package spill
@@ -42,6 +44,10 @@ type run struct {
 	n     int
 	size  int64
 	index []blockStart
+	// shared: each record is written as how many bytes it shares with
+	// the one before (uvarint), then the length of the rest (uvarint)
+	// and the rest (runSet.shared).
+	shared bool
 }
 
 type blockStart struct {
@@ -65,9 +71,17 @@ func (r *run) remove() {
 type runSet struct {
 	mkdir func() (string, error)
 	fanIn int
-	dir   string
-	seq   int
-	runs  []*run
+	// readBuf is the buffer each run is read through in a merge (0:
+	// 64 KiB).
+	readBuf int
+	// shared writes each record of a run as what it does not share with
+	// the one before (a Sorter's: sorted records share long beginnings,
+	// their first keys); a KeySet's runs, which has reads by block, are
+	// written whole.
+	shared bool
+	dir    string
+	seq    int
+	runs   []*run
 }
 
 // write writes the records that records yields, in ascending order, as a
@@ -128,20 +142,28 @@ func (s *runSet) writeRun(records func(yield func([]byte) error) error) (*run, e
 	if err != nil {
 		return nil, err
 	}
-	r := &run{f: f}
+	r := &run{f: f, shared: s.shared}
 	w := bufio.NewWriterSize(f, 64<<10)
-	var head [binary.MaxVarintLen64]byte
+	var head [2 * binary.MaxVarintLen64]byte
+	var prev []byte // the record before, when shared
 	err = records(func(rec []byte) error {
 		if r.n%runBlockRecords == 0 {
 			r.index = append(r.index, blockStart{bytes.Clone(rec), r.size})
 		}
 		r.n++
-		h := binary.PutUvarint(head[:], uint64(len(rec)))
-		r.size += int64(h + len(rec))
+		h, rest := 0, rec
+		if s.shared {
+			k := sharedLen(prev, rec)
+			h = binary.PutUvarint(head[:], uint64(k))
+			rest = rec[k:]
+			prev = append(prev[:0], rec...)
+		}
+		h += binary.PutUvarint(head[h:], uint64(len(rest)))
+		r.size += int64(h + len(rest))
 		if _, err := w.Write(head[:h]); err != nil {
 			return err
 		}
-		_, err := w.Write(rec)
+		_, err := w.Write(rest)
 		return err
 	})
 	if err == nil {
@@ -154,11 +176,22 @@ func (s *runSet) writeRun(records func(yield func([]byte) error) error) (*run, e
 	return r, nil
 }
 
+// sharedLen is how many bytes a and b share at their beginnings.
+func sharedLen(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
 // merge merges runs into a new run and removes them.
 func (s *runSet) merge(runs []*run) (*run, error) {
 	srcs := make([]source, len(runs))
 	for i, r := range runs {
-		srcs[i] = newRunReader(r)
+		srcs[i] = newRunReader(r, s.readBuf)
 	}
 	it := newMerger(srcs)
 	m, err := s.writeRun(func(yield func([]byte) error) error {
@@ -252,11 +285,17 @@ type source interface {
 type runReader struct {
 	r    *bufio.Reader
 	name string
-	buf  []byte
+	// buf holds the record read last; shared is the run's.
+	buf    []byte
+	shared bool
 }
 
-func newRunReader(r *run) *runReader {
-	return &runReader{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), 64<<10), name: r.f.Name()}
+// newRunReader reads r through a buffer of size bytes (0: 64 KiB).
+func newRunReader(r *run, size int) *runReader {
+	if size <= 0 {
+		size = 64 << 10
+	}
+	return &runReader{r: bufio.NewReaderSize(io.NewSectionReader(r.f, 0, r.size), size), name: r.f.Name(), shared: r.shared}
 }
 
 func (rr *runReader) next() ([]byte, bool, error) {
@@ -264,14 +303,24 @@ func (rr *runReader) next() ([]byte, bool, error) {
 	if errors.Is(err, io.EOF) {
 		return nil, false, nil
 	}
+	k := uint64(0) // the bytes shared with the record before, in buf
+	if err == nil && rr.shared {
+		k = l
+		if l, err = binary.ReadUvarint(rr.r); errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		if err == nil && k > uint64(len(rr.buf)) {
+			err = errors.New("a record shares more than the one before holds")
+		}
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", rr.name, err)
 	}
-	if uint64(cap(rr.buf)) < l {
-		rr.buf = make([]byte, l)
+	if n := k + l; uint64(cap(rr.buf)) < n {
+		rr.buf = append(make([]byte, 0, n), rr.buf[:k]...)
 	}
-	rr.buf = rr.buf[:l]
-	if _, err := io.ReadFull(rr.r, rr.buf); err != nil {
+	rr.buf = rr.buf[:k+l]
+	if _, err := io.ReadFull(rr.r, rr.buf[k:]); err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", rr.name, err)
 	}
 	return rr.buf, true, nil

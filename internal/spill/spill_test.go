@@ -130,8 +130,8 @@ func TestSorterSorts(t *testing.T) {
 			if spilled := mem < 1<<30; s.Spilled() != spilled || *made > 1 {
 				t.Errorf("spilled %v, directory made %d times", s.Spilled(), *made)
 			}
-			// At most 15 runs of each size: 1 record, 16, 256, 4,096.
-			if len(s.runs.runs) > 15*4 {
+			// At most 63 runs of each size: 1 record, 64, 4,096.
+			if len(s.runs.runs) > (sorterFanIn-1)*3 {
 				t.Errorf("%d runs for %d records", len(s.runs.runs), len(recs))
 			}
 			if err := s.Close(); err != nil {
