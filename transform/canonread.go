@@ -100,7 +100,8 @@ func (c *canonReader) cmpNames(x, y canonMember) int {
 		}
 		return bytes.Compare(c.name(x), c.name(y))
 	}
-	return compareUTF16(c.name(x), c.name(y))
+	// Rare (a name with a character from U+E000 up): no short way.
+	return CompareUTF16(string(c.name(x)), string(c.name(y)))
 }
 
 // sortTop puts a doc's top-level members in RFC 8785's order. The docs
@@ -519,30 +520,3 @@ func (c *canonReader) skip(b byte) bool {
 
 // space skips JSON's white space.
 func (c *canonReader) space() { c.pos = skipSpace(c.in, c.pos) }
-
-// compareUTF16 is CompareUTF16 of two names, valid UTF-8, as bytes (RFC
-// 8785 orders members by their UTF-16 code units), with a short way for
-// ASCII.
-func compareUTF16(a, b []byte) int {
-	for len(a) > 0 && len(b) > 0 {
-		if a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf {
-			if a[0] != b[0] {
-				return cmp.Compare(int(a[0]), int(b[0]))
-			}
-			a, b = a[1:], b[1:]
-			continue
-		}
-		ra, na := utf8.DecodeRune(a)
-		rb, nb := utf8.DecodeRune(b)
-		if ra != rb {
-			ha, la := utf16Units(ra)
-			hb, lb := utf16Units(rb)
-			if ha != hb {
-				return cmp.Compare(int(ha), int(hb))
-			}
-			return cmp.Compare(int(la), int(lb))
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return cmp.Compare(len(a), len(b))
-}
