@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/bifrost/bifrost-migrate/azure"
 	"github.com/bifrost/bifrost-migrate/internal/fakes"
 	"github.com/bifrost/bifrost-migrate/internal/recorder"
+	"github.com/bifrost/bifrost-migrate/internal/testenv"
 	"github.com/bifrost/bifrost-migrate/internal/ui"
 	"github.com/bifrost/bifrost-migrate/migrate"
 )
@@ -472,14 +472,7 @@ func TestReplayClosedTablesPort(t *testing.T) {
 	if err := bw.CreateContainer(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String() + "/" + e.acct.Name
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closed := "http://" + testenv.ClosedPort(t) + "/" + e.acct.Name
 	conn := "DefaultEndpointsProtocol=http;AccountName=" + e.acct.Name + ";AccountKey=" + e.acct.Key +
 		";BlobEndpoint=" + e.acct.BlobEndpoint + ";TableEndpoint=" + closed + ";"
 	for _, output := range []string{"text", "json"} {

@@ -2,21 +2,22 @@ package testenv
 
 import (
 	"errors"
-	"net"
 	"net/http"
 	"testing"
 )
 
-// ClosedPort returns 127.0.0.1:PORT where nothing listens (a port that
-// was free a moment ago).
+// ClosedPort returns 127.0.0.1:PORT where a connection is refused, and
+// stays refused for the test: the port is held by a socket that is bound
+// but never listens. A port merely freed a moment ago can be taken by any
+// server started meanwhile (an emulator, another package's test), which
+// then answers instead of refusing.
 func ClosedPort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, closeFn, err := boundPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	t.Cleanup(closeFn)
 	return addr
 }
 
