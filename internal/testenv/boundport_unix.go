@@ -12,7 +12,14 @@ import (
 // listening, and without SO_REUSEADDR, so no other socket can bind the
 // port while it is held and every connection to it is refused.
 func boundPort() (string, func(), error) {
+	// Close on exec, under the fork lock as the net package does: a
+	// command the test starts does not inherit the socket.
+	syscall.ForkLock.RLock()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return "", nil, fmt.Errorf("a socket to hold a closed port: %w", err)
 	}
