@@ -159,7 +159,7 @@ func TestFrontAddressInUse(t *testing.T) {
 // exit 0 when cancelled (then nothing listens there).
 func TestFrontProxiesUntilStopped(t *testing.T) {
 	up := upstream(t)
-	addr := freePort(t)
+	addr := testenv.FreePort(t)
 	f := startFront(t, "--target", up.URL+"/", "--addr", addr)
 	if f.url != "http://"+addr+"/" {
 		t.Fatalf("serving %q, want http://%s/", f.url, addr)
@@ -181,18 +181,6 @@ func TestFrontProxiesUntilStopped(t *testing.T) {
 		c.Close()
 		t.Errorf("%s still accepts connections after the front stopped", addr)
 	}
-}
-
-// freePort returns 127.0.0.1:PORT where nothing listened a moment ago,
-// for the front to listen on.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // The built program, as the emulators script runs it: prints its line,

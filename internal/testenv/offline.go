@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"testing"
 )
@@ -19,6 +20,27 @@ func ClosedPort(t testing.TB) string {
 	}
 	t.Cleanup(closeFn)
 	return addr
+}
+
+// FreePort returns 127.0.0.1:PORT where nothing listened a moment ago,
+// for a server the test starts to listen on.
+func FreePort(t testing.TB) string {
+	t.Helper()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// freeAddr listens on a free port of 127.0.0.1 and closes it.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // NoRequests is a transport that fails the test on any request: for a
