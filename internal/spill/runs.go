@@ -82,6 +82,8 @@ type runSet struct {
 	dir    string
 	seq    int
 	runs   []*run
+	// open, when not nil, is the last run, still being written by extend.
+	open *runWriter
 }
 
 // write writes the records that records yields, in ascending order, as a
@@ -130,6 +132,67 @@ func (s *runSet) mergeable() int {
 
 // writeRun writes the records records yields as a new run file.
 func (s *runSet) writeRun(records func(yield func([]byte) error) error) (*run, error) {
+	rw, err := s.create()
+	if err != nil {
+		return nil, err
+	}
+	err = records(rw.add)
+	if err == nil {
+		err = rw.w.Flush()
+	}
+	if err != nil {
+		rw.r.remove()
+		return nil, fmt.Errorf("write %s: %w", rw.r.f.Name(), err)
+	}
+	return rw.r, nil
+}
+
+// extend appends recs, in ascending order and none less than a record
+// before them, to the open run, which it opens as the set's last run
+// when there is none: a Sorter whose records come in order writes them
+// once, into one run, never merged. The run is written through a buffer
+// until seal.
+func (s *runSet) extend(recs [][]byte) error {
+	if s.open == nil {
+		rw, err := s.create()
+		if err != nil {
+			return err
+		}
+		s.open = rw
+		s.runs = append(s.runs, rw.r)
+	}
+	for _, rec := range recs {
+		if err := s.open.add(rec); err != nil {
+			return fmt.Errorf("write %s: %w", s.open.r.f.Name(), err)
+		}
+	}
+	return nil
+}
+
+// seal writes out the open run's buffer: the run is then one like the
+// others, and the next extend opens another.
+func (s *runSet) seal() error {
+	rw := s.open
+	if rw == nil {
+		return nil
+	}
+	s.open = nil
+	if err := rw.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", rw.r.f.Name(), err)
+	}
+	return nil
+}
+
+// runWriter writes one run's records, in ascending order.
+type runWriter struct {
+	r    *run
+	w    *bufio.Writer
+	prev []byte // the record before, when the run is shared
+	head [2 * binary.MaxVarintLen64]byte
+}
+
+// create makes a new run file, and the set's directory at the first.
+func (s *runSet) create() (*runWriter, error) {
 	if s.dir == "" {
 		dir, err := s.mkdir()
 		if err != nil {
@@ -142,38 +205,30 @@ func (s *runSet) writeRun(records func(yield func([]byte) error) error) (*run, e
 	if err != nil {
 		return nil, err
 	}
-	r := &run{f: f, shared: s.shared}
-	w := bufio.NewWriterSize(f, 64<<10)
-	var head [2 * binary.MaxVarintLen64]byte
-	var prev []byte // the record before, when shared
-	err = records(func(rec []byte) error {
-		if r.n%runBlockRecords == 0 {
-			r.index = append(r.index, blockStart{bytes.Clone(rec), r.size})
-		}
-		r.n++
-		h, rest := 0, rec
-		if s.shared {
-			k := sharedLen(prev, rec)
-			h = binary.PutUvarint(head[:], uint64(k))
-			rest = rec[k:]
-			prev = append(prev[:0], rec...)
-		}
-		h += binary.PutUvarint(head[h:], uint64(len(rest)))
-		r.size += int64(h + len(rest))
-		if _, err := w.Write(head[:h]); err != nil {
-			return err
-		}
-		_, err := w.Write(rest)
+	return &runWriter{r: &run{f: f, shared: s.shared}, w: bufio.NewWriterSize(f, 64<<10)}, nil
+}
+
+// add writes rec after the run's records.
+func (rw *runWriter) add(rec []byte) error {
+	r := rw.r
+	if r.n%runBlockRecords == 0 {
+		r.index = append(r.index, blockStart{bytes.Clone(rec), r.size})
+	}
+	r.n++
+	h, rest := 0, rec
+	if r.shared {
+		k := sharedLen(rw.prev, rec)
+		h = binary.PutUvarint(rw.head[:], uint64(k))
+		rest = rec[k:]
+		rw.prev = append(rw.prev[:0], rec...)
+	}
+	h += binary.PutUvarint(rw.head[h:], uint64(len(rest)))
+	r.size += int64(h + len(rest))
+	if _, err := rw.w.Write(rw.head[:h]); err != nil {
 		return err
-	})
-	if err == nil {
-		err = w.Flush()
 	}
-	if err != nil {
-		r.remove()
-		return nil, fmt.Errorf("write %s: %w", f.Name(), err)
-	}
-	return r, nil
+	_, err := rw.w.Write(rest)
+	return err
 }
 
 // sharedLen is how many bytes a and b share at their beginnings.
@@ -263,6 +318,7 @@ func (s *runSet) records() int {
 
 // close removes the runs and their directory.
 func (s *runSet) close() error {
+	s.open = nil
 	for _, r := range s.runs {
 		r.remove()
 	}

@@ -10,9 +10,11 @@ import (
 // their number: it holds about memBytes of them, writes them out as a
 // sorted run when that is full (merging 64 runs of a size into one of the
 // next), and gives them all back in ascending order (Sorted) from its
-// runs and what is left in memory, merged. Equal
-// records come back as many times as they were added. It is not safe for
-// concurrent use.
+// runs and what is left in memory, merged. Records added in ascending
+// order are neither sorted nor merged: while each comes no less than the
+// one before, a full memory extends one run (verify's rows by their
+// keys, which the tables give in key order). Equal records come back as
+// many times as they were added. It is not safe for concurrent use.
 type Sorter struct {
 	runs     runSet
 	memBytes int
@@ -20,6 +22,9 @@ type Sorter struct {
 	ends     []uint32 // where each ends in arena
 	n        int      // records added
 	sorted   bool     // Sorted was called: no more Add
+	// inOrder: every record came no less than the one before (last).
+	inOrder bool
+	last    []byte
 }
 
 // NewSorter returns an empty sorter that holds about memBytes of records
@@ -27,7 +32,7 @@ type Sorter struct {
 // than memBytes is kept alone) and puts its runs in the directory mkdir
 // makes at the first spill (mkdir returns its path; Close removes it).
 func NewSorter(memBytes int, mkdir func() (string, error)) *Sorter {
-	return &Sorter{runs: runSet{mkdir: mkdir, fanIn: sorterFanIn, readBuf: sorterReadBuf, shared: true}, memBytes: max(1, memBytes)}
+	return &Sorter{runs: runSet{mkdir: mkdir, fanIn: sorterFanIn, readBuf: sorterReadBuf, shared: true}, memBytes: max(1, memBytes), inOrder: true}
 }
 
 // sorterFanIn is how many runs of a size a Sorter merges into one, and
@@ -50,6 +55,13 @@ func (s *Sorter) Add(rec []byte) error {
 	if s.sorted {
 		return ErrSorted
 	}
+	if s.inOrder && s.n > 0 && bytes.Compare(rec, s.last) < 0 {
+		// Out of order: the run written so far is one to merge.
+		s.inOrder, s.last = false, nil
+		if err := s.runs.seal(); err != nil {
+			return err
+		}
+	}
 	if len(s.ends) > 0 && len(s.arena)+len(rec)+4*(len(s.ends)+1) > s.memBytes {
 		if err := s.spill(); err != nil {
 			return err
@@ -58,6 +70,9 @@ func (s *Sorter) Add(rec []byte) error {
 	s.arena = append(s.arena, rec...)
 	s.ends = append(s.ends, uint32(len(s.arena)))
 	s.n++
+	if s.inOrder {
+		s.last = append(s.last[:0], rec...)
+	}
 	return nil
 }
 
@@ -75,14 +90,22 @@ func (s *Sorter) memory() [][]byte {
 		recs[i] = s.arena[start:end:end]
 		start = end
 	}
-	// Unstable: records that compare equal are the same bytes.
-	slices.SortFunc(recs, bytes.Compare)
+	if !s.inOrder {
+		// Unstable: records that compare equal are the same bytes.
+		slices.SortFunc(recs, bytes.Compare)
+	}
 	return recs
 }
 
-// spill writes the records in memory out as a run, keeping the memory.
+// spill writes the records in memory out, keeping the memory: after the
+// open run while they come in order, else as a run of their own.
 func (s *Sorter) spill() error {
 	recs := s.memory()
+	if s.inOrder {
+		err := s.runs.extend(recs)
+		s.arena, s.ends = s.arena[:0], s.ends[:0]
+		return err
+	}
 	err := s.runs.write(func(yield func([]byte) error) error {
 		for _, r := range recs {
 			if err := yield(r); err != nil {
@@ -100,6 +123,9 @@ func (s *Sorter) spill() error {
 // returns is valid until its next call.
 func (s *Sorter) Sorted() *Stream {
 	s.sorted = true
+	if err := s.runs.seal(); err != nil {
+		return &Stream{err: err}
+	}
 	srcs := make([]source, 0, len(s.runs.runs)+1)
 	for _, r := range s.runs.runs {
 		srcs = append(srcs, newRunReader(r, s.runs.readBuf))
@@ -116,11 +142,19 @@ func (s *Sorter) Close() error {
 }
 
 // Stream is the records of a Sorter in ascending order.
-type Stream struct{ m *merger }
+type Stream struct {
+	m   *merger
+	err error // the open run could not be written out
+}
 
 // Next returns the next record, valid until the next call, and false at
-// the end. It returns an error when a run cannot be read.
-func (st *Stream) Next() ([]byte, bool, error) { return st.m.next() }
+// the end. It returns an error when a run cannot be written out or read.
+func (st *Stream) Next() ([]byte, bool, error) {
+	if st.err != nil {
+		return nil, false, st.err
+	}
+	return st.m.next()
+}
 
 // memSource is sorted records in memory as a source.
 type memSource struct {

@@ -154,3 +154,69 @@ func TestSorterSpillFails(t *testing.T) {
 		t.Fatalf("err %v, want one about the missing directory", err)
 	}
 }
+
+// A Sorter given its records in ascending order writes them once, into
+// one run that is never merged, and gives them back as they came; once a
+// record comes out of order, it sorts and merges as usual, and every
+// record still comes back in order.
+func TestSorterRecordsInOrder(t *testing.T) {
+	var ordered [][]byte
+	for i := range 5000 {
+		// Keys in order, some of them twice, with long shared beginnings.
+		rec := fmt.Appendf(nil, "table\x00\x01partition-%03d\x00\x01row-%05d", i/100, i)
+		ordered = append(ordered, rec)
+		if i%7 == 0 {
+			ordered = append(ordered, rec)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	late := slices.Clone(ordered)
+	for range 300 {
+		// Ordered up to the middle, then 300 records from anywhere.
+		late = append(late[:len(ordered)/2], append(late[len(ordered)/2:], ordered[r.IntN(len(ordered))])...)
+	}
+	for _, tc := range []struct {
+		name  string
+		recs  [][]byte
+		files int // run files written, merged ones included
+	}{
+		{"in order", ordered, 1},
+		{"out of order at the middle", late, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, mkdir, _ := runsDir(t)
+			s := NewSorter(4096, mkdir)
+			for _, rec := range tc.recs {
+				if err := s.Add(rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st := s.Sorted()
+			var got [][]byte
+			for {
+				rec, ok, err := st.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				got = append(got, bytes.Clone(rec))
+			}
+			want := slices.Clone(tc.recs)
+			slices.SortFunc(want, bytes.Compare)
+			if !slices.EqualFunc(got, want, bytes.Equal) {
+				t.Fatalf("%d records back, want %d, in order", len(got), len(want))
+			}
+			if tc.files > 0 && (s.runs.seq != tc.files || len(s.runs.runs) != 1) {
+				t.Errorf("%d run files written, %d runs left; want %d and 1", s.runs.seq, len(s.runs.runs), tc.files)
+			}
+			if tc.files < 0 && s.runs.seq < 2 {
+				t.Errorf("%d run files written: the records out of order were not sorted into runs of their own", s.runs.seq)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
