@@ -382,91 +382,94 @@ func (rr *runReader) next() ([]byte, bool, error) {
 	return rr.buf, true, nil
 }
 
-// merger merges sources into one ascending stream: a heap of their heads.
-// Equal records come in the order of the sources.
+// merger merges sources into one ascending stream: a tree of losers
+// over their heads, so that each record takes one comparison per level
+// of the tree (log₂ of the sources), where a heap takes two. Equal
+// records come in the order of the sources.
 type merger struct {
 	srcs  []source
 	heads [][]byte
-	heap  []int // indexes of sources with a head, ordered as a heap
-	last  int   // the source whose head was returned last; -1 for none
+	done  []bool // the source has no head left
+	// tree[0] is the source whose head is the smallest; tree[n], for n
+	// from 1, the loser of the match at node n, whose children are 2n
+	// and 2n+1, source i being the leaf len(srcs)+i.
+	tree  []int
+	begun bool
 }
 
 func newMerger(srcs []source) *merger {
-	return &merger{srcs: srcs, heads: make([][]byte, len(srcs)), last: -2}
+	return &merger{srcs: srcs, heads: make([][]byte, len(srcs)), done: make([]bool, len(srcs))}
 }
 
-func (m *merger) less(i, j int) bool {
-	a, b := m.heap[i], m.heap[j]
+// less orders sources by their heads, a source without one last, equal
+// heads by source.
+func (m *merger) less(a, b int) bool {
+	switch {
+	case m.done[a] || m.done[b]:
+		return !m.done[a] || (m.done[b] && a < b)
+	}
 	if c := bytes.Compare(m.heads[a], m.heads[b]); c != 0 {
 		return c < 0
 	}
 	return a < b
 }
 
-func (m *merger) down(i int) {
-	for {
-		l := 2*i + 1
-		if l >= len(m.heap) {
-			return
-		}
-		c := l
-		if r := l + 1; r < len(m.heap) && m.less(r, l) {
-			c = r
-		}
-		if !m.less(c, i) {
-			return
-		}
-		m.heap[i], m.heap[c] = m.heap[c], m.heap[i]
-		i = c
-	}
-}
-
-func (m *merger) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !m.less(i, p) {
-			return
-		}
-		m.heap[i], m.heap[p] = m.heap[p], m.heap[i]
-		i = p
-	}
-}
-
-// advance reads the next head of source i into the heap.
+// advance reads the next head of source i.
 func (m *merger) advance(i int) error {
 	rec, ok, err := m.srcs[i].next()
-	if err != nil || !ok {
+	if err != nil {
 		return err
 	}
-	m.heads[i] = rec
-	m.heap = append(m.heap, i)
-	m.up(len(m.heap) - 1)
+	m.heads[i], m.done[i] = rec, !ok
 	return nil
+}
+
+// build plays the matches below node n and returns their winner.
+func (m *merger) build(n int) int {
+	k := len(m.srcs)
+	if n >= k {
+		return n - k
+	}
+	a, b := m.build(2*n), m.build(2*n+1)
+	if m.less(b, a) {
+		a, b = b, a
+	}
+	m.tree[n] = b
+	return a
 }
 
 // next returns the smallest record left, valid until the next call.
 func (m *merger) next() ([]byte, bool, error) {
-	switch {
-	case m.last == -2:
+	k := len(m.srcs)
+	if k == 0 {
+		return nil, false, nil
+	}
+	if !m.begun {
+		m.begun = true
 		for i := range m.srcs {
 			if err := m.advance(i); err != nil {
 				return nil, false, err
 			}
 		}
-	case m.last >= 0:
-		if err := m.advance(m.last); err != nil {
+		m.tree = make([]int, k)
+		m.tree[0] = m.build(1)
+	} else {
+		// The source of the record returned last plays its new head
+		// against the losers on its way up.
+		w := m.tree[0]
+		if err := m.advance(w); err != nil {
 			return nil, false, err
 		}
+		for n := (w + k) / 2; n >= 1; n /= 2 {
+			if m.less(m.tree[n], w) {
+				m.tree[n], w = w, m.tree[n]
+			}
+		}
+		m.tree[0] = w
 	}
-	if len(m.heap) == 0 {
-		m.last = -1
+	w := m.tree[0]
+	if m.done[w] {
 		return nil, false, nil
 	}
-	top := m.heap[0]
-	n := len(m.heap) - 1
-	m.heap[0] = m.heap[n]
-	m.heap = m.heap[:n]
-	m.down(0)
-	m.last = top
-	return m.heads[top], true, nil
+	return m.heads[w], true, nil
 }

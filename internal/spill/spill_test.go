@@ -220,3 +220,89 @@ func TestSorterRecordsInOrder(t *testing.T) {
 		})
 	}
 }
+
+// sliceSource is sorted records in memory as a source, each returned as
+// its own slice.
+type sliceSource struct{ recs [][]byte }
+
+func (s *sliceSource) next() ([]byte, bool, error) {
+	if len(s.recs) == 0 {
+		return nil, false, nil
+	}
+	rec := s.recs[0]
+	s.recs = s.recs[1:]
+	return rec, true, nil
+}
+
+// mergeSources returns k sorted sources of random records (some empty
+// sources, empty records and records in several sources) and all their
+// records, sorted.
+func mergeSources(k, n int) ([][][]byte, [][]byte) {
+	r := rand.New(rand.NewPCG(5, uint64(k)))
+	srcs := make([][][]byte, k)
+	var all [][]byte
+	for i := range srcs {
+		if i%5 == 3 {
+			continue // an empty source
+		}
+		for range n {
+			rec := fmt.Appendf(nil, "executions\x00\x01scope-%02d\x00\x01%0*d", r.IntN(20), r.IntN(4), r.IntN(1000))
+			if r.IntN(50) == 0 {
+				rec = []byte{}
+			}
+			srcs[i] = append(srcs[i], rec)
+		}
+		slices.SortFunc(srcs[i], bytes.Compare)
+		all = append(all, srcs[i]...)
+	}
+	slices.SortFunc(all, bytes.Compare)
+	return srcs, all
+}
+
+// The merger gives back every record of its sources in ascending order,
+// for any number of sources, and nothing once they are all read.
+func TestMergerMerges(t *testing.T) {
+	for _, k := range []int{0, 1, 2, 3, 7, 64, 65} {
+		srcs, want := mergeSources(k, 300)
+		ss := make([]source, k)
+		for i := range srcs {
+			ss[i] = &sliceSource{srcs[i]}
+		}
+		m := newMerger(ss)
+		var got [][]byte
+		for {
+			rec, ok, err := m.next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			got = append(got, bytes.Clone(rec))
+		}
+		if !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Fatalf("%d sources: %d records back, want %d, in order", k, len(got), len(want))
+		}
+		if _, ok, err := m.next(); ok || err != nil {
+			t.Errorf("%d sources: a record or %v after the end", k, err)
+		}
+	}
+}
+
+func BenchmarkMerger(b *testing.B) {
+	srcs, all := mergeSources(64, 20000)
+	b.ResetTimer()
+	for range b.N {
+		ss := make([]source, len(srcs))
+		for i := range srcs {
+			ss[i] = &sliceSource{srcs[i]}
+		}
+		m := newMerger(ss)
+		for {
+			if _, ok, _ := m.next(); !ok {
+				break
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(all)), "ns/record")
+}
