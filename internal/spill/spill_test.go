@@ -87,6 +87,22 @@ func TestKeySetSpillFails(t *testing.T) {
 	}
 }
 
+// drain returns a copy of every record next gives until its end.
+func drain(t *testing.T, next func() ([]byte, bool, error)) [][]byte {
+	t.Helper()
+	var got [][]byte
+	for {
+		rec, ok, err := next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return got
+		}
+		got = append(got, bytes.Clone(rec))
+	}
+}
+
 // A Sorter gives back every record it was given (duplicates as many
 // times), in ascending order, whether they fit in memory or went through
 // runs on disk; its runs stay few and Close removes them.
@@ -109,18 +125,7 @@ func TestSorterSorts(t *testing.T) {
 			}
 			want := slices.Clone(recs)
 			slices.SortFunc(want, bytes.Compare)
-			st := s.Sorted()
-			var got [][]byte
-			for {
-				rec, ok, err := st.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !ok {
-					break
-				}
-				got = append(got, bytes.Clone(rec))
-			}
+			got := drain(t, s.Sorted().Next)
 			if !slices.EqualFunc(got, want, bytes.Equal) {
 				t.Fatalf("%d records back, want %d, in order", len(got), len(want))
 			}
@@ -191,18 +196,7 @@ func TestSorterRecordsInOrder(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			st := s.Sorted()
-			var got [][]byte
-			for {
-				rec, ok, err := st.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !ok {
-					break
-				}
-				got = append(got, bytes.Clone(rec))
-			}
+			got := drain(t, s.Sorted().Next)
 			want := slices.Clone(tc.recs)
 			slices.SortFunc(want, bytes.Compare)
 			if !slices.EqualFunc(got, want, bytes.Equal) {
@@ -269,17 +263,7 @@ func TestMergerMerges(t *testing.T) {
 			ss[i] = &sliceSource{srcs[i]}
 		}
 		m := newMerger(ss)
-		var got [][]byte
-		for {
-			rec, ok, err := m.next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				break
-			}
-			got = append(got, bytes.Clone(rec))
-		}
+		got := drain(t, m.next)
 		if !slices.EqualFunc(got, want, bytes.Equal) {
 			t.Fatalf("%d sources: %d records back, want %d, in order", k, len(got), len(want))
 		}
