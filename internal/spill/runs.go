@@ -404,8 +404,7 @@ func newMerger(srcs []source) *merger {
 // less orders sources by their heads, a source without one last, equal
 // heads by source.
 func (m *merger) less(a, b int) bool {
-	switch {
-	case m.done[a] || m.done[b]:
+	if m.done[a] || m.done[b] {
 		return !m.done[a] || (m.done[b] && a < b)
 	}
 	if c := bytes.Compare(m.heads[a], m.heads[b]); c != 0 {
@@ -457,6 +456,9 @@ func (m *merger) next() ([]byte, bool, error) {
 		// The source of the record returned last plays its new head
 		// against the losers on its way up.
 		w := m.tree[0]
+		if m.done[w] {
+			return nil, false, nil // every source is read
+		}
 		if err := m.advance(w); err != nil {
 			return nil, false, err
 		}
