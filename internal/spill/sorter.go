@@ -22,9 +22,8 @@ type Sorter struct {
 	ends     []uint32 // where each ends in arena
 	n        int      // records added
 	sorted   bool     // Sorted was called: no more Add
-	// inOrder: every record came no less than the one before (last).
+	// inOrder: every record came no less than the one before.
 	inOrder bool
-	last    []byte
 }
 
 // NewSorter returns an empty sorter that holds about memBytes of records
@@ -55,9 +54,9 @@ func (s *Sorter) Add(rec []byte) error {
 	if s.sorted {
 		return ErrSorted
 	}
-	if s.inOrder && s.n > 0 && bytes.Compare(rec, s.last) < 0 {
+	if s.inOrder && s.n > 0 && bytes.Compare(rec, s.lastAdded()) < 0 {
 		// Out of order: the run written so far is one to merge.
-		s.inOrder, s.last = false, nil
+		s.inOrder = false
 		if err := s.runs.seal(); err != nil {
 			return err
 		}
@@ -70,10 +69,18 @@ func (s *Sorter) Add(rec []byte) error {
 	s.arena = append(s.arena, rec...)
 	s.ends = append(s.ends, uint32(len(s.arena)))
 	s.n++
-	if s.inOrder {
-		s.last = append(s.last[:0], rec...)
-	}
 	return nil
+}
+
+// lastAdded is the record added last, when there is one: memory always
+// holds it, since Add spills before it adds the record that filled it.
+func (s *Sorter) lastAdded() []byte {
+	n := len(s.ends)
+	start := uint32(0)
+	if n > 1 {
+		start = s.ends[n-2]
+	}
+	return s.arena[start:s.ends[n-1]]
 }
 
 // Len is the number of records added.

@@ -180,17 +180,22 @@ func TestSorterRecordsInOrder(t *testing.T) {
 		// Ordered up to the middle, then 300 records from anywhere.
 		late = append(late[:len(ordered)/2], append(late[len(ordered)/2:], ordered[r.IntN(len(ordered))])...)
 	}
+	// A memory of 1 byte spills at every record, each extending the
+	// open run while they come in order.
 	for _, tc := range []struct {
 		name  string
 		recs  [][]byte
+		mem   int
 		files int // run files written, merged ones included
 	}{
-		{"in order", ordered, 1},
-		{"out of order at the middle", late, -1},
+		{"in order", ordered, 4096, 1},
+		{"in order, a record in memory", ordered, 1, 1},
+		{"out of order at the middle", late, 4096, -1},
+		{"out of order at the middle, a record in memory", late, 1, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, mkdir, _ := runsDir(t)
-			s := NewSorter(4096, mkdir)
+			s := NewSorter(tc.mem, mkdir)
 			for _, rec := range tc.recs {
 				if err := s.Add(rec); err != nil {
 					t.Fatal(err)
