@@ -105,11 +105,12 @@ func LoadRanges(dir string) (Ranges, error) {
 	if err != nil || data == nil {
 		return nil, err
 	}
+	unusable := fmt.Errorf("%s %w", filepath.Join(dir, RangesFile), errRangesFile)
 	var f rangesFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil || f.Version != rangesVersion {
-		return nil, fmt.Errorf("%s %w", filepath.Join(dir, RangesFile), errRangesFile)
+		return nil, unusable
 	}
 	out := Ranges{}
 	for table, keys := range f.Tables {
@@ -117,7 +118,7 @@ func LoadRanges(dir string) (Ranges, error) {
 		for i, k := range keys {
 			key := Key(k)
 			if i > 0 && compareKeys(out[table][i-1], key) >= 0 {
-				return nil, fmt.Errorf("%s %w", filepath.Join(dir, RangesFile), errRangesFile)
+				return nil, unusable
 			}
 			out[table] = append(out[table], key)
 		}
